@@ -1,0 +1,37 @@
+"""Executors: compile, verify and time candidate kernels, in isolated workers.
+
+Depends only on torch, numpy and each target's own toolchain, so it runs on a
+GPU machine where the rest of EvoKernel's dependencies are absent.
+"""
+
+from ._backend import Backend, CompileReport, LaunchLog, UnknownBackend, backend_names, get_backend
+from ._compare import Comparison, compare
+from ._evaluate import EvalOptions
+from ._executor import Executor, default_device
+from ._result import EvalResult, Verdict
+from ._static import StaticFinding, static_findings
+from ._task import Task, TaskError, load_task
+from ._timing import Timing, benchmark
+
+__all__ = [
+    "Backend",
+    "CompileReport",
+    "Comparison",
+    "EvalOptions",
+    "EvalResult",
+    "Executor",
+    "LaunchLog",
+    "StaticFinding",
+    "Task",
+    "TaskError",
+    "Timing",
+    "UnknownBackend",
+    "Verdict",
+    "backend_names",
+    "benchmark",
+    "compare",
+    "default_device",
+    "get_backend",
+    "load_task",
+    "static_findings",
+]

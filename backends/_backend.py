@@ -1,0 +1,112 @@
+"""The contract every executor backend meets, and the registry that finds them.
+
+A backend knows three things about its target: which static rules a candidate
+must obey (it must contain a real kernel of this kind), how to watch the
+candidate launch its own kernels inside the worker, and what it can tell about a
+kernel without running it (compile errors, registers, shared memory).
+Everything else (isolation, correctness, timing, anti-hack) is shared.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from importlib import metadata
+from typing import Any, Callable, Protocol, runtime_checkable
+
+ENTRY_POINT_GROUP = "evokernel.backends"
+
+# Built-in backends go through the same lazy "module:attr" path as plugins, so
+# that a source checkout without installed entry points still finds them.
+_BUILTIN = {
+    "triton": "backends.triton_backend:TritonBackend",
+    "cuda": "backends.cuda_backend:CudaBackend",
+    "ascendc": "backends.ascendc:AscendCBackend",
+}
+
+
+@dataclasses.dataclass
+class LaunchLog:
+    """Kernels the candidate launched during one forward call.
+
+    `paused` counts nesting of the candidate's own kernels: while it is above
+    zero, torch ops that the kernel machinery itself issues (the Triton CPU
+    interpreter copies tensors, for example) are not charged to the candidate.
+    """
+
+    launches: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    paused: int = 0
+    lock: threading.Lock = dataclasses.field(default_factory=threading.Lock, repr=False)
+
+    def record(self, kind: str, name: str, **info: Any) -> None:
+        with self.lock:
+            self.launches.append({"kind": kind, "name": name, **info})
+
+    def clear(self) -> None:
+        with self.lock:
+            self.launches.clear()
+
+
+@dataclasses.dataclass
+class CompileReport:
+    """What the toolchain said about the candidate's kernels without running them."""
+
+    ok: bool
+    message: str = ""
+    kernels: list[dict[str, Any]] = dataclasses.field(default_factory=list)  # name, registers, shared_bytes, spills
+    seconds: float = 0.0
+
+
+@runtime_checkable
+class Backend(Protocol):
+    name: str
+    language: str  # what the kernel itself is written in, for prompts and static checks
+
+    def mode(self) -> dict[str, Any]:
+        """How this backend runs here: {'mode': ..., 'can_run': bool, 'detail': ...}."""
+        ...
+
+    def static_problems(self, source: str) -> list[str]:
+        """Backend rules the candidate's source breaks (for example: no kernel of this kind)."""
+        ...
+
+    def install_hooks(self, log: LaunchLog, *, compile_only: bool) -> None:
+        """Called once per worker before any candidate is imported."""
+        ...
+
+    def compile_check(self, module: Any, log: LaunchLog) -> CompileReport:
+        """After the candidate ran (or was imported, when compile-only), check its kernels."""
+        ...
+
+    def latency_source(self, device: str) -> str:
+        """Label for latencies measured on `device` ('measured-gpu', 'interpreted-cpu', ...)."""
+        ...
+
+
+class UnknownBackend(LookupError):
+    pass
+
+
+def _entry_points() -> dict[str, str]:
+    found = dict(_BUILTIN)
+    try:
+        for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
+            found[ep.name] = ep.value
+    except Exception:  # a broken distribution must not hide the built-ins
+        pass
+    return found
+
+
+def backend_names() -> list[str]:
+    return sorted(_entry_points())
+
+
+def get_backend(name: str) -> Backend:
+    targets = _entry_points()
+    if name not in targets:
+        raise UnknownBackend(f"unknown backend {name!r}; known: {', '.join(sorted(targets))}")
+    module_name, _, attr = targets[name].partition(":")
+    import importlib
+
+    cls: Callable[[], Backend] = getattr(importlib.import_module(module_name), attr)
+    return cls()

@@ -1,0 +1,259 @@
+"""The parent side of isolation: worker processes, timeouts, verdicts for
+crashes and hangs.
+
+Each worker is a fresh Python process in its own session (so a timeout kills
+its whole process group, compilers included), pinned to one device through
+CUDA_VISIBLE_DEVICES. A worker is reused across candidates for speed (torch
+import, CUDA context, task modules and baselines stay warm) and retired after
+a crash, a timeout or a CUDA error, since an illegal access poisons the context.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from ._evaluate import EvalOptions
+from ._result import EvalResult, Verdict
+
+_PROJECT_ROOT = str(Path(__file__).resolve().parent.parent)
+
+
+def _signal_name(rc: int) -> str:
+    try:
+        return signal.Signals(-rc).name
+    except ValueError:
+        return f"signal {-rc}"
+
+
+class WorkerError(RuntimeError):
+    pass
+
+
+class Worker:
+    """One child process and the pipes to it."""
+
+    def __init__(self, device: str, *, env: dict[str, str] | None = None, start_timeout_s: float = 120.0):
+        self.device = device
+        self.dir = Path(tempfile.mkdtemp(prefix="evokernel-worker-"))
+        self.stderr_path = self.dir / "stderr.log"
+        self._stderr = open(self.stderr_path, "wb")
+        child_env = dict(os.environ if env is None else env)
+        child_env["PYTHONPATH"] = os.pathsep.join(p for p in (_PROJECT_ROOT, child_env.get("PYTHONPATH", "")) if p)
+        child_env["EVOKERNEL_WORKER_DIR"] = str(self.dir)
+        child_env["PYTHONUNBUFFERED"] = "1"
+        if device.startswith("cuda"):
+            index = device.split(":")[1] if ":" in device else "0"
+            child_env["CUDA_VISIBLE_DEVICES"] = index
+            child_env["EVOKERNEL_WORKER_DEVICE"] = "cuda:0"
+        else:
+            child_env["EVOKERNEL_WORKER_DEVICE"] = "cpu"
+            child_env["TRITON_INTERPRET"] = "1"  # Triton kernels run on the CPU interpreter
+        child_env.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "backends._worker"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._stderr,
+            env=child_env,
+            cwd=str(self.dir),
+            start_new_session=True,  # own process group: a timeout kills compilers too
+        )
+        self._buffer = b""
+        self.jobs_done = 0
+        hello = self._read_line(start_timeout_s)
+        if hello is None or not hello.get("ready"):
+            tail = self.stderr_tail()
+            self.kill()
+            raise WorkerError(f"worker failed to start: {tail or 'no output'}")
+
+    def _read_line(self, timeout_s: float) -> dict[str, Any] | None:
+        assert self.proc.stdout is not None
+        deadline = time.monotonic() + timeout_s
+        fd = self.proc.stdout.fileno()
+        with selectors.DefaultSelector() as sel:
+            sel.register(fd, selectors.EVENT_READ)
+            while b"\n" not in self._buffer:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise TimeoutError
+                if not sel.select(remaining):
+                    continue
+                chunk = os.read(fd, 1 << 20)
+                if not chunk:
+                    return None  # EOF: the worker died
+                self._buffer += chunk
+        line, _, self._buffer = self._buffer.partition(b"\n")
+        return json.loads(line)
+
+    def stderr_tail(self, start: int = 0, limit: int = 2000) -> str:
+        try:
+            data = self.stderr_path.read_bytes()[start:]
+        except OSError:
+            return ""
+        text = data.decode(errors="replace")
+        # Library warnings are noise for the LLM; keep the lines that explain the failure.
+        lines = [ln for ln in text.splitlines() if "Warning" not in ln and "warn_once" not in ln]
+        return "\n".join(lines)[-limit:]
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def run(self, job: dict[str, Any], timeout_s: float) -> tuple[EvalResult, bool]:
+        """Returns the result and whether the worker must be retired."""
+        assert self.proc.stdin is not None
+        offset = self.stderr_path.stat().st_size if self.stderr_path.exists() else 0
+        t0 = time.monotonic()
+        try:
+            self.proc.stdin.write((json.dumps(job) + "\n").encode())
+            self.proc.stdin.flush()
+            reply = self._read_line(timeout_s)
+        except TimeoutError:
+            self.kill()
+            return EvalResult(
+                Verdict.TIMEOUT,
+                f"timed out after {timeout_s:g} s: the kernel hung or ran far too long; its process group was killed",
+                seconds=time.monotonic() - t0,
+            ), True
+        except (BrokenPipeError, OSError):
+            reply = None
+        if reply is None:
+            rc = self.proc.wait(timeout=10)
+            what = _signal_name(rc) if rc < 0 else f"exit code {rc}"
+            if rc == -signal.SIGSEGV:
+                what = "segmentation fault (SIGSEGV): an out-of-bounds access or a bad pointer"
+            elif rc == -signal.SIGABRT:
+                what = "abort (SIGABRT)"
+            tail = self.stderr_tail(offset)
+            msg = f"the candidate crashed the worker: {what}"
+            return EvalResult(
+                Verdict.CRASH, msg, feedback=msg + (f"\nLast output:\n{tail}" if tail else ""), seconds=time.monotonic() - t0
+            ), True
+        self.jobs_done += 1
+        if "error" in reply:
+            msg = f"internal executor error: {reply['error']}"
+            return EvalResult(Verdict.RUNTIME_ERROR, msg, warnings=[reply.get("traceback", "")]), True
+        return EvalResult.from_dict(reply["result"]), bool(reply.get("retire"))
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
+        for stream in (self.proc.stdin, self.proc.stdout):
+            try:
+                if stream:
+                    stream.close()
+            except OSError:
+                pass
+        self._stderr.close()
+
+    def close(self) -> None:
+        if self.proc.poll() is None and self.proc.stdin:
+            try:
+                self.proc.stdin.close()
+                self.proc.wait(timeout=5)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+        self.kill()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def default_device() -> str:
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            return "cuda:0"
+    except Exception:
+        pass
+    return "cpu"
+
+
+class Executor:
+    """Evaluate candidates in isolated, reusable worker processes.
+
+    >>> with Executor() as ex:                                   # doctest: +SKIP
+    ...     result = ex.evaluate("task.py", open("cand.py").read(), backend="triton")
+    """
+
+    def __init__(
+        self,
+        *,
+        device: str | None = None,
+        timeout_s: float = 300.0,
+        reuse_workers: bool = True,
+        max_jobs_per_worker: int = 200,
+        env: dict[str, str] | None = None,
+    ):
+        self.device = device or default_device()
+        self.timeout_s = timeout_s
+        self.reuse_workers = reuse_workers
+        self.max_jobs_per_worker = max_jobs_per_worker
+        self.env = env
+        self._worker: Worker | None = None
+        self.workers_started = 0
+
+    def __enter__(self) -> "Executor":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._worker is not None:
+            self._worker.close()
+            self._worker = None
+
+    def _get_worker(self) -> tuple[Worker, bool]:
+        w = self._worker
+        if w is not None and w.alive() and w.jobs_done < self.max_jobs_per_worker:
+            return w, True
+        if w is not None:
+            w.close()
+        env = dict(os.environ if self.env is None else self.env)
+        if self.device == "cpu":
+            env.setdefault("EVOKERNEL_SIZE", "small")  # full sizes would take hours in the interpreter
+        self._worker = Worker(self.device, env=env)
+        self.workers_started += 1
+        return self._worker, False
+
+    def evaluate(
+        self,
+        task_path: str | Path,
+        source: str,
+        *,
+        backend: str = "triton",
+        options: EvalOptions | None = None,
+        timeout_s: float | None = None,
+    ) -> EvalResult:
+        job = {
+            "task_path": str(Path(task_path).resolve()),
+            "source": source,
+            "backend": backend,
+            "options": (options or EvalOptions()).to_dict(),
+        }
+        try:
+            worker, reused = self._get_worker()
+        except WorkerError as exc:
+            return EvalResult(Verdict.CRASH, str(exc))
+        result, retire = worker.run(job, timeout_s or self.timeout_s)
+        result.worker_reused = reused
+        if retire or not self.reuse_workers:
+            worker.close()
+            self._worker = None
+        return result

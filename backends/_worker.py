@@ -1,0 +1,72 @@
+"""The worker process: evaluates candidates sent by the parent, one at a time.
+
+Protocol: one JSON job per line on stdin, one JSON reply per line on the
+protocol descriptor (the original stdout). The candidate's own prints go to
+stderr, which the parent keeps for crash reports, so they cannot forge a reply.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+import traceback
+from pathlib import Path
+
+
+def main() -> int:
+    proto_fd = os.dup(1)
+    os.dup2(2, 1)  # anything written to stdout now goes to stderr
+    sys.stdout = sys.stderr
+    proto = os.fdopen(proto_fd, "w", buffering=1)
+
+    def send(obj: dict) -> None:
+        proto.write(json.dumps(obj) + "\n")
+        proto.flush()
+
+    import torch
+
+    from ._backend import LaunchLog, get_backend
+    from ._evaluate import EvalOptions, TaskCache, evaluate
+
+    device = torch.device(os.environ.get("EVOKERNEL_WORKER_DEVICE", "cpu"))
+    workdir = Path(os.environ.get("EVOKERNEL_WORKER_DIR") or tempfile.mkdtemp(prefix="evokernel-worker-"))
+    cache = TaskCache()
+    backends: dict[str, tuple[object, LaunchLog, bool]] = {}
+    send({"ready": True, "pid": os.getpid(), "device": str(device), "torch": torch.__version__})
+
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        try:
+            job = json.loads(line)
+            name = job["backend"]
+            if name not in backends:
+                backend = get_backend(name)
+                log = LaunchLog()
+                can_run = bool(backend.mode().get("can_run", True)) and (device.type == "cuda" or name != "cuda")
+                backend.install_hooks(log, compile_only=not can_run)
+                backends[name] = (backend, log, not can_run)
+            backend, log, compile_only = backends[name]
+            result = evaluate(
+                task_path=job["task_path"],
+                source=job["source"],
+                backend=backend,
+                log=log,
+                device=device,
+                options=EvalOptions.from_dict(job.get("options")),
+                workdir=workdir,
+                cache=cache,
+                compile_only=compile_only,
+            )
+            retire = "cuda-error" in result.warnings
+            result.warnings = [w for w in result.warnings if w and w != "cuda-error"]
+            send({"result": result.to_dict(), "retire": retire})
+        except Exception as exc:  # a broken job must still get an answer
+            send({"error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc(limit=6), "retire": True})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
