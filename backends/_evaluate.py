@@ -207,6 +207,39 @@ def _evaluate(task_path, source, backend, log, device, options, workdir, cache, 
         for g, inputs in enumerate(groups()):
             sets.append((f"input group {g}", list(inputs)))
 
+    try:
+        max_err, mean_errs, warnings = _check_trials(sets, ref_model, new_model, device, log, cand_file, tolerance)
+    except _Reject as rej:
+        if rej.result.status == Verdict.RUNTIME_ERROR:
+            # The interpreter may fail where the real compiler would have said why.
+            report = backend.compile_check(module, log)
+            if not report.ok:
+                raise _Reject(Verdict.COMPILE_ERROR, report.message, report.message + "\n(runtime failure: " + rej.result.message + ")")
+        raise
+
+    # 4. what the toolchain says (registers, shared memory; Triton's sm_90 compile on CPU)
+    report = backend.compile_check(module, log)
+    if not report.ok:
+        raise _Reject(Verdict.COMPILE_ERROR, report.message, report.message, max_abs_error=max_err)
+    result = EvalResult(
+        Verdict.OK,
+        f"correct on {len(sets)} input set(s)",
+        max_abs_error=max_err,
+        mean_abs_error=sum(mean_errs) / len(mean_errs),
+        compile={"kernels": report.kernels, "seconds": report.seconds},
+        warnings=warnings,
+        trials=len(sets),
+    )
+    result.launches = list(log.launches)[:20]
+
+    # 5. timing
+    if options.timing:
+        _time(result, ref_model, new_model, task, device, options, backend, cache, task_path, log, tolerance, cand_file)
+    result.feedback = _ok_feedback(result)
+    return result
+
+
+def _check_trials(sets, ref_model, new_model, device, log, cand_file, tolerance):
     max_err, mean_errs, near_zero_sets = 0.0, [], 0
     warnings: list[str] = []
     for label, cpu_inputs in sets:
@@ -243,27 +276,7 @@ def _evaluate(task_path, source, backend, log, device, options, workdir, cache, 
             del again
     if near_zero_sets == len(sets):
         warnings.append("task outputs are so close to zero that a constant zero output would pass the tolerance")
-
-    # 4. what the toolchain says (registers, shared memory; Triton's sm_90 compile on CPU)
-    report = backend.compile_check(module, log)
-    if not report.ok:
-        raise _Reject(Verdict.COMPILE_ERROR, report.message, report.message, max_abs_error=max_err)
-    result = EvalResult(
-        Verdict.OK,
-        f"correct on {len(sets)} input set(s)",
-        max_abs_error=max_err,
-        mean_abs_error=sum(mean_errs) / len(mean_errs),
-        compile={"kernels": report.kernels, "seconds": report.seconds},
-        warnings=warnings,
-        trials=len(sets),
-    )
-    result.launches = list(log.launches)[:20]
-
-    # 5. timing
-    if options.timing:
-        _time(result, ref_model, new_model, task, device, options, backend, cache, task_path, log, tolerance, cand_file)
-    result.feedback = _ok_feedback(result)
-    return result
+    return max_err, mean_errs, warnings
 
 
 def _shapes(inputs: list[Any]) -> str:

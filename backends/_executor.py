@@ -58,7 +58,6 @@ class Worker:
         else:
             child_env["EVOKERNEL_WORKER_DEVICE"] = "cpu"
             child_env["TRITON_INTERPRET"] = "1"  # Triton kernels run on the CPU interpreter
-        child_env.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "backends._worker"],
             stdin=subprocess.PIPE,

@@ -31,6 +31,7 @@ FORBIDDEN_MODULES = {
     "pickle": "unpickling runs arbitrary code",
     "time": "timer access is reserved to the harness",
     "timeit": "timer access is reserved to the harness",
+    "numpy": "host-side numpy computation is not a kernel",
     "torch.overrides": "torch function overrides defer or replace the computation",
     "torch.utils._python_dispatch": "dispatch modes replace the computation",
     "torch._dynamo": "torch.compile is the baseline, not a kernel",
@@ -75,6 +76,8 @@ FORBIDDEN_ATTRIBUTES = {
     "system": "candidates may not start processes",
     "popen": "candidates may not start processes",
     "environ": None,
+    "tolist": "Python-level computation on host copies is not a kernel",
+    "numpy": "host-side numpy computation is not a kernel",
 }
 
 # torch.* functions a candidate may call outside __init__: allocation and

@@ -10,13 +10,11 @@ compile errors, registers, spills and shared memory still reach the LLM.
 from __future__ import annotations
 
 import ast
-import inspect
+import json
 import os
-import re
+import sys
 import subprocess
-import tempfile
 import time
-from pathlib import Path
 from typing import Any
 
 from ._backend import CompileReport, LaunchLog
@@ -26,7 +24,6 @@ _DTYPE_CODES = {
     "torch.int8": "i8", "torch.int16": "i16", "torch.int32": "i32", "torch.int64": "i64",
     "torch.uint8": "u8", "torch.bool": "i1",
 }
-_LAUNCH_OPTIONS = {"num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion", "debug", "launch_cooperative_grid"}
 
 
 def _describe_arg(value: Any) -> Any:
@@ -43,16 +40,6 @@ def _describe_arg(value: Any) -> Any:
     return repr(value)
 
 
-def _unwrap_jit(obj: Any) -> Any:
-    from triton.runtime.jit import JITFunction
-
-    seen = 0
-    while not isinstance(obj, JITFunction) and hasattr(obj, "fn") and seen < 5:
-        obj = obj.fn
-        seen += 1
-    return obj if isinstance(obj, JITFunction) else None
-
-
 class TritonBackend:
     name = "triton"
     language = "python-triton"
@@ -60,6 +47,7 @@ class TritonBackend:
     def __init__(self) -> None:
         self._specs: dict[tuple[str, str], dict[str, Any]] = {}
         self._gpu_kernels: dict[str, dict[str, Any]] = {}
+        self._compiler: subprocess.Popen | None = None
 
     # --- Backend protocol --------------------------------------------------
     def mode(self) -> dict[str, Any]:
@@ -184,108 +172,40 @@ class TritonBackend:
 
     def _compile_for_sm90(self, module: Any) -> CompileReport:
         t0 = time.perf_counter()
-        specs = [s for s in self._specs.values() if s["file"] == getattr(module, "__file__", None)]
-        self._specs = {k: v for k, v in self._specs.items() if v["file"] != getattr(module, "__file__", None)}
+        file = getattr(module, "__file__", None)
+        specs = [s for s in self._specs.values() if s["file"] == file]
+        self._specs = {k: v for k, v in self._specs.items() if v["file"] != file}
         if not specs:
             return CompileReport(True, "no launches recorded to compile", seconds=time.perf_counter() - t0)
+        if self._compiler is None or self._compiler.poll() is not None:
+            self._compiler = _start_compile_server()
+        if self._compiler is None:
+            return CompileReport(True, "sm_90 compile check skipped: the compile server did not start")
         try:
-            import triton
-            from triton.backends.compiler import GPUTarget
-            from triton.compiler import ASTSource
-        except ImportError as exc:
-            return CompileReport(True, f"sm_90 compile check skipped: {exc}")
-        jitted = _import_without_interpreter(Path(module.__file__))
-        kernels, seen = [], set()
-        for spec in specs[:8]:
-            fn = _unwrap_jit(getattr(jitted, spec["name"], None))
-            if fn is None:
-                continue  # a kernel not at module level: the interpreter run is all we have
-            signature, constexprs, options = {}, {}, {}
-            kwargs = dict(spec["kwargs"])
-            for k in list(kwargs):
-                if k in _LAUNCH_OPTIONS:
-                    options[k] = kwargs.pop(k)
-            for i, param in enumerate(fn.params):
-                if i < len(spec["args"]):
-                    value = spec["args"][i]
-                elif param.name in kwargs:
-                    value = kwargs[param.name]
-                elif param.default is not inspect.Parameter.empty:
-                    value = param.default
-                else:
-                    value = None
-                if param.is_constexpr or value is None or isinstance(value, str):
-                    signature[param.name] = "constexpr"
-                    constexprs[param.name] = value
-                elif isinstance(value, dict):
-                    signature[param.name] = "*" + value["tensor"]
-                elif isinstance(value, bool):
-                    signature[param.name] = "i1"
-                elif isinstance(value, int):
-                    signature[param.name] = "i32" if -(2**31) <= value < 2**31 else "i64"
-                elif isinstance(value, float):
-                    signature[param.name] = "fp32"
-            key = (spec["name"], repr(sorted(signature.items())), repr(sorted(constexprs.items(), key=str)))
-            if key in seen:
-                continue
-            seen.add(key)
-            try:
-                src = ASTSource(fn=fn, signature=signature, constexprs=constexprs)
-                compiled = triton.compile(src, target=GPUTarget("cuda", 90, 32), options=options or None)
-            except Exception as exc:
-                text = _clean_triton_error(str(exc))
-                return CompileReport(
-                    False,
-                    f"Triton compile for sm_90 failed for kernel {spec['name']}: {text}",
-                    kernels=kernels,
-                    seconds=time.perf_counter() - t0,
-                )
-            info = {"name": spec["name"], "shared_bytes": compiled.metadata.shared, "num_warps": compiled.metadata.num_warps}
-            info.update(_resource_usage(compiled.asm.get("cubin")))
-            kernels.append(info)
-        return CompileReport(True, "", kernels=kernels, seconds=time.perf_counter() - t0)
+            assert self._compiler.stdin is not None and self._compiler.stdout is not None
+            self._compiler.stdin.write(json.dumps({"file": file, "specs": specs[:8]}) + "\n")
+            self._compiler.stdin.flush()
+            line = self._compiler.stdout.readline()
+            reply = json.loads(line)
+        except (OSError, ValueError):
+            self._compiler = None
+            return CompileReport(True, "sm_90 compile check skipped: the compile server died", seconds=time.perf_counter() - t0)
+        return CompileReport(reply["ok"], reply.get("message", ""), kernels=reply.get("kernels", []), seconds=time.perf_counter() - t0)
 
 
-def _import_without_interpreter(path: Path) -> Any:
-    from ._task import import_file
+def _start_compile_server() -> subprocess.Popen | None:
+    """A helper process that never runs the interpreter.
 
-    previous = os.environ.get("TRITON_INTERPRET")
-    os.environ["TRITON_INTERPRET"] = "0"
+    The Triton interpreter patches triton.language in place while kernels run,
+    which breaks later compiles in the same process; so compiles happen in a
+    clean child (killed with the worker's process group).
+    """
+    env = dict(os.environ)
+    env.pop("TRITON_INTERPRET", None)
     try:
-        return import_file(path, "evokernel_compilecheck")
-    finally:
-        if previous is None:
-            os.environ.pop("TRITON_INTERPRET", None)
-        else:
-            os.environ["TRITON_INTERPRET"] = previous
-
-
-def _clean_triton_error(text: str, limit: int = 1500) -> str:
-    text = re.sub(r"\n\s*\n", "\n", text).strip()
-    return text if len(text) <= limit else text[:limit] + " ..."
-
-
-def _resource_usage(cubin: bytes | None) -> dict[str, Any]:
-    """Registers, local memory (spills) and stack from cuobjdump, which ships inside triton."""
-    if not cubin:
-        return {}
-    try:
-        import triton
-
-        tool = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
-    except Exception:
-        return {}
-    if not tool.exists():
-        return {}
-    with tempfile.TemporaryDirectory() as d:
-        path = Path(d) / "k.cubin"
-        path.write_bytes(cubin)
-        try:
-            out = subprocess.run([str(tool), "-res-usage", str(path)], capture_output=True, text=True, timeout=60)
-        except (OSError, subprocess.TimeoutExpired):
-            return {}
-    fields = dict(re.findall(r"(REG|STACK|LOCAL|SHARED):(\d+)", out.stdout))
-    return {
-        "registers": int(fields["REG"]) if "REG" in fields else None,
-        "spills": int(fields["LOCAL"]) if "LOCAL" in fields else None,  # local memory bytes: spills and stack arrays
-    }
+        return subprocess.Popen(
+            [sys.executable, "-m", "backends._triton_compile"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env,
+        )
+    except OSError:
+        return None

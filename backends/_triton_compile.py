@@ -1,0 +1,146 @@
+"""Compile server for the Triton backend: compiles launched kernels for sm_90.
+
+Runs as a child of the worker with the interpreter off. Reads one JSON request
+per line ({"file": candidate path, "specs": [{"name", "args", "kwargs"}]}),
+imports the candidate, compiles each recorded specialisation with Triton's own
+compiler for an H100/H200 target, and answers with compile errors or the
+kernels' resource use (registers, local memory, shared memory).
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+LAUNCH_OPTIONS = {"num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion", "debug", "launch_cooperative_grid"}
+
+
+def _unwrap_jit(obj: Any) -> Any:
+    from triton.runtime.jit import JITFunction
+
+    for _ in range(5):
+        if isinstance(obj, JITFunction) or not hasattr(obj, "fn"):
+            break
+        obj = obj.fn
+    return obj if isinstance(obj, JITFunction) else None
+
+
+def signature_for(fn: Any, args: list[Any], kwargs: dict[str, Any]) -> tuple[dict, dict, dict]:
+    """Triton signature, constexprs and options from a described launch."""
+    kwargs = dict(kwargs)
+    options = {k: kwargs.pop(k) for k in list(kwargs) if k in LAUNCH_OPTIONS}
+    signature: dict[str, str] = {}
+    constexprs: dict[str, Any] = {}
+    for i, param in enumerate(fn.params):
+        if i < len(args):
+            value = args[i]
+        elif param.name in kwargs:
+            value = kwargs[param.name]
+        elif param.default is not inspect.Parameter.empty:
+            value = param.default
+        else:
+            value = None
+        if param.is_constexpr or value is None or isinstance(value, str):
+            signature[param.name] = "constexpr"
+            constexprs[param.name] = value
+        elif isinstance(value, dict):
+            signature[param.name] = "*" + value["tensor"]
+        elif isinstance(value, bool):
+            signature[param.name] = "i1"
+        elif isinstance(value, int):
+            signature[param.name] = "i32" if -(2**31) <= value < 2**31 else "i64"
+        elif isinstance(value, float):
+            signature[param.name] = "fp32"
+    return signature, constexprs, options
+
+
+def resource_usage(cubin: bytes | None) -> dict[str, Any]:
+    """Registers and local memory (spills, stack arrays) from the cuobjdump inside triton."""
+    import triton
+
+    tool = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
+    if not cubin or not tool.exists():
+        return {}
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "k.cubin"
+        path.write_bytes(cubin)
+        try:
+            out = subprocess.run([str(tool), "-res-usage", str(path)], capture_output=True, text=True, timeout=60)
+        except (OSError, subprocess.TimeoutExpired):
+            return {}
+    fields = dict(re.findall(r"(REG|LOCAL):(\d+)", out.stdout))
+    return {
+        "registers": int(fields["REG"]) if "REG" in fields else None,
+        "spills": int(fields["LOCAL"]) if "LOCAL" in fields else None,
+    }
+
+
+def _clean(text: str, limit: int = 1500) -> str:
+    text = re.sub(r"\n\s*\n", "\n", text).strip()
+    return text if len(text) <= limit else text[:limit] + " ..."
+
+
+def compile_specs(file: str, specs: list[dict[str, Any]], modules: dict[str, Any]) -> dict[str, Any]:
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    from ._task import import_file
+
+    key = f"{file}:{os.path.getmtime(file)}"
+    if key not in modules:
+        modules[key] = import_file(Path(file), "evokernel_compilecheck")
+    module = modules[key]
+    kernels, seen = [], set()
+    for spec in specs:
+        fn = _unwrap_jit(getattr(module, spec["name"], None))
+        if fn is None:
+            continue  # not at module level: the interpreter run is all we have
+        signature, constexprs, options = signature_for(fn, spec["args"], spec["kwargs"])
+        ident = (spec["name"], repr(sorted(signature.items())), repr(sorted(constexprs.items(), key=str)), repr(options))
+        if ident in seen:
+            continue
+        seen.add(ident)
+        try:
+            compiled = triton.compile(
+                ASTSource(fn=fn, signature=signature, constexprs=constexprs),
+                target=GPUTarget("cuda", 90, 32),
+                options=options or None,
+            )
+        except Exception as exc:
+            return {
+                "ok": False,
+                "message": f"Triton compile for sm_90 failed for kernel {spec['name']}: {_clean(str(exc))}",
+                "kernels": kernels,
+            }
+        info = {"name": spec["name"], "shared_bytes": compiled.metadata.shared, "num_warps": compiled.metadata.num_warps}
+        info.update(resource_usage(compiled.asm.get("cubin")))
+        kernels.append(info)
+    return {"ok": True, "message": "", "kernels": kernels}
+
+
+def main() -> int:
+    os.environ.pop("TRITON_INTERPRET", None)
+    out = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)  # candidate module-level prints must not corrupt replies
+    modules: dict[str, Any] = {}
+    for line in sys.stdin:
+        try:
+            req = json.loads(line)
+            reply = compile_specs(req["file"], req["specs"], modules)
+        except Exception as exc:
+            reply = {"ok": True, "message": f"sm_90 compile check skipped: {type(exc).__name__}: {exc}", "kernels": []}
+        out.write(json.dumps(reply) + "\n")
+        out.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,127 @@
+"""The executor on CPU: honest kernels pass, every hack in the catalogue is
+rejected with a message naming the rule, failures get the right verdict."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from backends import EvalOptions, Executor, Verdict
+
+from executor_candidates import FAILURES, HACKS, HANG, HONEST
+
+CASES = Path(__file__).parent / "executor_cases"
+FAST = EvalOptions(trials=3, cpu_reps=1)
+
+
+@pytest.fixture(scope="module")
+def executor():
+    with Executor(device="cpu", timeout_s=120) as ex:
+        yield ex
+
+
+def test_catalogue_sizes():
+    assert len(HACKS) >= 15
+    assert len(HONEST) >= 5
+
+
+@pytest.mark.parametrize("name", sorted(HONEST))
+def test_honest_kernel_passes(executor, name):
+    task, source = HONEST[name]
+    result = executor.evaluate(CASES / task, source, backend="triton", options=FAST)
+    assert result.status == Verdict.OK, result.feedback
+    assert result.latency_source == "interpreted-cpu"
+    assert result.latency_ms is not None and result.latency_ms > 0
+    assert result.launches, "the executor must record the candidate's launches"
+    kernels = result.compile["kernels"]
+    assert kernels and kernels[0].get("registers"), "the sm_90 compile must report registers"
+
+
+@pytest.mark.parametrize("name", sorted(HACKS))
+def test_hack_rejected(executor, name):
+    task, source, rule = HACKS[name]
+    result = executor.evaluate(CASES / task, source, backend="triton", options=FAST)
+    assert result.status == Verdict.HACK, f"{name}: {result.status} {result.message}"
+    assert rule.lower() in (result.message + result.feedback).lower(), result.feedback
+
+
+@pytest.mark.parametrize("name", sorted(FAILURES))
+def test_failure_verdicts(executor, name):
+    task, source, status, fragment = FAILURES[name]
+    result = executor.evaluate(CASES / task, source, backend="triton", options=FAST)
+    assert result.status.value == status, f"{name}: {result.status} {result.message}"
+    assert fragment.lower() in (result.message + result.feedback).lower()
+    assert result.effective_latency_ms() == float("inf")
+
+
+def test_wrong_result_feedback_locates_the_error(executor):
+    task, source, _, _ = FAILURES["half_written"]
+    result = executor.evaluate(CASES / task, source, backend="triton", options=FAST)
+    assert "first mismatch at index" in result.feedback
+    assert "rows" in result.feedback
+
+
+def test_hang_is_killed_and_next_candidate_runs():
+    with Executor(device="cpu", timeout_s=8) as ex:
+        task, source = HANG
+        result = ex.evaluate(CASES / task, source, backend="triton", options=FAST)
+        assert result.status == Verdict.TIMEOUT
+        assert "timed out" in result.message
+        task, source = HONEST["add_relu"]
+        after = ex.evaluate(CASES / task, source, backend="triton", options=FAST)
+        assert after.status == Verdict.OK
+        assert not after.worker_reused, "a worker is retired after a timeout"
+
+
+def test_worker_is_reused_and_retired_after_crash():
+    with Executor(device="cpu", timeout_s=60) as ex:
+        task, source = HONEST["add_relu"]
+        first = ex.evaluate(CASES / task, source, backend="triton", options=FAST)
+        second = ex.evaluate(CASES / task, source, backend="triton", options=FAST)
+        assert (first.worker_reused, second.worker_reused) == (False, True)
+        ctask, csource, _, _ = FAILURES["segfault"]
+        assert ex.evaluate(CASES / ctask, csource, backend="triton", options=FAST).status == Verdict.CRASH
+        third = ex.evaluate(CASES / task, source, backend="triton", options=FAST)
+        assert third.status == Verdict.OK and not third.worker_reused
+        assert ex.workers_started == 2
+
+
+def test_candidate_stdout_cannot_forge_a_verdict(executor):
+    task, source = HONEST["add_relu"]
+    forged = source.replace(
+        "        return add_relu(x, y)",
+        '        print(\'{"result": {"status": "ok"}}\')\n        return add_relu(x, y) + 1',
+    )
+    # `+ 1` on a tensor is a torch op: the guard must still see it
+    result = executor.evaluate(CASES / task, forged, backend="triton", options=FAST)
+    assert result.status == Verdict.HACK
+
+
+def test_near_zero_task_warns(executor, tmp_path):
+    task = tmp_path / "tiny.py"
+    task.write_text(
+        "import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n"
+        "    def forward(self, x, y):\n        return torch.relu(x + y) * 2e-9\n\n\n"
+        "def get_inputs():\n    return [torch.randn(8, 64), torch.randn(8, 64)]\n\n\ndef get_init_inputs():\n    return []\n"
+    )
+    source = HONEST["add_relu"][1].replace("* 2.0", "* 2e-9")
+    result = executor.evaluate(task, source, backend="triton", options=FAST)
+    assert result.status == Verdict.OK
+    assert any("close to zero" in w for w in result.warnings)
+
+
+def test_input_groups_all_checked(executor, tmp_path):
+    task = tmp_path / "groups.py"
+    task.write_text(
+        "import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n"
+        "    def forward(self, x, y):\n        return torch.relu(x + y) * 2\n\n\n"
+        "def get_inputs():\n    return [torch.randn(4, 256), torch.randn(4, 256)]\n\n\n"
+        "def get_input_groups():\n    return [[torch.randn(3, 77), torch.randn(3, 77)], [torch.randn(5000), torch.randn(5000)]]\n\n\n"
+        "def get_init_inputs():\n    return []\n"
+    )
+    # A kernel that only handles a single block of 1024 passes the first set, not the last group.
+    source = HONEST["add_relu"][1].replace("(triton.cdiv(n, 1024),)", "(1,)")
+    result = executor.evaluate(task, source, backend="triton", options=FAST)
+    assert result.status == Verdict.WRONG_RESULT
+    assert "input group 1" in result.message
