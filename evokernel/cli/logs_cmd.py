@@ -1,0 +1,91 @@
+"""`evokernel logs`: show the LLM calls recorded in the memory database."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+
+
+def _default_memory_path() -> Path:
+    try:
+        from memory_store import default_memory_path
+    except ImportError:  # memory_store older than its path helper
+        return Path.home() / ".local" / "share" / "evokernel" / "memory.db"
+    return Path(default_memory_path())
+
+
+def _open_store(path: Path) -> Any:
+    """The store whose `llm_calls()` we list (a seam for tests)."""
+    from memory_store import MemoryStore
+
+    return MemoryStore(path)
+
+
+def _render_table(rows: list[dict]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"{len(rows)} LLM call{'s' if len(rows) != 1 else ''}")
+    for name, justify in (
+        ("id", "right"), ("time (UTC)", "left"), ("run", "right"), ("step", "right"),
+        ("model", "left"), ("in", "right"), ("out", "right"), ("cost $", "right"),
+        ("ms", "right"), ("error", "left"),
+    ):
+        # Model names are what one scans for: never wrap them.
+        table.add_column(name, justify=justify, no_wrap=name == "model")  # type: ignore[arg-type]
+
+    def cell(value: Any, fmt: str = "{}") -> str:
+        return "" if value is None else fmt.format(value)
+
+    for row in rows:
+        table.add_row(
+            cell(row.get("id")),
+            cell(row.get("created_utc")),
+            cell(row.get("run_id")),
+            cell(row.get("step_id")),
+            f"{row.get('provider', '')}:{row.get('model', '')}",
+            cell(row.get("tokens_in")),
+            cell(row.get("tokens_out")),
+            cell(row.get("cost_usd"), "{:.4f}"),
+            cell(row.get("latency_ms"), "{:.0f}"),
+            cell(row.get("error"))[:60],
+        )
+    Console().print(table)
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("logs")
+    def logs(
+        memory: Annotated[
+            Optional[Path], typer.Option("--memory", help="Memory database (default: the user's).")
+        ] = None,
+        run: Annotated[Optional[int], typer.Option("--run", help="Only calls of this run (its id).")] = None,
+        limit: Annotated[int, typer.Option("--limit", min=1, help="Most recent N calls.")] = 20,
+        as_json: Annotated[bool, typer.Option("--json", help="Print JSON only.")] = False,
+    ) -> None:
+        """List the LLM calls logged in the memory database, newest first."""
+        from rich.console import Console
+
+        from evokernel.llm import mask_obj
+
+        err = Console(stderr=True)
+        path = memory or _default_memory_path()
+        if not path.exists():
+            err.print(f"no memory database at {path}", style="red", markup=False)
+            raise typer.Exit(1)
+        try:
+            # The store lists oldest first; we want the newest `limit`.
+            rows = _open_store(path).llm_calls(run_id=run)[-limit:]
+        except ValueError as exc:  # MemoryStoreError: an unusable file or bad id
+            err.print(str(exc), style="red", markup=False)
+            raise typer.Exit(1) from exc
+        rows.reverse()
+        # Masked again on the way out: the database may predate the masking.
+        rows = [mask_obj(dict(row)) for row in rows]
+        if as_json:
+            typer.echo(json.dumps(rows, indent=2, default=str))
+        else:
+            _render_table(rows)

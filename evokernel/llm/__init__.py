@@ -1,0 +1,81 @@
+"""The LLM layer: providers, prompts, parsing, logging of every call.
+
+The frozen LLM is the policy. This package turns a task, retrieved memories and
+the last verifier feedback into a prompt (`build_prompt`), sends it through a
+provider with retries, pricing, caching and logging (`LLMClient`), and turns
+the answer into a candidate (`parse_candidate`). Providers are plugins in the
+`evokernel.providers` entry-point group; SDKs load only when one is built.
+"""
+
+from ._client import CallLog, LLMClient, request_hash
+from ._parse import Candidate, CodeBlock, ParseError, extract_blocks, parse_candidate, split_files
+from ._prices import BUILTIN_PRICES, PriceTable
+from ._prompts import (
+    MemoryView,
+    Prompt,
+    PromptInputs,
+    PromptReport,
+    StartPoint,
+    build_prompt,
+    format_memory,
+    system_prompt,
+)
+from ._registry import (
+    ENTRY_POINT_GROUP,
+    get_provider,
+    parse_spec,
+    provider_names,
+    register_provider,
+    unregister_provider,
+)
+from ._retry import RetryPolicy, call_with_retries
+from ._rules import BACKENDS, STAGES
+from ._secrets import mask_obj, mask_secrets
+from ._summary import StepFacts, StepSummary, facts_summary, summarize_step
+from ._tokens import TokenCounter, get_token_counter, seed_tiktoken_cache
+from ._types import Completion, LLMError, Provider, ProviderCallError
+
+__all__ = [
+    "BACKENDS",
+    "BUILTIN_PRICES",
+    "ENTRY_POINT_GROUP",
+    "STAGES",
+    "CallLog",
+    "Candidate",
+    "CodeBlock",
+    "Completion",
+    "LLMClient",
+    "LLMError",
+    "MemoryView",
+    "ParseError",
+    "PriceTable",
+    "Prompt",
+    "PromptInputs",
+    "PromptReport",
+    "Provider",
+    "ProviderCallError",
+    "RetryPolicy",
+    "StartPoint",
+    "StepFacts",
+    "StepSummary",
+    "TokenCounter",
+    "build_prompt",
+    "call_with_retries",
+    "extract_blocks",
+    "facts_summary",
+    "format_memory",
+    "get_provider",
+    "get_token_counter",
+    "mask_obj",
+    "mask_secrets",
+    "parse_candidate",
+    "parse_spec",
+    "provider_names",
+    "register_provider",
+    "request_hash",
+    "seed_tiktoken_cache",
+    "split_files",
+    "summarize_step",
+    "system_prompt",
+    "unregister_provider",
+]

@@ -1,0 +1,80 @@
+"""Provider registry: `"name:model"` specs resolved through entry points.
+
+Providers are plugins in the `evokernel.providers` entry-point group, each a
+lazy `"module:attr"` reference to a factory `factory(model, **options) ->
+Provider`. The built-in ones are declared in the same group by our own
+pyproject; `_BUILTIN` repeats them only so that a checkout that was not
+reinstalled since they were declared still works. Nothing is imported until a
+provider is asked for, so `evokernel --help` never loads an SDK.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any, Callable
+
+from ._types import LLMError, Provider
+
+ENTRY_POINT_GROUP = "evokernel.providers"
+
+_BUILTIN: dict[str, str] = {
+    "openai": "evokernel.llm._providers:OpenAIProvider",
+    "anthropic": "evokernel.llm._providers:AnthropicProvider",
+}
+
+# Registered at runtime (tests, notebooks); these win over entry points.
+_RUNTIME: dict[str, str | Callable[..., Provider]] = {}
+
+
+def register_provider(name: str, factory: str | Callable[..., Provider]) -> None:
+    """Add or replace a provider for this process: a factory or `"module:attr"`."""
+    _RUNTIME[name] = factory
+
+
+def unregister_provider(name: str) -> None:
+    _RUNTIME.pop(name, None)
+
+
+def _entry_point_targets() -> dict[str, str]:
+    # Imported here: importlib.metadata costs ~15 ms, paid only when resolving.
+    from importlib.metadata import entry_points
+
+    return {ep.name: ep.value for ep in entry_points(group=ENTRY_POINT_GROUP)}
+
+
+def provider_names() -> list[str]:
+    """Every provider name that `get_provider` would accept."""
+    return sorted({*_BUILTIN, *_entry_point_targets(), *_RUNTIME})
+
+
+def _load(target: str) -> Callable[..., Provider]:
+    module_name, _, attr = target.partition(":")
+    obj: Any = importlib.import_module(module_name)
+    for part in attr.split(".") if attr else ():
+        obj = getattr(obj, part)
+    return obj
+
+
+def parse_spec(spec: str) -> tuple[str, str]:
+    """`"openai:gpt-5"` -> `("openai", "gpt-5")`. The model may contain colons."""
+    name, sep, model = spec.partition(":")
+    if not sep or not name or not model:
+        raise ValueError(f"provider spec must look like 'PROVIDER:MODEL', got {spec!r}")
+    return name, model
+
+
+def get_provider(spec: str, **options: Any) -> Provider:
+    """Build the provider named by `spec`; `options` go to its factory."""
+    name, model = parse_spec(spec)
+    target: str | Callable[..., Provider] | None = _RUNTIME.get(name)
+    if target is None:
+        target = _entry_point_targets().get(name) or _BUILTIN.get(name)
+    if target is None:
+        raise LLMError(
+            f"unknown provider {name!r}; known: {', '.join(provider_names())}",
+            provider=name,
+            model=model,
+            status="unknown_provider",
+        )
+    factory = _load(target) if isinstance(target, str) else target
+    return factory(model, **options)

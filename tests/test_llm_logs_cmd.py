@@ -1,0 +1,67 @@
+"""`evokernel logs`: stdout carries data only; errors go to stderr."""
+
+from __future__ import annotations
+
+import json
+
+import typer
+from llm_server import FakeLog
+from typer.testing import CliRunner
+
+from evokernel.cli import logs_cmd
+
+
+def _app() -> typer.Typer:
+    app = typer.Typer()
+    logs_cmd.register(app)
+
+    @app.callback()
+    def main() -> None:  # a group, so the command is invoked by name as in the real CLI
+        pass
+
+    return app
+
+
+def _store_with_calls() -> FakeLog:
+    log = FakeLog()
+    for run_id in (1, 1, 2):
+        log.log_llm_call(
+            provider="openai", model="gpt-5", prompt={"messages": []},
+            response_text="leaked sk-proj-abcdefghijklmnop", tokens_in=10, tokens_out=5,
+            cost_usd=0.0001, latency_ms=1234.0, run_id=run_id, step_id=None, error=None,
+        )
+    return log
+
+
+def test_logs_json(tmp_path, monkeypatch):
+    db = tmp_path / "memory.db"
+    db.touch()
+    store = _store_with_calls()
+    monkeypatch.setattr(logs_cmd, "_open_store", lambda path: store)
+    result = CliRunner().invoke(_app(), ["logs", "--memory", str(db), "--run", "1", "--json"])
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.stdout)
+    assert [r["run_id"] for r in rows] == [1, 1]
+    assert "sk-proj-abcdefghijklmnop" not in result.stdout
+
+
+def test_logs_table(tmp_path, monkeypatch):
+    db = tmp_path / "memory.db"
+    db.touch()
+    monkeypatch.setattr(logs_cmd, "_open_store", lambda path: _store_with_calls())
+    monkeypatch.setenv("COLUMNS", "160")  # rich sizes the table to the terminal
+    result = CliRunner().invoke(_app(), ["logs", "--memory", str(db), "--limit", "2"])
+    assert result.exit_code == 0, result.output
+    assert "openai:gpt-5" in result.stdout and "2 LLM calls" in result.stdout
+    assert result.stderr == ""
+
+
+def test_logs_missing_database(tmp_path):
+    result = CliRunner().invoke(_app(), ["logs", "--memory", str(tmp_path / "none.db"), "--json"])
+    assert result.exit_code == 1
+    assert result.stdout == "" and "no memory database" in result.stderr
+
+
+def test_logs_has_help():
+    result = CliRunner().invoke(_app(), ["logs", "--help"])
+    assert result.exit_code == 0 and "--run" in result.stdout and "--json" in result.stdout
