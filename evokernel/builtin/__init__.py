@@ -1,0 +1,33 @@
+"""The builtin policy's kernel generator: no LLM, just tracing and templates.
+
+    plan = analyze(task)                 # Plan, or Unsupported(reason)
+    source = generate(plan, default_config(plan))
+    for config in neighbours(config, plan): ...
+
+Families: elementwise chains (one fused kernel, broadcasting by strides), row
+reductions and normalisations over one contiguous group of dims (with fused
+prologue/epilogue), and one matmul/linear/bmm with a fused pointwise epilogue.
+"""
+
+from ._config import Config, default_config, neighbours, search_space
+from ._describe import describe
+from ._generate import generate
+from ._ir import FAMILIES, Plan, Unsupported
+from ._selfcheck import CheckResult, check_candidate, check_in_subprocess
+from ._trace import analyze
+
+__all__ = [
+    "FAMILIES",
+    "CheckResult",
+    "Config",
+    "Plan",
+    "Unsupported",
+    "analyze",
+    "check_candidate",
+    "check_in_subprocess",
+    "default_config",
+    "describe",
+    "generate",
+    "neighbours",
+    "search_space",
+]

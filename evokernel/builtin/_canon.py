@@ -1,0 +1,696 @@
+"""Lowering of torch calls (functions, Tensor methods, nn modules) to IR primitives.
+
+Every supported call has a canonical name (``F.relu``, ``torch.relu``,
+``Tensor.relu_`` and ``nn.ReLU`` all become "relu") and one handler that binds
+its arguments the way torch does and emits primitives through the Builder.
+Composite ops (softmax, layer_norm, linear...) are decomposed here, so code
+generation only ever sees pointwise ops, reductions and one matmul.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+
+import torch
+import torch.nn as nn
+
+from ._build import Builder, ComputedView, PyVal, Reject, ValuesTuple, py_source
+from ._ir import Ref, TensorSpec
+
+__all__ = ["Context", "call_function", "call_method", "call_module", "VIEW_METHODS"]
+
+RSIZE = Ref("rsize", None)  # number of reduced elements, a runtime value inside the kernel
+
+
+class Context:
+    """What a handler may need besides its arguments."""
+
+    def __init__(self, builder: Builder, spec: TensorSpec | None, module_path: str = ""):
+        self.b = builder
+        self.spec = spec  # ShapeProp's result for the node being lowered (None if not a tensor)
+        self.module_path = module_path
+
+    def ref(self, value) -> Ref:
+        if isinstance(value, Ref):
+            return value
+        if isinstance(value, PyVal):
+            return Ref("scalar", value.source)
+        if isinstance(value, bool):
+            return Ref("const", float(value))
+        if isinstance(value, (int, float)):
+            return Ref("const", float(value))
+        if isinstance(value, ComputedView):
+            raise Reject("a view/reshape of an intermediate result feeds another op; only inputs, "
+                         "parameters and the final output may be reshaped")
+        if isinstance(value, ValuesTuple):
+            raise Reject("the (values, indices) tuple of max/min is used whole; only .values is supported")
+        raise Reject(f"unsupported operand {value!r}")
+
+    def is_tensor(self, value) -> bool:
+        return isinstance(value, (Ref, ComputedView)) and not (
+            isinstance(value, Ref) and value.kind in ("const", "scalar"))
+
+
+def _bind(args, kwargs, names: list[str], defaults: dict | None = None) -> dict:
+    defaults = defaults or {}
+    if len(args) > len(names):
+        raise Reject(f"too many positional arguments for ({', '.join(names)})")
+    bound = dict(defaults)
+    bound.update(zip(names, args))
+    for key, value in kwargs.items():
+        if key in ("inplace", "out", "_stacklevel", "memory_format"):
+            continue
+        if key not in names and key not in defaults:
+            raise Reject(f"unsupported keyword argument {key}")
+        bound[key] = value
+    return bound
+
+
+def _static(value, what: str):
+    """A value that must be known when the kernel is generated."""
+    if isinstance(value, PyVal) and value.value is not None:
+        return value.value  # a size seen while tracing: baked into the kernel
+    if isinstance(value, (tuple, list)):
+        return type(value)(_static(v, what) for v in value)
+    if isinstance(value, (Ref, PyVal, ComputedView)):
+        raise Reject(f"{what} must be a Python constant, not a runtime value")
+    return value
+
+
+def _dims(value, rank: int) -> tuple[int, ...]:
+    value = _static(value, "reduction dim")
+    if value is None or value == () or value == []:
+        return tuple(range(rank))
+    if isinstance(value, int):
+        return (value,)
+    return tuple(value)
+
+
+# ---------------------------------------------------------------- pointwise
+_UNARY = {
+    "neg": "neg", "negative": "neg", "abs": "abs", "absolute": "abs", "exp": "exp", "log": "log",
+    "sqrt": "sqrt", "rsqrt": "rsqrt", "reciprocal": "reciprocal", "square": "square", "erf": "erf",
+    "sin": "sin", "cos": "cos", "floor": "floor", "ceil": "ceil", "sign": "sign", "sigmoid": "sigmoid",
+    "tanh": "tanh", "relu": "relu", "silu": "silu", "mish": "mish", "hardswish": "hardswish",
+    "hardsigmoid": "hardsigmoid", "logsigmoid": "log_sigmoid",
+}
+_IDENTITY = {"clone", "contiguous", "detach", "identity", "alias"}
+_COMPARE = {"gt": "gt", "greater": "gt", "ge": "ge", "greater_equal": "ge", "lt": "lt", "less": "lt",
+            "le": "le", "less_equal": "le", "eq": "eq", "ne": "ne", "not_equal": "ne"}
+_CASTS = {"float": "float32", "half": "float16", "bfloat16": "bfloat16", "double": "float64"}
+
+
+def _unary(op):
+    def handler(ctx, args, kwargs):
+        a = _bind(args, kwargs, ["input"])
+        return ctx.b.pw(op, ctx.ref(a["input"]))
+    return handler
+
+
+def _identity(ctx, args, kwargs):
+    value = args[0]
+    return value if isinstance(value, (Ref, ComputedView)) else ctx.ref(value)
+
+
+def _binary(op):
+    def handler(ctx, args, kwargs):
+        a = _bind(args, kwargs, ["input", "other"])
+        return ctx.b.pw(op, ctx.ref(a["input"]), ctx.ref(a["other"]))
+    return handler
+
+
+def _scaled(ctx, x, alpha):
+    alpha = _static(alpha, "alpha") if not isinstance(alpha, PyVal) else alpha
+    if isinstance(alpha, (int, float)) and alpha == 1:
+        return x
+    return ctx.b.pw("mul", x, ctx.ref(alpha))
+
+
+def _add(ctx, args, kwargs):
+    a = _bind(args, kwargs, ["input", "other", "alpha"], {"alpha": 1})
+    return ctx.b.pw("add", ctx.ref(a["input"]), _scaled(ctx, ctx.ref(a["other"]), a["alpha"]))
+
+
+def _sub(ctx, args, kwargs):
+    a = _bind(args, kwargs, ["input", "other", "alpha"], {"alpha": 1})
+    return ctx.b.pw("sub", ctx.ref(a["input"]), _scaled(ctx, ctx.ref(a["other"]), a["alpha"]))
+
+
+def _rsub(ctx, args, kwargs):
+    a = _bind(args, kwargs, ["input", "other", "alpha"], {"alpha": 1})
+    return ctx.b.pw("sub", ctx.ref(a["other"]), _scaled(ctx, ctx.ref(a["input"]), a["alpha"]))
+
+
+def _div(ctx, args, kwargs):
+    a = _bind(args, kwargs, ["input", "other", "rounding_mode"], {"rounding_mode": None})
+    mode = _static(a["rounding_mode"], "rounding_mode")
+    if mode not in (None, "floor"):
+        raise Reject(f"division with rounding_mode={mode!r} is not supported")
+    return ctx.b.pw("div" if mode is None else "floordiv", ctx.ref(a["input"]), ctx.ref(a["other"]))
+
+
+def _pow(ctx, args, kwargs):
+    a = _bind(args, kwargs, ["input", "exponent"])
+    base, exponent = a["input"], a["exponent"]
+    if isinstance(exponent, (int, float)) and not isinstance(exponent, bool):
+        return ctx.b.pw("powc", ctx.ref(base), exponent=float(exponent))
+    if isinstance(base, (int, float)) and ctx.is_tensor(exponent):
+        if base <= 0:
+            raise Reject("pow of a non-positive constant base to a tensor exponent")
+        return ctx.b.pw("cpow", ctx.ref(exponent), base=float(base))
+    raise Reject("pow needs a constant exponent (or a positive constant base)")
+
+
+def _gelu(ctx, args, kwargs):
+    a = _bind(args, kwargs, ["input", "approximate"], {"approximate": "none"})
+    approx = _static(a["approximate"], "approximate")
+    return ctx.b.pw("gelu_tanh" if approx == "tanh" else "gelu_erf", ctx.ref(a["input"]))
+
+
+def _leaky_relu(ctx, args, kwargs):
+    a = _bind(args, kwargs, ["input", "negative_slope"], {"negative_slope": 0.01})
+    return ctx.b.pw("leaky_relu", ctx.ref(a["input"]), slope=float(_static(a["negative_slope"], "slope")))
+
+
+def _elu(ctx, args, kwargs):
+    a = _bind(args, kwargs, ["input", "alpha"], {"alpha": 1.0})
+    return ctx.b.pw("elu", ctx.ref(a["input"]), alpha=float(_static(a["alpha"], "alpha")), scale=1.0)
+
+
+def _selu(ctx, args, kwargs):
+    a = _bind(args, kwargs, ["input"])
+    return ctx.b.pw("elu", ctx.ref(a["input"]), alpha=1.6732632423543772, scale=1.0507009873554805)
+
+
+def _softplus(ctx, args, kwargs):
+    a = _bind(args, kwargs, ["input", "beta", "threshold"], {"beta": 1.0, "threshold": 20.0})
+    return ctx.b.pw("softplus", ctx.ref(a["input"]), beta=float(_static(a["beta"], "beta")),
+                    threshold=float(_static(a["threshold"], "threshold")))
+
+
+def _clamp_bounds(ctx, x, lo, hi):
+    out = ctx.ref(x)
+    static = {}
+    for key, bound, tensor_op in (("lo", lo, "maximum"), ("hi", hi, "minimum")):
+        if bound is None:
+            continue
+        if isinstance(bound, (int, float)):
+            static[key] = float(bound)
+        else:  # a tensor or runtime scalar bound
+            if static:
+                out = ctx.b.pw("clamp", out, **static)
+                static = {}
+            out = ctx.b.pw(tensor_op, out, ctx.ref(bound))
+    if static:
+        out = ctx.b.pw("clamp", out, **static)
+    return out
+
+
+def _clamp(ctx, args, kwargs):
+    a = _bind(args, kwargs, ["input", "min", "max"], {"min": None, "max": None})
+    return _clamp_bounds(ctx, a["input"], a["min"], a["max"])
+
+
+def _clamp_min(ctx, args, kwargs):
+    a = _bind(args, kwargs, ["input", "min"])
+    return _clamp_bounds(ctx, a["input"], a["min"], None)
+
+
+def _clamp_max(ctx, args, kwargs):
+    a = _bind(args, kwargs, ["input", "max"])
+    return _clamp_bounds(ctx, a["input"], None, a["max"])
+
+
+def _hardtanh(ctx, args, kwargs):
+    a = _bind(args, kwargs, ["input", "min_val", "max_val"], {"min_val": -1.0, "max_val": 1.0})
+    return _clamp_bounds(ctx, a["input"], a["min_val"], a["max_val"])
+
+
+def _relu6(ctx, args, kwargs):
+    a = _bind(args, kwargs, ["input"])
+    return _clamp_bounds(ctx, a["input"], 0.0, 6.0)
+
+
+def _where(ctx, args, kwargs):
+    a = _bind(args, kwargs, ["condition", "input", "other"])
+    return ctx.b.pw("where", ctx.ref(a["condition"]), ctx.ref(a["input"]), ctx.ref(a["other"]))
+
+
+def _cast_to(ctx, x, dtype):
+    if isinstance(dtype, torch.dtype):
+        if not dtype.is_floating_point:
+            raise Reject(f"cast to {dtype} is not supported")
+        return ctx.b.pw("cast", ctx.ref(x), dtype=str(dtype).replace("torch.", ""))
+    return x if isinstance(x, (Ref, ComputedView)) else ctx.ref(x)  # a device move: nothing to do
+
+
+def _to(ctx, args, kwargs):
+    x = args[0]
+    dtype = kwargs.get("dtype")
+    for extra in args[1:]:
+        if isinstance(extra, torch.dtype):
+            dtype = extra
+    return _cast_to(ctx, x, dtype) if dtype is not None else x
+
+
+def _caster(dtype_name):
+    def handler(ctx, args, kwargs):
+        return _cast_to(ctx, args[0], getattr(torch, dtype_name))
+    return handler
+
+
+def _dropout(ctx, args, kwargs):
+    a = _bind(args, kwargs, ["input", "p", "training"], {"p": 0.5, "training": True})
+    if a["training"] and a["p"] != 0:
+        raise Reject("dropout in training mode is random; only p=0 or eval mode is supported")
+    return a["input"]
+
+
+# ---------------------------------------------------------------- reductions
+def _reduction(kind):
+    def handler(ctx, args, kwargs):
+        a = _bind(args, kwargs, ["input", "dim", "keepdim", "dtype"], {"dim": None, "keepdim": False, "dtype": None})
+        x = ctx.ref(a["input"])
+        dims = _dims(a["dim"], len(ctx.b.shape(x)))
+        keep = bool(_static(a["keepdim"], "keepdim"))
+        if kind == "mean":
+            return ctx.b.pw("div", ctx.b.reduce("sum", x, dims, keep), RSIZE)
+        return ctx.b.reduce(kind, x, dims, keep)
+    return handler
+
+
+def _max_min(kind, binary):
+    def handler(ctx, args, kwargs):
+        a = _bind(args, kwargs, ["input", "dim", "keepdim"], {"dim": None, "keepdim": False})
+        other = kwargs.get("other", a["dim"])
+        if ctx.is_tensor(other):
+            return ctx.b.pw(binary, ctx.ref(a["input"]), ctx.ref(other))
+        x = ctx.ref(a["input"])
+        if a["dim"] is None:
+            return ctx.b.reduce(kind, x, (), False)
+        dims = _dims(a["dim"], len(ctx.b.shape(x)))
+        return ValuesTuple(ctx.b.reduce(kind, x, dims, bool(_static(a["keepdim"], "keepdim"))))
+    return handler
+
+
+def _row_max(ctx, x, dims):
+    return ctx.b.reduce("max", x, dims, True)
+
+
+def _softmax_parts(ctx, args, kwargs):
+    a = _bind(args, kwargs, ["input", "dim", "dtype"], {"dim": None, "dtype": None})
+    if a["dim"] is None:
+        raise Reject("softmax without an explicit dim")
+    x = ctx.ref(a["input"])
+    dims = _dims(a["dim"], len(ctx.b.shape(x)))
+    shifted = ctx.b.pw("sub", x, _row_max(ctx, x, dims))
+    total = ctx.b.reduce("sum", ctx.b.pw("exp", shifted), dims, True)
+    return shifted, total
+
+
+def _softmax(ctx, args, kwargs):
+    shifted, total = _softmax_parts(ctx, args, kwargs)
+    return ctx.b.pw("div", ctx.b.pw("exp", shifted), total)
+
+
+def _log_softmax(ctx, args, kwargs):
+    shifted, total = _softmax_parts(ctx, args, kwargs)
+    return ctx.b.pw("sub", shifted, ctx.b.pw("log", total))
+
+
+def _logsumexp(ctx, args, kwargs):
+    a = _bind(args, kwargs, ["input", "dim", "keepdim"], {"keepdim": False})
+    x = ctx.ref(a["input"])
+    shape = ctx.b.shape(x)
+    dims = _dims(a["dim"], len(shape))
+    m = _row_max(ctx, x, dims)
+    total = ctx.b.reduce("sum", ctx.b.pw("exp", ctx.b.pw("sub", x, m)), dims, True)
+    out = ctx.b.pw("add", ctx.b.pw("log", total), m)
+    if _static(a["keepdim"], "keepdim"):
+        return out
+    norm = sorted({d % len(shape) for d in dims})
+    return ctx.b.retag(out, tuple(s for i, s in enumerate(shape) if i not in norm))
+
+
+def _var_std(root):
+    def handler(ctx, args, kwargs):
+        a = _bind(args, kwargs, ["input", "dim", "unbiased", "keepdim", "correction"],
+                  {"dim": None, "unbiased": True, "keepdim": False, "correction": None})
+        x = ctx.ref(a["input"])
+        dims = _dims(a["dim"], len(ctx.b.shape(x)))
+        correction = a["correction"]
+        if correction is None:
+            correction = 1 if _static(a["unbiased"], "unbiased") else 0
+        mean = ctx.b.pw("div", ctx.b.reduce("sum", x, dims, True), RSIZE)
+        centred = ctx.b.pw("sub", x, mean)
+        sq = ctx.b.reduce("sum", ctx.b.pw("square", centred), dims, bool(_static(a["keepdim"], "keepdim")))
+        denom = ctx.b.pw("sub", RSIZE, Ref("const", float(correction))) if correction else RSIZE
+        var = ctx.b.pw("div", sq, denom)
+        return ctx.b.pw("sqrt", var) if root else var
+    return handler
+
+
+def _norm_of(ctx, x, p, dims, keepdim):
+    if p in (2, 2.0, "fro", None):
+        return ctx.b.pw("sqrt", ctx.b.reduce("sum", ctx.b.pw("square", x), dims, keepdim))
+    if p in (1, 1.0):
+        return ctx.b.reduce("sum", ctx.b.pw("abs", x), dims, keepdim)
+    if p == math.inf:
+        return ctx.b.reduce("max", ctx.b.pw("abs", x), dims, keepdim)
+    raise Reject(f"norm with p={p!r} is not supported")
+
+
+def _norm(ctx, args, kwargs):
+    kwargs = dict(kwargs)
+    if "ord" in kwargs:
+        kwargs["p"] = kwargs.pop("ord")
+    a = _bind(args, kwargs, ["input", "p", "dim", "keepdim", "dtype"],
+              {"p": "fro", "dim": None, "keepdim": False, "dtype": None})
+    x = ctx.ref(a["input"])
+    return _norm_of(ctx, x, _static(a["p"], "p"), _dims(a["dim"], len(ctx.b.shape(x))),
+                    bool(_static(a["keepdim"], "keepdim")))
+
+
+def _vector_norm(ctx, args, kwargs):
+    a = _bind(args, kwargs, ["input", "ord", "dim", "keepdim", "dtype"],
+              {"ord": 2, "dim": None, "keepdim": False, "dtype": None})
+    x = ctx.ref(a["input"])
+    return _norm_of(ctx, x, _static(a["ord"], "ord"), _dims(a["dim"], len(ctx.b.shape(x))),
+                    bool(_static(a["keepdim"], "keepdim")))
+
+
+def _normalize(ctx, args, kwargs):
+    a = _bind(args, kwargs, ["input", "p", "dim", "eps"], {"p": 2.0, "dim": 1, "eps": 1e-12})
+    x = ctx.ref(a["input"])
+    nrm = _norm_of(ctx, x, _static(a["p"], "p"), _dims(a["dim"], len(ctx.b.shape(x))), True)
+    return ctx.b.pw("div", x, ctx.b.pw("clamp", nrm, lo=float(_static(a["eps"], "eps"))))
+
+
+def _norm_dims(ctx, x, normalized_shape):
+    shape = ctx.b.shape(x)
+    ns = _static(normalized_shape, "normalized_shape")
+    ns = (ns,) if isinstance(ns, int) else tuple(ns)
+    if tuple(shape[len(shape) - len(ns):]) != ns:
+        raise Reject(f"normalized_shape {ns} does not match input shape {shape}")
+    return tuple(range(len(shape) - len(ns), len(shape)))
+
+
+def _affine(ctx, y, weight, bias):
+    if weight is not None:
+        y = ctx.b.pw("mul", y, ctx.ref(weight))
+    if bias is not None:
+        y = ctx.b.pw("add", y, ctx.ref(bias))
+    return y
+
+
+def _layer_norm_impl(ctx, x, normalized_shape, weight, bias, eps):
+    x = ctx.ref(x)
+    dims = _norm_dims(ctx, x, normalized_shape)
+    mean = ctx.b.pw("div", ctx.b.reduce("sum", x, dims, True), RSIZE)
+    centred = ctx.b.pw("sub", x, mean)
+    var = ctx.b.pw("div", ctx.b.reduce("sum", ctx.b.pw("square", centred), dims, True), RSIZE)
+    inv = ctx.b.pw("rsqrt", ctx.b.pw("add", var, Ref("const", float(_static(eps, "eps")))))
+    return _affine(ctx, ctx.b.pw("mul", centred, inv), weight, bias)
+
+
+def _layer_norm(ctx, args, kwargs):
+    a = _bind(args, kwargs, ["input", "normalized_shape", "weight", "bias", "eps"],
+              {"weight": None, "bias": None, "eps": 1e-5})
+    return _layer_norm_impl(ctx, a["input"], a["normalized_shape"], a["weight"], a["bias"], a["eps"])
+
+
+def _rms_norm_impl(ctx, x, normalized_shape, weight, eps):
+    x = ctx.ref(x)
+    dims = _norm_dims(ctx, x, normalized_shape)
+    if eps is None:
+        dtype = ctx.spec.dtype if ctx.spec is not None else "float32"
+        eps = torch.finfo(getattr(torch, dtype)).eps
+    ms = ctx.b.pw("div", ctx.b.reduce("sum", ctx.b.pw("square", x), dims, True), RSIZE)
+    inv = ctx.b.pw("rsqrt", ctx.b.pw("add", ms, Ref("const", float(_static(eps, "eps")))))
+    return _affine(ctx, ctx.b.pw("mul", x, inv), weight, None)
+
+
+def _rms_norm(ctx, args, kwargs):
+    a = _bind(args, kwargs, ["input", "normalized_shape", "weight", "eps"], {"weight": None, "eps": None})
+    return _rms_norm_impl(ctx, a["input"], a["normalized_shape"], a["weight"], a["eps"])
+
+
+# ---------------------------------------------------------------- matmul
+def _matmul(ctx, args, kwargs):
+    a = _bind(args, kwargs, ["input", "other"])
+    return ctx.b.matmul(ctx.ref(a["input"]), ctx.ref(a["other"]))
+
+
+def _transposed_leaf(ctx, ref: Ref) -> Ref:
+    if ref.kind != "leaf":
+        raise Reject("linear weight must be a parameter or an input")
+    leaf = ctx.b.leaf_by_name(ref.value)
+    shape = leaf.spec.shape
+    if len(shape) != 2:
+        raise Reject("linear weight must be 2-D")
+    spec = TensorSpec((shape[1], shape[0]), leaf.spec.dtype)
+    return ctx.b.leaf(f"{leaf.source}.t()", spec, leaf.name + "_t")
+
+
+def _linear_impl(ctx, x, weight, bias):
+    out = ctx.b.matmul(ctx.ref(x), _transposed_leaf(ctx, ctx.ref(weight)))
+    return ctx.b.pw("add", out, ctx.ref(bias)) if bias is not None else out
+
+
+def _linear(ctx, args, kwargs):
+    a = _bind(args, kwargs, ["input", "weight", "bias"], {"bias": None})
+    return _linear_impl(ctx, a["input"], a["weight"], a["bias"])
+
+
+def _addmm(ctx, args, kwargs):
+    a = _bind(args, kwargs, ["input", "mat1", "mat2", "beta", "alpha"], {"beta": 1, "alpha": 1})
+    prod = _scaled(ctx, ctx.b.matmul(ctx.ref(a["mat1"]), ctx.ref(a["mat2"])), a["alpha"])
+    return ctx.b.pw("add", prod, _scaled(ctx, ctx.ref(a["input"]), a["beta"]))
+
+
+HANDLERS = {
+    **{name: _unary(op) for name, op in _UNARY.items()},
+    **{name: _identity for name in _IDENTITY},
+    **{name: _binary(op) for name, op in _COMPARE.items()},
+    **{name: _caster(dtype) for name, dtype in _CASTS.items()},
+    "add": _add, "sub": _sub, "subtract": _sub, "rsub": _rsub,
+    "mul": _binary("mul"), "multiply": _binary("mul"),
+    "div": _div, "divide": _div, "true_divide": _div, "floor_divide": _binary("floordiv"),
+    "maximum": _binary("maximum"), "minimum": _binary("minimum"),
+    "fmax": _binary("maximum"), "fmin": _binary("minimum"),
+    "pow": _pow, "gelu": _gelu, "leaky_relu": _leaky_relu, "elu": _elu, "selu": _selu,
+    "softplus": _softplus, "clamp": _clamp, "clip": _clamp, "clamp_min": _clamp_min,
+    "clamp_max": _clamp_max, "hardtanh": _hardtanh, "relu6": _relu6, "where": _where, "to": _to,
+    "type_as": lambda ctx, args, kwargs: args[0], "dropout": _dropout,
+    "sum": _reduction("sum"), "mean": _reduction("mean"), "amax": _reduction("max"),
+    "amin": _reduction("min"), "max": _max_min("max", "maximum"), "min": _max_min("min", "minimum"),
+    "softmax": _softmax, "log_softmax": _log_softmax, "logsumexp": _logsumexp,
+    "var": _var_std(False), "std": _var_std(True), "norm": _norm, "vector_norm": _vector_norm,
+    "normalize": _normalize, "layer_norm": _layer_norm, "rms_norm": _rms_norm,
+    "matmul": _matmul, "mm": _matmul, "bmm": _matmul, "linear": _linear, "addmm": _addmm,
+    "baddbmm": _addmm,
+}
+
+_OPERATORS = {
+    operator.add: "add", operator.iadd: "add", operator.sub: "sub", operator.isub: "sub",
+    operator.mul: "mul", operator.imul: "mul", operator.truediv: "div", operator.itruediv: "div",
+    operator.floordiv: "floor_divide", operator.neg: "neg", operator.pow: "pow", operator.abs: "abs",
+    operator.matmul: "matmul", operator.gt: "gt", operator.ge: "ge", operator.lt: "lt",
+    operator.le: "le", operator.eq: "eq", operator.ne: "ne",
+}
+_PY_BINOPS = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truediv: "/",
+              operator.floordiv: "//", operator.mod: "%", operator.pow: "**"}
+
+# View methods applied to inputs and parameters are replayed in ModelNew.forward.
+VIEW_METHODS = {"view", "reshape", "transpose", "permute", "t", "unsqueeze", "squeeze", "flatten",
+                "expand", "expand_as", "view_as", "reshape_as", "swapaxes", "swapdims", "movedim",
+                "unflatten", "narrow", "select", "__getitem__"}
+
+
+def _view_suffix(method: str, args, kwargs) -> str:
+    parts = [py_source(a) for a in args]
+    parts += [f"{k}={py_source(v)}" for k, v in kwargs.items()]
+    if method == "__getitem__":
+        index = args[0]
+        text = ", ".join(py_source(i) for i in index) if isinstance(index, tuple) else py_source(index)
+        return f"[{text}]"
+    return f".{method}({', '.join(parts)})"
+
+
+def _apply_view(ctx, base, method: str, args, kwargs):
+    for arg in list(args) + list(kwargs.values()):
+        if isinstance(arg, (Ref, ComputedView)):
+            if isinstance(arg, Ref) and arg.kind == "leaf" and method in ("expand_as", "view_as", "reshape_as"):
+                continue
+            raise Reject(f"{method} with a computed tensor argument")
+    if method in ("expand_as", "view_as", "reshape_as"):
+        other = args[0]
+        if not (isinstance(other, Ref) and other.kind == "leaf"):
+            raise Reject(f"{method} of a computed tensor")
+        suffix = f".{method}({ctx.b.leaf_by_name(other.value).source})"
+    else:
+        suffix = _view_suffix(method, args, kwargs)
+    if ctx.spec is None:
+        raise Reject(f"{method} did not produce a tensor")
+    if isinstance(base, Ref) and base.kind == "leaf":
+        leaf = ctx.b.leaf_by_name(base.value)
+        return ctx.b.leaf(leaf.source + suffix, ctx.spec, leaf.name + "_v")
+    if isinstance(base, ComputedView):
+        return ComputedView(base.base, base.suffixes + (suffix,), ctx.spec.shape)
+    if isinstance(base, Ref) and base.kind == "node":
+        return ComputedView(base, (suffix,), ctx.spec.shape)
+    raise Reject(f"{method} of a non-tensor value")
+
+
+def _size_of(ctx, value, args, attr: str):
+    """x.size(d), x.shape, x.dim(), x.numel() as Python-level values."""
+    if isinstance(value, Ref) and value.kind == "leaf":
+        leaf = ctx.b.leaf_by_name(value.value)
+        src, shape = leaf.source, leaf.spec.shape
+        if attr == "size" and args:
+            return PyVal(f"{src}.size({py_source(args[0])})", shape[_static(args[0], "dim")])
+        if attr in ("size", "shape"):
+            return PyVal(f"{src}.shape", tuple(shape))
+        if attr in ("dim", "ndim"):
+            return PyVal(f"{src}.dim()", len(shape))
+        if attr == "numel":
+            return PyVal(f"{src}.numel()", math.prod(shape))
+        raise Reject(f"unsupported attribute {attr}")
+    shape = value.shape if isinstance(value, ComputedView) else ctx.b.shape(ctx.ref(value))
+    if attr == "size":
+        return shape[args[0]] if args else tuple(shape)
+    if attr == "shape":
+        return tuple(shape)
+    if attr in ("dim", "ndim"):
+        return len(shape)
+    if attr == "numel":
+        return math.prod(shape)
+    raise Reject(f"unsupported attribute {attr}")
+
+
+def _known(value):
+    return value.value if isinstance(value, PyVal) else value
+
+
+def _python_op(op, args):
+    if op in _PY_BINOPS and len(args) == 2:
+        if not any(isinstance(a, PyVal) for a in args):
+            return op(*args)
+        known = [_known(a) for a in args]
+        value = op(*known) if all(k is not None for k in known) else None
+        return PyVal(f"({py_source(args[0])} {_PY_BINOPS[op]} {py_source(args[1])})", value)
+    if op is operator.neg and len(args) == 1:
+        if isinstance(args[0], PyVal):
+            return PyVal(f"(-{py_source(args[0])})", None if args[0].value is None else -args[0].value)
+        return -args[0]
+    if op is operator.getitem:
+        base, index = args
+        if isinstance(base, PyVal):
+            value = base.value[_known(index)] if base.value is not None else None
+            return PyVal(f"{base.source}[{py_source(index)}]", value)
+        return base[index]
+    raise Reject(f"unsupported Python operation {getattr(op, '__name__', op)}")
+
+
+def call_function(ctx: Context, target, args, kwargs):
+    if target is operator.getitem:
+        base, index = args
+        if isinstance(base, ValuesTuple):
+            if index == 0:
+                return base.values
+            raise Reject("the indices of max/min (argmax/argmin) are not supported")
+        if isinstance(base, (Ref, ComputedView)):
+            return _apply_view(ctx, base, "__getitem__", (index,), {})
+        return _python_op(target, args)
+    if target in _OPERATORS:
+        if any(ctx.is_tensor(a) for a in args):
+            return HANDLERS[_OPERATORS[target]](ctx, args, kwargs)
+        return _python_op(target, args)
+    if target in _PY_BINOPS:
+        return _python_op(target, args)
+    if target is getattr:
+        base, attr = args
+        if attr == "values" and isinstance(base, ValuesTuple):
+            return base.values
+        if attr in ("T", "mT"):
+            return _attr_view(ctx, base, attr)
+        return _size_of(ctx, base, (), attr)
+    name = getattr(target, "__name__", str(target))
+    return _dispatch(ctx, name, args, kwargs)
+
+
+def _attr_view(ctx, base, attr):
+    if isinstance(base, Ref) and base.kind == "leaf":
+        leaf = ctx.b.leaf_by_name(base.value)
+        return ctx.b.leaf(f"{leaf.source}.{attr}", ctx.spec, leaf.name + "_v")
+    if isinstance(base, Ref) and base.kind == "node":
+        return ComputedView(base, (f".{attr}",), ctx.spec.shape)
+    if isinstance(base, ComputedView):
+        return ComputedView(base.base, base.suffixes + (f".{attr}",), ctx.spec.shape)
+    raise Reject(f".{attr} of a non-tensor value")
+
+
+def call_method(ctx: Context, method: str, args, kwargs):
+    if method in ("size", "dim", "numel"):
+        return _size_of(ctx, args[0], args[1:], method)
+    if method == "values" and isinstance(args[0], ValuesTuple):
+        return args[0].values
+    return _dispatch(ctx, method, args, kwargs)
+
+
+def _dispatch(ctx: Context, name: str, args, kwargs):
+    base_name = name.rstrip("_") if name.endswith("_") and not name.startswith("_") else name
+    if base_name in VIEW_METHODS and args and isinstance(args[0], (Ref, ComputedView)):
+        return _apply_view(ctx, args[0], base_name, args[1:], kwargs)
+    handler = HANDLERS.get(base_name)
+    if handler is None:
+        raise Reject(f"operation {name} is not supported by the builtin generator")
+    return handler(ctx, list(args), dict(kwargs))
+
+
+def call_module(ctx: Context, module: nn.Module, path: str, args, kwargs):
+    """Lower a leaf module call; parameters are read through self.<path>."""
+    x = args[0] if args else kwargs.get("input")
+    attr = "self." + ".".join(f"[{p}]" if p.isdigit() else p for p in path.split(".")).replace(".[", "[")
+
+    def param(name):
+        tensor = getattr(module, name, None)
+        if tensor is None:
+            return None
+        spec = TensorSpec(tuple(tensor.shape), str(tensor.dtype).replace("torch.", ""))
+        return ctx.b.leaf(f"{attr}.{name}", spec, f"{path.replace('.', '_')}_{name}")
+
+    simple = {nn.ReLU: "relu", nn.Sigmoid: "sigmoid", nn.Tanh: "tanh", nn.SiLU: "silu", nn.Mish: "mish",
+              nn.Hardswish: "hardswish", nn.Hardsigmoid: "hardsigmoid", nn.LogSigmoid: "logsigmoid",
+              nn.SELU: "selu", nn.ReLU6: "relu6", nn.Identity: "identity"}
+    for cls, name in simple.items():
+        if type(module) is cls:
+            return HANDLERS[name](ctx, [x], {})
+    if isinstance(module, nn.GELU):
+        return _gelu(ctx, [x], {"approximate": module.approximate})
+    if isinstance(module, nn.LeakyReLU):
+        return _leaky_relu(ctx, [x], {"negative_slope": module.negative_slope})
+    if isinstance(module, nn.ELU):
+        return _elu(ctx, [x], {"alpha": module.alpha})
+    if isinstance(module, nn.Softplus):
+        return _softplus(ctx, [x], {"beta": module.beta, "threshold": module.threshold})
+    if isinstance(module, nn.Hardtanh):  # ReLU6 is handled above
+        return _hardtanh(ctx, [x], {"min_val": module.min_val, "max_val": module.max_val})
+    if isinstance(module, nn.Softmax):
+        return _softmax(ctx, [x], {"dim": module.dim})
+    if isinstance(module, nn.LogSoftmax):
+        return _log_softmax(ctx, [x], {"dim": module.dim})
+    if isinstance(module, nn.Dropout):
+        return _dropout(ctx, [x], {"p": module.p, "training": module.training})
+    if isinstance(module, nn.Flatten):
+        return _apply_view(ctx, x, "flatten", (module.start_dim, module.end_dim), {})
+    if isinstance(module, nn.Linear):
+        return _linear_impl(ctx, x, param("weight"), param("bias"))
+    if isinstance(module, nn.LayerNorm):
+        return _layer_norm_impl(ctx, x, module.normalized_shape, param("weight"), param("bias"), module.eps)
+    if hasattr(nn, "RMSNorm") and isinstance(module, nn.RMSNorm):
+        return _rms_norm_impl(ctx, x, module.normalized_shape, param("weight"), module.eps)
+    raise Reject(f"module {type(module).__name__} ({path}) is outside the builtin families "
+                 "(elementwise chains, row reductions/normalisations, matmul/linear with epilogues)")
+

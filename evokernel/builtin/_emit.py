@@ -1,0 +1,151 @@
+"""Pieces every generated candidate shares: the file header, pure-Python shape
+helpers, the ModelNew class, and the expression emitter the kernels build on."""
+
+from __future__ import annotations
+
+from ._ir import Node, Plan, Ref
+from ._pointwise import literal, pointwise_expr
+
+__all__ = ["Emitter", "header", "model_class", "scalar_sources", "wrap_params", "HELPERS"]
+
+HELPERS = '''
+def _broadcast_shapes(*shapes):
+    """torch's broadcasting rule on plain tuples (no tensor op runs)."""
+    rank = max([len(s) for s in shapes] + [0])
+    out = [1] * rank
+    for shape in shapes:
+        padded = [1] * (rank - len(shape)) + list(shape)
+        for i, size in enumerate(padded):
+            if size != 1:
+                out[i] = size
+    return tuple(out)
+
+
+def _prod(values):
+    out = 1
+    for value in values:
+        out *= value
+    return out
+
+
+_FLOAT_RANK = {torch.float16: 1, torch.bfloat16: 1, torch.float32: 2, torch.float64: 3}
+
+
+def _result_dtype(*tensors):
+    """torch's type promotion for floating tensors; 0-dim tensors count only alone."""
+    dtypes = {t.dtype for t in tensors if t.dim() > 0} or {t.dtype for t in tensors}
+    if dtypes == {torch.float16, torch.bfloat16}:
+        return torch.float32
+    return max(dtypes, key=lambda d: _FLOAT_RANK[d])
+'''
+
+
+def header(plan: Plan, config_text: str) -> str:
+    lines = [
+        f'"""Builtin-policy candidate for {plan.name}: {plan.family} family ({config_text})."""',
+        "import torch",
+        "import torch.nn as nn",
+        "import triton",
+        "import triton.language as tl",
+    ]
+    if plan.preamble:
+        lines += ["", plan.preamble]
+    return "\n".join(lines) + "\n"
+
+
+def scalar_sources(plan: Plan) -> list[str]:
+    """Forward-level scalar expressions passed to the kernel, in first-use order."""
+    out: list[str] = []
+    for node in plan.nodes:
+        for ref in node.args:
+            if ref.kind == "scalar" and ref.value not in out:
+                out.append(ref.value)
+    return out
+
+
+def out_dtype_expr(plan: Plan) -> str:
+    if plan.fixed_out_dtype:
+        return f"torch.{plan.out_spec.dtype}"
+    return f"_result_dtype({', '.join(leaf.name for leaf in plan.leaves)})"
+
+
+def model_class(plan: Plan, launcher: str) -> str:
+    args = [leaf.source for leaf in plan.leaves] + scalar_sources(plan)
+    call = f"{launcher}({', '.join(args)})"
+    views = "".join(plan.out_views)
+    if any(v.startswith((".transpose", ".permute", ".t(", ".T", ".mT", ".swap", ".movedim")) for v in plan.out_views):
+        views += ".contiguous()"
+    forward_params = f"self, {plan.forward_args}" if plan.forward_args else "self"
+    return (
+        "class ModelNew(nn.Module):\n"
+        f"{plan.init_source}\n\n"
+        f"    def forward({forward_params}):\n"
+        f"        return {call}{views}\n"
+    )
+
+
+class Emitter:
+    """Writes one Triton expression per IR value into a kernel body.
+
+    Subclasses decide how a leaf is loaded (``load_leaf``) and may intercept
+    nodes (``compute``); ``ctx`` lets a family evaluate the same value in
+    several index spaces (the rows family's per-element and per-row values).
+    """
+
+    def __init__(self, plan: Plan, indent: int = 1):
+        self.plan = plan
+        self.lines: list[str] = []
+        self.indent = indent
+        self.memo: dict = {}
+        self.scalars = {src: f"s{i}" for i, src in enumerate(scalar_sources(plan))}
+
+    def emit(self, text: str) -> None:
+        self.lines.append("    " * self.indent + text)
+
+    def memo_key(self, ref: Ref, ctx: str):
+        return (ref.kind, ref.value, ctx)
+
+    def value(self, ref: Ref, ctx: str = "tile") -> str:
+        if ref.kind == "const":
+            return literal(ref.value)
+        if ref.kind == "scalar":
+            return self.scalars[ref.value]
+        if ref.kind == "rsize":
+            return self.rsize()
+        key = self.memo_key(ref, ctx)
+        if key not in self.memo:
+            if ref.kind == "leaf":
+                self.memo[key] = self.load_leaf(ref.value, ctx)
+            else:
+                self.memo[key] = self.compute(self.plan.node(ref.value), ctx)
+        return self.memo[key]
+
+    def var_name(self, node: Node, ctx: str) -> str:
+        return f"v{node.id}"
+
+    def compute(self, node: Node, ctx: str) -> str:
+        operands = [self.value(a, ctx) for a in node.args]
+        var = self.var_name(node, ctx)
+        self.emit(f"{var} = {pointwise_expr(node.op, operands, dict(node.attrs))}")
+        return var
+
+    def load_leaf(self, name: str, ctx: str) -> str:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def rsize(self) -> str:
+        raise ValueError("the reduced size is only defined in the rows family")
+
+
+def wrap_params(params: list[str], indent: str = "    ", width: int = 96) -> list[str]:
+    """Kernel parameters as lines of at most ``width`` columns, each ending in a comma."""
+    lines, current = [], ""
+    for p in params:
+        piece = p + ","
+        if current and len(indent) + len(current) + 1 + len(piece) > width:
+            lines.append(indent + current)
+            current = piece
+        else:
+            current = f"{current} {piece}" if current else piece
+    if current:
+        lines.append(indent + current)
+    return lines

@@ -1,0 +1,110 @@
+"""One fused kernel over the output's elements, broadcasting by strides."""
+
+from __future__ import annotations
+
+from ._config import Config
+from ._emit import HELPERS, Emitter, header, model_class, out_dtype_expr, scalar_sources, wrap_params
+from ._ir import Plan
+
+__all__ = ["generate_elementwise"]
+
+
+class _PointwiseEmitter(Emitter):
+    def load_leaf(self, name: str, ctx: str) -> str:
+        var = f"l_{name}"
+        self.emit(f"{var} = tl.load({name}_ptr + {name}_offs, mask=mask, other=0.0).to(tl.float32)")
+        return var
+
+
+_COALESCE = '''def _coalesce(sizes, strides):
+    """Drop size-1 dims and merge neighbours every operand walks contiguously:
+    fewer index divisions, and extra leading dims still fit the kernel's rank."""
+    keep = [d for d in range(len(sizes)) if sizes[d] != 1]
+    sizes = [sizes[d] for d in keep]
+    strides = [[s[d] for d in keep] for s in strides]
+    d = len(sizes) - 1
+    while d > 0:
+        if all(s[d - 1] == s[d] * sizes[d] for s in strides):
+            sizes[d - 1] *= sizes[d]
+            for s in strides:
+                s[d - 1] = s[d]
+                del s[d]
+            del sizes[d]
+        d -= 1
+    return sizes, strides
+'''
+
+
+def generate_elementwise(plan: Plan, config: Config) -> str:
+    rank = max(1, len(plan.out_spec.shape))
+    names = [leaf.name for leaf in plan.leaves]
+    scalars = [f"s{i}" for i in range(len(scalar_sources(plan)))]
+
+    body = _PointwiseEmitter(plan)
+    result = body.value(plan.output)
+
+    sizes = [f"size_{d}" for d in range(1, rank)]
+    strides = [f"stride_{n}_{d}" for n in names for d in range(rank)]
+    params = [f"{n}_ptr" for n in names] + ["out_ptr"] + scalars + ["n_elements"] + sizes + strides
+    k = []
+    k.append("@triton.jit")
+    k.append("def _fused_pointwise_kernel(")
+    k.extend(wrap_params(params))
+    k.append("    IS_FLAT: tl.constexpr, BLOCK_SIZE: tl.constexpr,")
+    k.append("):")
+    k.append("    pid = tl.program_id(0)")
+    k.append("    offs = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)")
+    k.append("    mask = offs < n_elements")
+    k.append("    if IS_FLAT:")
+    k.append("        # every operand is contiguous with the output's shape")
+    for n in names:
+        k.append(f"        {n}_offs = offs")
+    if not names:
+        k.append("        pass")
+    k.append("    else:")
+    k.append("        # unravel the output index; broadcast operands have stride 0 there")
+    k.append("        rem = offs")
+    for d in range(rank - 1, 0, -1):
+        k.append(f"        idx_{d} = rem % size_{d}")
+        k.append(f"        rem = rem // size_{d}")
+    k.append("        idx_0 = rem")
+    for n in names:
+        terms = " + ".join(f"idx_{d} * stride_{n}_{d}" for d in range(rank))
+        k.append(f"        {n}_offs = {terms}")
+    if not names:
+        k.append("        pass")
+    k.extend(body.lines)
+    k.append(f"    tl.store(out_ptr + offs, {result}.to(out_ptr.dtype.element_ty), mask=mask)")
+    kernel = "\n".join(k) + "\n"
+
+    launch_args = names + scalars
+    l = []
+    l.append(f"def fused_pointwise({', '.join(launch_args)}):")
+    shapes = ", ".join(f"{n}.shape" for n in names)
+    l.append(f"    shape = _broadcast_shapes({shapes})")
+    l.append(f"    out = torch.empty(shape, dtype={out_dtype_expr(plan)}, device={names[0]}.device)")
+    l.append("    n_elements = out.numel()")
+    l.append("    if n_elements == 0:")
+    l.append("        return out")
+    strides = ", ".join(f"list({n}.expand(shape).stride())" for n in names)
+    l.append(f"    sizes, strides = _coalesce(list(shape), [{strides}])")
+    l.append(f"    if len(sizes) > {rank}:")
+    l.append(f"        raise ValueError('this kernel indexes at most {rank} non-mergeable dims')")
+    l.append(f"    pad = {rank} - len(sizes)")
+    l.append("    sizes = [1] * pad + sizes")
+    for j, n in enumerate(names):
+        l.append(f"    {n}_strides = [0] * pad + strides[{j}]")
+    flat = " and ".join(f"{n}.is_contiguous() and tuple({n}.shape) == tuple(shape)" for n in names)
+    l.append(f"    is_flat = {flat}")
+    l.append(f"    grid = (triton.cdiv(n_elements, {config.block_n}),)")
+    stride_args = " + ".join(f"{n}_strides" for n in names)
+    l.append("    _fused_pointwise_kernel[grid](")
+    l.append(f"        {', '.join(names)}, out, {''.join(s + ', ' for s in scalars)}n_elements,")
+    l.append(f"        *sizes[1:], *({stride_args}),")
+    l.append(f"        IS_FLAT=is_flat, BLOCK_SIZE={config.block_n}, num_warps={config.num_warps},")
+    l.append("    )")
+    l.append("    return out")
+    launcher = "\n".join(l) + "\n"
+
+    return "\n\n".join([header(plan, config.text()), kernel, HELPERS.strip() + "\n", _COALESCE, launcher,
+                        model_class(plan, "fused_pointwise")])

@@ -1,0 +1,69 @@
+"""Config: serialisation, search spaces, neighbours; sampled configs compile and pass."""
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from evokernel.builtin import Config, analyze, check_in_subprocess, default_config, neighbours, search_space
+
+TASKS = Path(__file__).parent / "tasks"
+ONE_PER_FAMILY = {"elementwise": "ew_broadcast_scalar", "rows": "rows_layernorm", "matmul": "mm_linear_gelu"}
+
+
+@pytest.mark.parametrize("family", sorted(ONE_PER_FAMILY))
+def test_space_default_and_neighbours(family):
+    plan = analyze(TASKS / f"{ONE_PER_FAMILY[family]}.py")
+    space = search_space(plan)
+    assert len(space) == len(set(space)) > 4
+    assert all(c.family == family for c in space)
+    default = default_config(plan)
+    assert default in space
+    near = neighbours(default, plan)
+    assert near == neighbours(default, plan)  # deterministic
+    assert near and default not in near and all(c in space for c in near)
+
+
+def test_config_round_trips_through_json():
+    config = Config("matmul", block_m=64, block_n=128, block_k=32, group_m=8, num_warps=4, num_stages=4)
+    assert Config.from_dict(json.loads(json.dumps(config.to_dict()))) == config
+    assert Config.from_dict({**config.to_dict(), "unknown_key": 1}) == config
+
+
+@pytest.mark.parametrize("bad", [{"family": "conv"}, {"family": "rows", "block_m": 3},
+                                 {"family": "matmul", "num_warps": 0}])
+def test_invalid_config_is_refused(bad):
+    with pytest.raises(ValueError):
+        Config.from_dict(bad)
+
+
+def test_neighbours_refuse_a_config_of_another_family():
+    plan = analyze(TASKS / "rows_softmax.py")
+    with pytest.raises(ValueError):
+        neighbours(Config("matmul"), plan)
+
+
+def _sample_jobs(per_task: int, tasks: list[str]) -> list[dict]:
+    rng = random.Random(0)
+    jobs = []
+    for name in tasks:
+        plan = analyze(TASKS / f"{name}.py")
+        for config in rng.sample(search_space(plan), per_task):
+            jobs.append({"task": str(TASKS / f"{name}.py"), "config": config.to_dict()})
+    return jobs
+
+
+def test_sampled_configs_compile_and_pass():
+    jobs = _sample_jobs(3, list(ONE_PER_FAMILY.values()))
+    for job, result in zip(jobs, check_in_subprocess(jobs)):
+        assert result.ok, (job["config"], result.message)
+
+
+@pytest.mark.slow
+def test_many_sampled_configs_compile_and_pass():
+    tasks = ["ew_unary_chain", "ew_fp16", "rows_softmax", "rows_stats", "rows_fp16_softmax",
+             "mm_bmm_relu", "mm_fp16_linear", "mm_addmm_transposed"]
+    jobs = _sample_jobs(6, tasks)
+    for job, result in zip(jobs, check_in_subprocess(jobs)):
+        assert result.ok, (job["task"], job["config"], result.message)
