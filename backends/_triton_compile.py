@@ -46,7 +46,7 @@ def signature_for(fn: Any, args: list[Any], kwargs: dict[str, Any]) -> tuple[dic
         elif param.default is not inspect.Parameter.empty:
             value = param.default
         else:
-            value = None
+            raise LookupError(f"launch of {fn.__name__} gave no value for {param.name}")
         if param.is_constexpr or value is None or isinstance(value, str):
             signature[param.name] = "constexpr"
             constexprs[param.name] = value
@@ -103,7 +103,10 @@ def compile_specs(file: str, specs: list[dict[str, Any]], modules: dict[str, Any
         fn = _unwrap_jit(getattr(module, spec["name"], None))
         if fn is None:
             continue  # not at module level: the interpreter run is all we have
-        signature, constexprs, options = signature_for(fn, spec["args"], spec["kwargs"])
+        try:
+            signature, constexprs, options = signature_for(fn, spec["args"], spec["kwargs"])
+        except LookupError:
+            continue  # a malformed launch: the runtime error already says what is wrong
         ident = (spec["name"], repr(sorted(signature.items())), repr(sorted(constexprs.items(), key=str)), repr(options))
         if ident in seen:
             continue
