@@ -82,6 +82,11 @@ class Backend(Protocol):
         """Label for latencies measured on `device` ('measured-gpu', 'interpreted-cpu', ...)."""
         ...
 
+    def modelled_latency_ms(self, log: LaunchLog, device: str) -> float | None:
+        """Latency of the forward call whose launches are in `log`, when this
+        backend models time on `device` instead of measuring it; else None."""
+        ...
+
 
 class UnknownBackend(LookupError):
     pass

@@ -1,8 +1,8 @@
 """The one timing protocol. Every latency in the project comes from here.
 
 GPU: warm-up runs, then `reps` timed runs; before each, fresh input clones and
-an L2 flush (a write of twice the L2), then CUDA events around the call alone
-and a device-wide synchronize after it. The median and IQR are reported and
+an L2 flush (a write of twice the L2) queued ahead of the start event, then
+CUDA events around the call alone and a device-wide synchronize after it. The median and IQR are reported and
 the raw samples kept. CPU: wall clock around each call (interpreted kernels),
 labelled as such by the caller; never compared with GPU numbers.
 """
@@ -72,10 +72,12 @@ def _benchmark_cuda(fn, make_args, device, reps, warmup, flush_l2) -> Timing:
         starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
         ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
         for i in range(reps):
+            # No sync between the clones, the flush and the start event: the GPU
+            # is still busy with them while Python launches the candidate, so the
+            # interval measures the kernels, not the host's launch latency.
             args = make_args()
             if flush is not None:
                 flush.zero_()
-            torch.cuda.synchronize(device)
             starts[i].record()
             fn(*args)
             ends[i].record()

@@ -111,6 +111,9 @@ class CudaBackend:
             return {"mode": "compile-only", "can_run": False, "detail": f"no GPU: nvcc -cubin -arch=sm_90 ({nvcc})"}
         return {"mode": "unavailable", "can_run": False, "detail": "no GPU and no nvcc"}
 
+    def modelled_latency_ms(self, log: LaunchLog, device: str) -> float | None:
+        return None  # always measured (GPU) or wall-clock interpreted (CPU)
+
     def latency_source(self, device: str) -> str:
         return "measured-gpu" if device.startswith("cuda") else "none"
 

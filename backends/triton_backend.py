@@ -67,6 +67,9 @@ class TritonBackend:
             "detail": f"triton {version}: kernels run in the CPU interpreter (TRITON_INTERPRET=1) and compile for sm_90",
         }
 
+    def modelled_latency_ms(self, log: LaunchLog, device: str) -> float | None:
+        return None  # always measured (GPU) or wall-clock interpreted (CPU)
+
     def latency_source(self, device: str) -> str:
         return "measured-gpu" if device.startswith("cuda") else "interpreted-cpu"
 
