@@ -13,6 +13,7 @@ sqlite-utils and numpy only: nothing here imports `evokernel` or `backends`.
 """
 
 from ._embed import Embedder
+from ._schema import schema_sql
 from ._store import MemoryStore
 from ._types import (
     KINDS,
@@ -42,4 +43,5 @@ __all__ = [
     "ValueState",
     "default_memory_path",
     "q_update",
+    "schema_sql",
 ]

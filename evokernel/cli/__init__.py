@@ -25,6 +25,9 @@ def _register() -> None:
     from . import logs_cmd
 
     logs_cmd.register(app)
+    from . import memory_cmd
+
+    memory_cmd.register(app)
 
 
 _register()

@@ -1,0 +1,234 @@
+"""`evokernel memory ...`: inspect, move and benchmark the episodic memory.
+
+Each command parses its options, makes one `memory_store` call and renders:
+data on stdout (only JSON with `--json`), messages on stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+
+memory_app = typer.Typer(
+    name="memory",
+    help="Inspect, export, import and benchmark the episodic memory.",
+    no_args_is_help=True,
+    pretty_exceptions_show_locals=False,
+)
+
+MemoryOption = Annotated[
+    Optional[Path],
+    typer.Option("--memory", help="Memory file (default: $EVOKERNEL_HOME/memory.db or ~/.local/share/evokernel/memory.db)."),
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON on stdout and nothing else.")]
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(memory_app, name="memory")
+
+
+def _stderr():
+    from rich.console import Console
+
+    return Console(stderr=True)
+
+
+def _open(memory: Path | None, *, must_exist: bool = True):
+    from memory_store import MemoryStore, default_memory_path
+
+    path = memory or default_memory_path()
+    if must_exist and not path.exists():
+        _stderr().print(f"[red]No memory at {path}[/red] (pass --memory or set EVOKERNEL_HOME)", soft_wrap=True)
+        raise typer.Exit(1)
+    return MemoryStore(path)
+
+
+def _fail(message: str) -> typer.Exit:
+    # soft_wrap: a path or an error must stay on one line for grep and tests.
+    _stderr().print(f"[red]Error:[/red] {message}", highlight=False, soft_wrap=True)
+    return typer.Exit(1)
+
+
+def _print_json(data: Any) -> None:
+    typer.echo(json.dumps(data, indent=2, sort_keys=True))
+
+
+@memory_app.command("stats")
+def stats(memory: MemoryOption = None, as_json: JsonOption = False) -> None:
+    """Counts: items, tasks, kinds, backends, value updates, runs, steps."""
+    from rich.console import Console
+    from rich.table import Table
+
+    with _open(memory) as store:
+        data = store.stats()
+    if as_json:
+        _print_json(data)
+        return
+    table = Table(title=f"memory {data['path']}", show_header=False)
+    for key in ("items", "tasks", "value_updates", "runs", "steps", "llm_calls", "embeddings", "size_bytes"):
+        table.add_row(key, str(data[key]))
+    for kind, count in data["by_kind"].items():
+        table.add_row(f"kind {kind}", str(count))
+    for backend, count in data["by_backend"].items():
+        table.add_row(f"backend {backend}", str(count))
+    Console().print(table)
+
+
+@memory_app.command("ls")
+def ls(
+    memory: MemoryOption = None,
+    as_json: JsonOption = False,
+    kind: Annotated[Optional[list[str]], typer.Option("--kind", help="Only this kind (repeatable).")] = None,
+    backend: Annotated[Optional[list[str]], typer.Option("--backend", help="Only this backend (repeatable).")] = None,
+    task: Annotated[Optional[str], typer.Option("--task", help="Only this task key.")] = None,
+    limit: Annotated[int, typer.Option("--limit", min=1, help="At most this many, newest first.")] = 50,
+) -> None:
+    """List items, newest first, without their content."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from memory_store import MemoryStoreError
+
+    with _open(memory) as store:
+        try:
+            items = store.list_items(kinds=kind, backends=backend, task_key=task, limit=limit)
+        except MemoryStoreError as exc:
+            raise _fail(str(exc)) from None
+    columns = ("id", "kind", "task_key", "backend", "stage", "status", "latency_ms", "q_draft", "q_refine", "visits_draft", "visits_refine")
+    if as_json:
+        _print_json([{c: getattr(i, c) for c in columns} for i in items])
+        return
+    table = Table("id", "kind", "task", "backend", "stage", "status", "ms", "Qd", "Qr", "visits")
+    for column in table.columns:
+        column.overflow = "fold"  # wrap, never truncate a task key
+    num = lambda v: "" if v is None else f"{v:.3g}"  # noqa: E731
+    for i in items:
+        table.add_row(
+            str(i.id), i.kind, i.task_key, i.backend, i.stage, i.status or "", num(i.latency_ms),
+            num(i.q_draft), num(i.q_refine), f"{i.visits_draft}/{i.visits_refine}",
+        )
+    Console().print(table)
+
+
+@memory_app.command("show")
+def show(
+    item_id: Annotated[int, typer.Argument(help="Item id.")],
+    memory: MemoryOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """One item with all its columns and content."""
+    from memory_store import MemoryStoreError
+
+    with _open(memory) as store:
+        try:
+            item = store.get_item(item_id)
+        except MemoryStoreError as exc:
+            raise _fail(str(exc)) from None
+    record = {field: getattr(item, field) for field in item.__dataclass_fields__}
+    if as_json:
+        _print_json(record)
+        return
+    content = record.pop("content")
+    for key, value in record.items():
+        typer.echo(f"{key}: {json.dumps(value) if isinstance(value, dict) else value}")
+    typer.echo("")
+    typer.echo(content)
+
+
+@memory_app.command("export")
+def export(
+    dest: Annotated[str, typer.Argument(help="File to write, or - for stdout.")] = "-",
+    memory: MemoryOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Write every item with its values as JSON lines."""
+    if as_json and dest == "-":
+        _stderr().print("[red]--json needs a file destination[/red] (the export itself goes to stdout)")
+        raise typer.Exit(2)
+    with _open(memory) as store:
+        if dest == "-":
+            count = store.export_jsonl(sys.stdout)
+            sys.stdout.flush()
+        else:
+            with open(dest, "w", encoding="utf-8") as fp:
+                count = store.export_jsonl(fp)
+    if as_json:
+        _print_json({"exported": count, "path": dest})
+    else:
+        _stderr().print(f"exported {count} items to {'stdout' if dest == '-' else dest}")
+
+
+@memory_app.command("import")
+def import_(
+    source: Annotated[str, typer.Argument(help="Export file to merge, or - for stdin.")],
+    memory: MemoryOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Merge an export into the memory (ids remapped, duplicates skipped, all or nothing)."""
+    from memory_store import MemoryStoreError
+
+    with _open(memory, must_exist=False) as store:
+        try:
+            if source == "-":
+                report = store.import_jsonl_report(sys.stdin)
+            else:
+                try:
+                    fp = open(source, encoding="utf-8")
+                except OSError as exc:
+                    raise _fail(f"cannot read {source}: {exc.strerror}") from None
+                with fp:
+                    report = store.import_jsonl_report(fp)
+        except MemoryStoreError as exc:
+            raise _fail(f"{source}: {exc}; nothing was imported") from None
+    if as_json:
+        _print_json({"imported": report.imported, "skipped": report.skipped, "lines": report.lines})
+    else:
+        _stderr().print(f"imported {report.imported} items ({report.skipped} already present)")
+
+
+@memory_app.command("bench")
+def bench(
+    items: Annotated[int, typer.Option("--items", min=1, help="How many synthetic items to insert.")] = 10_000,
+    queries: Annotated[int, typer.Option("--queries", min=1, help="Timed retrievals.")] = 500,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the synthetic bank and queries.")] = 0,
+    memory: Annotated[
+        Optional[Path], typer.Option("--memory", help="New file to fill (default: a temporary file, deleted after).")
+    ] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Fill a new bank with realistic items and time inserts and retrieval."""
+    import tempfile
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from memory_store import MemoryStoreError
+    from memory_store._bench import run_bench
+
+    console = _stderr()
+    with tempfile.TemporaryDirectory(prefix="evokernel-bench-") as tmp:
+        path = memory or Path(tmp) / "bench.db"
+        with Progress(
+            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+            console=console, transient=True,
+        ) as bar:
+            tasks: dict[str, Any] = {}
+
+            def progress(phase: str, done: int, total: int) -> None:
+                if phase not in tasks:
+                    tasks[phase] = bar.add_task(phase, total=total)
+                bar.update(tasks[phase], completed=done)
+
+            try:
+                result = run_bench(path, items=items, queries=queries, seed=seed, progress=progress)
+            except MemoryStoreError as exc:
+                raise _fail(str(exc)) from None
+    if as_json:
+        _print_json(result)
+        return
+    for key in ("items", "insert_per_s", "insert_single_per_s", "retrieve_p50_ms", "retrieve_p99_ms", "retrieve_cpu_p50_ms", "retrieve_cpu_p99_ms"):
+        if key in result:
+            typer.echo(f"{key}: {result[key]}")
