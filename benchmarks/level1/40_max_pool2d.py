@@ -1,0 +1,31 @@
+"""2-D max pooling, 3x3 window, stride 2, padding 1 (overlapping windows)."""
+
+import os
+
+import torch
+import torch.nn as nn
+
+CATEGORY = "pooling"
+SIZE = os.environ.get("EVOKERNEL_SIZE", "full")
+
+if SIZE == "full":
+    BATCH, CHANNELS, HEIGHT, WIDTH = 64, 64, 128, 128
+else:
+    BATCH, CHANNELS, HEIGHT, WIDTH = 2, 5, 37, 41
+
+
+class Model(nn.Module):
+    def __init__(self, kernel: int, stride: int, padding: int):
+        super().__init__()
+        self.pool = nn.MaxPool2d(kernel, stride=stride, padding=padding)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.pool(x)
+
+
+def get_inputs():
+    return [torch.randn(BATCH, CHANNELS, HEIGHT, WIDTH)]
+
+
+def get_init_inputs():
+    return [3, 2, 1]

@@ -1,0 +1,30 @@
+"""Inclusive prefix sum along the last dimension of a matrix."""
+
+import os
+
+import torch
+import torch.nn as nn
+
+CATEGORY = "scan"
+SIZE = os.environ.get("EVOKERNEL_SIZE", "full")
+
+if SIZE == "full":
+    ROWS, COLS = 8192, 8192
+else:
+    ROWS, COLS = 1000, 513
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.cumsum(x, dim=-1)
+
+
+def get_inputs():
+    return [torch.randn(ROWS, COLS)]
+
+
+def get_init_inputs():
+    return []

@@ -1,0 +1,42 @@
+"""Benchmark-suite tooling: checks on task files and, later, the benchmark runner."""
+
+from ._ablate import ARM_NAMES, ARMS, AblationResult, Arm, ArmResult, FreshDraft, run_ablation
+from ._metrics import FAST_PS, compute_metrics, fast_key, geomean, speed_comparability, task_row
+from ._report import ReportError, ReportFiles, write_report
+from ._runner import (
+    BUNDLED_SUITES,
+    BenchOptions,
+    BenchResult,
+    SuiteError,
+    benchmarks_root,
+    resolve_tasks,
+    run_bench,
+    write_result,
+)
+
+__all__: list[str] = [
+    "ARMS",
+    "ARM_NAMES",
+    "AblationResult",
+    "Arm",
+    "ArmResult",
+    "BUNDLED_SUITES",
+    "BenchOptions",
+    "BenchResult",
+    "FAST_PS",
+    "FreshDraft",
+    "ReportError",
+    "ReportFiles",
+    "SuiteError",
+    "benchmarks_root",
+    "compute_metrics",
+    "fast_key",
+    "geomean",
+    "resolve_tasks",
+    "run_ablation",
+    "run_bench",
+    "speed_comparability",
+    "task_row",
+    "write_report",
+    "write_result",
+]
