@@ -19,8 +19,9 @@ app = typer.Typer(
 
 
 def _register() -> None:
-    from . import eval_cmd
+    from . import eval_cmd, run_cmd
 
+    run_cmd.register(app)
     eval_cmd.register(app)
     from . import logs_cmd
 
@@ -28,6 +29,9 @@ def _register() -> None:
     from . import memory_cmd
 
     memory_cmd.register(app)
+    from . import bench_cmd
+
+    bench_cmd.register(app)
 
 
 _register()
