@@ -5,7 +5,7 @@ GPU machine where the rest of EvoKernel's dependencies are absent.
 """
 
 from ._backend import Backend, CompileReport, LaunchLog, UnknownBackend, backend_names, get_backend
-from ._compare import Comparison, compare
+from ._compare import DEFAULT_TOLERANCE, Comparison, compare
 from ._evaluate import EvalOptions
 from ._executor import Executor, default_device
 from ._result import EvalResult, Verdict
@@ -17,6 +17,7 @@ __all__ = [
     "Backend",
     "CompileReport",
     "Comparison",
+    "DEFAULT_TOLERANCE",
     "EvalOptions",
     "EvalResult",
     "Executor",

@@ -5,6 +5,7 @@ from ._metrics import FAST_PS, compute_metrics, fast_key, geomean, speed_compara
 from ._report import ReportError, ReportFiles, write_report
 from ._runner import (
     BUNDLED_SUITES,
+    BenchError,
     BenchOptions,
     BenchResult,
     SuiteError,
@@ -21,6 +22,7 @@ __all__: list[str] = [
     "Arm",
     "ArmResult",
     "BUNDLED_SUITES",
+    "BenchError",
     "BenchOptions",
     "BenchResult",
     "FAST_PS",

@@ -1,0 +1,179 @@
+"""The paper's comparison at equal budget: what memory and refinement each add.
+
+Four arms, each on the same tasks with the same budget, each in its own fresh
+temporary memory (or its own copy of a given one, so no arm learns from
+another):
+
+- `independent`: independent samples (pass@k). No memory, no feedback, no
+  start point: every step is a fresh draft, and the task counts as solved if
+  any sample is correct. The loop has no switch for this, so a policy wrapper
+  hands the policy a fresh draft context at every step (see `FreshDraft`).
+  The builtin policy is deterministic: with a fresh context it writes the same
+  kernel at every step, so for it this arm is pass@1 repeated.
+- `refine`: the draft/refine loop with feedback and start points, memory off.
+- `similarity`: the loop with memory recalled and selected by similarity alone.
+- `value`: the loop with value-driven selection (EvoKernel).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import Any, Callable, Sequence
+
+from ._metrics import compute_metrics, task_row
+from ._runner import (
+    BenchError,
+    BenchOptions,
+    environment,
+    execute,
+    load_tasks,
+    make_policy,
+    open_memory,
+    resolve_device,
+    resolve_tasks,
+)
+
+ABLATION_KIND = "evokernel-ablation"
+
+
+@dataclasses.dataclass(frozen=True)
+class Arm:
+    name: str
+    label: str
+    memory_mode: str
+    independent: bool = False
+
+
+ARMS: tuple[Arm, ...] = (
+    Arm("independent", "independent samples (pass@k)", "off", independent=True),
+    Arm("refine", "refinement, no memory", "off"),
+    Arm("similarity", "similarity-only retrieval", "similarity"),
+    Arm("value", "value-driven retrieval", "value"),
+)
+ARM_NAMES = tuple(a.name for a in ARMS)
+
+
+class FreshDraft:
+    """Wraps a policy so that every step is an independent draft: no memories,
+    no verifier feedback, no start point and nothing marked as already tried.
+
+    The loop still records later steps as refining ones in the (throwaway)
+    memory; the outcome's first and best latencies are the first and the best
+    correct sample, which is what pass@k reports.
+    """
+
+    def __init__(self, inner: Any):
+        self.inner = inner
+        self.name = inner.name
+        self.is_llm = inner.is_llm
+
+    def propose(self, ctx: Any) -> Any:
+        fresh = dataclasses.replace(ctx, stage="draft", memories=(), feedback=None, start_point=None, tried=frozenset())
+        return self.inner.propose(fresh)
+
+
+def arms_named(names: Sequence[str] | None) -> list[Arm]:
+    if not names:
+        return list(ARMS)
+    unknown = [n for n in names if n not in ARM_NAMES]
+    if unknown:
+        raise BenchError(f"unknown arm(s) {', '.join(unknown)}; known: {', '.join(ARM_NAMES)}")
+    return [a for a in ARMS if a.name in names]
+
+
+@dataclasses.dataclass
+class ArmResult:
+    arm: Arm
+    metrics: dict[str, Any]
+    tasks: list[dict[str, Any]]
+    accuracy_by_iteration: list[float]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.arm.name,
+            "label": self.arm.label,
+            "memory_mode": self.arm.memory_mode,
+            "independent": self.arm.independent,
+            "metrics": self.metrics,
+            "accuracy_by_iteration": self.accuracy_by_iteration,
+            "tasks": self.tasks,
+        }
+
+
+@dataclasses.dataclass
+class AblationResult:
+    suite: str
+    policy: str
+    policy_is_llm: bool
+    arms: list[ArmResult]
+    environment: dict[str, Any]
+    options: dict[str, Any]
+    notes: list[str]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": ABLATION_KIND,
+            "version": 1,
+            "suite": self.suite,
+            "policy": self.policy,
+            "policy_is_llm": self.policy_is_llm,
+            "arms": [a.to_dict() for a in self.arms],
+            "environment": self.environment,
+            "options": self.options,
+            "notes": self.notes,
+        }
+
+
+def run_ablation(
+    source: str | os.PathLike[str],
+    options: BenchOptions = BenchOptions(),
+    *,
+    arms: Sequence[str] | None = None,
+    policy_factory: Callable[[Any], Any] | None = None,
+    on_event: Callable[[dict[str, Any]], None] | None = None,
+    command: str | None = None,
+) -> AblationResult:
+    """Run each arm over the suite at `options.budget` steps per task.
+
+    `options.memory`, when set, is copied into each arm and never written;
+    `policy_factory(store)` overrides the policy `options` names (a fresh one per arm).
+    """
+    options.validate()
+    chosen = arms_named(arms)
+    paths = resolve_tasks(source, limit=options.limit)
+    device = resolve_device(options.device)
+    tasks, broken = load_tasks(paths)
+    results: list[ArmResult] = []
+    policy_name, is_llm = "", False
+    for arm in chosen:
+        config = options.run_config(device, memory_mode=arm.memory_mode)
+
+        def tagged(event: dict[str, Any], arm_name: str = arm.name) -> None:
+            if on_event is not None:
+                on_event({**event, "arm": arm_name})
+
+        with open_memory(None, copy_from=options.memory) as store:
+            policy = policy_factory(store) if policy_factory else make_policy(options, store)
+            policy_name, is_llm = policy.name, policy.is_llm
+            if arm.independent:
+                policy = FreshDraft(policy)
+            run = execute(tasks, broken, policy, store, config, on_event=tagged, resume=False)
+        results.append(ArmResult(
+            arm=arm,
+            metrics=compute_metrics(run.tasks, device=device, is_llm=is_llm),
+            tasks=[task_row(o) for o in run.tasks],
+            accuracy_by_iteration=list(run.accuracy_by_iteration),
+        ))
+    notes = []
+    if not is_llm and any(a.independent for a in chosen):
+        notes.append(
+            f"the {policy_name} policy is deterministic: its independent samples are one kernel written "
+            f"{options.budget} times, so the independent arm is pass@1, not pass@{options.budget}"
+        )
+    if options.memory:
+        notes.append(f"each arm started from its own copy of {options.memory}")
+    return AblationResult(
+        suite=os.fspath(source), policy=policy_name, policy_is_llm=is_llm, arms=results,
+        environment=environment(device, options, tasks, command=command), options=options.to_dict(), notes=notes,
+    )

@@ -1,0 +1,155 @@
+"""Benchmark metrics from task outcomes (DESIGN.md section 8). Pure: no I/O.
+
+Conventions, so that numbers from different runs mean the same thing:
+
+- Rates (`correct_rate`, `compile_rate`, every `fast_p`) have ALL tasks as
+  their denominator, tasks the policy stopped on included.
+- `fast_p` against a baseline is the share of tasks that are correct and whose
+  best speedup over that baseline is greater than p. A task with no measured
+  baseline counts as not fast. When no task has that baseline measured at all
+  (a CPU run: baselines are timed on a GPU only), the value is None, not 0.
+- Geometric means and medians of speedups are over the correct tasks that have
+  the measurement; `n` beside them says how many.
+- Speedups measured anywhere but on a GPU are not comparable with published
+  numbers: `speed_comparable` says so and `speed_note` says why.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from typing import Any, Iterable, Sequence
+
+FAST_PS: tuple[float, ...] = (0.0, 0.5, 0.8, 1.0, 1.5, 2.0)
+BASELINES: tuple[str, ...] = ("eager", "compile")
+MEASURED = "measured-gpu"
+
+_SOURCE_NOTES = {
+    "interpreted-cpu": "latencies are wall-clock times of Triton's CPU interpreter, not GPU numbers",
+    "modelled-910b": "latencies come from a cost model of the Ascend 910B, not measurements",
+}
+
+
+def fast_key(p: float) -> str:
+    """`fast_1`, `fast_1.5`, `fast_0.8`: the name of the fast_p metric for p."""
+    return f"fast_{p:g}"
+
+
+def geomean(values: Iterable[float]) -> float | None:
+    vals = [v for v in values if v is not None and v > 0 and math.isfinite(v)]
+    return math.exp(sum(math.log(v) for v in vals) / len(vals)) if vals else None
+
+
+def median(values: Iterable[float | None]) -> float | None:
+    vals = [v for v in values if v is not None and math.isfinite(v)]
+    return statistics.median(vals) if vals else None
+
+
+def _speedup(outcome: Any, baseline: str) -> float | None:
+    return outcome.speedup_eager if baseline == "eager" else outcome.speedup_compile
+
+
+def task_row(outcome: Any) -> dict[str, Any]:
+    """One task's numbers, flat, for tables and the `tasks` list of a result."""
+    attempts = outcome.attempts
+    row: dict[str, Any] = {
+        "name": outcome.name,
+        "path": outcome.path,
+        "correct": bool(outcome.correct),
+        "compiled": outcome.compile_ok_attempts > 0,
+        "attempts": attempts,
+        "compile_rate": outcome.compile_ok_attempts / attempts if attempts else 0.0,
+        "correct_rate": sum(s in ("ok", "compiled") for s in outcome.statuses) / attempts if attempts else 0.0,
+        "first_correct_attempt": outcome.first_correct_attempt,
+        "first_latency_ms": outcome.first_latency_ms,
+        "best_latency_ms": outcome.best_latency_ms,
+        "latency_source": outcome.latency_source,
+        "eager_ms": outcome.eager_ms,
+        "compile_ms": outcome.compile_ms,
+        "speedup_eager": outcome.speedup_eager,
+        "speedup_compile": outcome.speedup_compile,
+        "speedup_over_first": outcome.speedup_over_first,
+        "stopped": outcome.stopped,
+        "statuses": list(outcome.statuses),
+        "tokens_in": outcome.tokens_in,
+        "tokens_out": outcome.tokens_out,
+        "cost_usd": outcome.cost_usd,
+    }
+    for base in BASELINES:
+        s = _speedup(outcome, base)
+        row[f"fast_{base}"] = {fast_key(p): bool(outcome.correct and s is not None and s > p) for p in FAST_PS}
+    return row
+
+
+def speed_comparability(outcomes: Sequence[Any], device: str | None = None) -> tuple[bool, str | None]:
+    """Whether the run's latencies can stand beside GPU numbers, and if not, why."""
+    sources = sorted({o.latency_source for o in outcomes if o.correct and o.best_latency_ms})
+    if device is not None and not device.startswith("cuda"):
+        why = "; ".join(_SOURCE_NOTES.get(s, s) for s in sources if s != MEASURED) or "no GPU was used"
+        return False, f"run on {device}: {why}. Speed metrics are not comparable with GPU results."
+    odd = [s for s in sources if s != MEASURED]
+    if odd:
+        why = "; ".join(_SOURCE_NOTES.get(s, f"latency source {s}") for s in odd)
+        return False, f"{why}. Speed metrics are not comparable with GPU results."
+    return True, None
+
+
+def compute_metrics(outcomes: Sequence[Any], *, device: str | None = None, is_llm: bool = False) -> dict[str, Any]:
+    """Suite-level metrics from per-task outcomes (`TaskOutcome` or anything shaped like it)."""
+    n = len(outcomes)
+    correct = [o for o in outcomes if o.correct]
+    attempts = sum(o.attempts for o in outcomes)
+
+    def share(k: int) -> float:
+        return k / n if n else 0.0
+
+    comparable, note = speed_comparability(outcomes, device)
+    m: dict[str, Any] = {
+        "tasks": n,
+        "correct": len(correct),
+        "correct_rate": share(len(correct)),
+        "compiled": sum(o.compile_ok_attempts > 0 for o in outcomes),
+        "compile_rate": share(sum(o.compile_ok_attempts > 0 for o in outcomes)),
+        "stopped": sum(o.stopped is not None for o in outcomes),
+        "attempts": attempts,
+        "attempt_compile_rate": sum(o.compile_ok_attempts for o in outcomes) / attempts if attempts else 0.0,
+        "attempt_correct_rate": (
+            sum(s in ("ok", "compiled") for o in outcomes for s in o.statuses) / attempts if attempts else 0.0
+        ),
+        "speed_comparable": comparable,
+        "speed_note": note,
+    }
+    for base in BASELINES:
+        speedups = [_speedup(o, base) for o in correct]
+        measured = [s for s in speedups if s is not None]
+        any_baseline = any(_speedup(o, base) is not None for o in outcomes)
+        m[f"fast_{base}"] = {
+            fast_key(p): (share(sum(s > p for s in measured)) if any_baseline else None) for p in FAST_PS
+        }
+        m[f"geomean_speedup_{base}"] = geomean(measured)
+        m[f"median_speedup_{base}"] = median(measured)
+        m[f"n_speedup_{base}"] = len(measured)
+    over_first = [o.speedup_over_first for o in correct if o.speedup_over_first is not None]
+    m["median_speedup_over_first"] = median(over_first)
+    m["geomean_speedup_over_first"] = geomean(over_first)
+    m["n_speedup_over_first"] = len(over_first)
+    firsts = [o.first_correct_attempt for o in outcomes if o.first_correct_attempt is not None]
+    m["attempts_to_first_correct"] = {
+        "mean": statistics.fmean(firsts) if firsts else None,
+        "median": median(firsts),
+        "n": len(firsts),
+    }
+    if is_llm:
+        tokens_in = sum(o.tokens_in for o in outcomes)
+        tokens_out = sum(o.tokens_out for o in outcomes)
+        cost = sum(o.cost_usd or 0.0 for o in outcomes)
+        m["llm"] = {
+            "tokens_in": tokens_in,
+            "tokens_out": tokens_out,
+            "cost_usd": cost,
+            "tokens_per_solved": (tokens_in + tokens_out) / len(correct) if correct else None,
+            "cost_per_solved_usd": cost / len(correct) if correct else None,
+        }
+    else:
+        m["llm"] = None
+    return m

@@ -1,0 +1,195 @@
+"""Benchmark metrics on hand-made outcomes: fast_p and its denominator,
+geometric means and medians, CPU marking; plus suite resolution and the
+independent-samples wrapper, none of which runs a kernel."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import pytest
+
+from evokernel.bench import (
+    FreshDraft,
+    SuiteError,
+    compute_metrics,
+    fast_key,
+    geomean,
+    resolve_tasks,
+    speed_comparability,
+    task_row,
+)
+from evokernel.bench import _runner
+from evokernel.loop import MemoryNote, Proposal, StartPointView, StepContext, TaskOutcome
+
+
+def outcome(name, *, correct=True, best=None, first=None, eager=None, compile_ms=None, first_at=1, attempts=3,
+            compiled=3, source="measured-gpu", stopped=None, statuses=None, tokens=(0, 0), cost=0.0):
+    return TaskOutcome(
+        name=name, task_key=name, path=f"/tasks/{name}.py", correct=correct, attempts=attempts,
+        first_correct_attempt=first_at if correct else None, first_latency_ms=first if correct else None,
+        best_latency_ms=best if correct else None, latency_source=source if correct else "none", eager_ms=eager,
+        compile_ms=compile_ms, stopped=stopped, compile_ok_attempts=compiled,
+        statuses=statuses if statuses is not None else (["ok"] * attempts if correct else ["wrong_result"] * attempts),
+        tokens_in=tokens[0], tokens_out=tokens[1], cost_usd=cost,
+    )
+
+
+def suite():
+    """Four tasks: speedups over eager 2.0, 1.2 and 0.7, and one the policy stopped on."""
+    return [
+        outcome("a", best=0.5, first=1.5, eager=1.0, compile_ms=1.5, first_at=1),
+        outcome("b", best=1.0, first=1.0, eager=1.2, compile_ms=0.9, first_at=3),
+        outcome("c", best=1.0, first=2.0, eager=0.7, compile_ms=0.5, first_at=2),
+        outcome("d", correct=False, attempts=0, compiled=0, stopped="outside the builtin families", statuses=[]),
+    ]
+
+
+def test_fast_p_counts_all_tasks_and_is_strict():
+    m = compute_metrics(suite(), device="cuda:0")
+    fast = m["fast_eager"]
+    assert list(fast) == ["fast_0", "fast_0.5", "fast_0.8", "fast_1", "fast_1.5", "fast_2"]
+    assert fast["fast_0"] == pytest.approx(3 / 4)  # the stopped task is in the denominator
+    assert fast["fast_0.8"] == pytest.approx(2 / 4)
+    assert fast["fast_1"] == pytest.approx(2 / 4)
+    assert fast["fast_1.5"] == pytest.approx(1 / 4)
+    assert fast["fast_2"] == 0.0  # 2.0x is not > 2
+    compile_speedups = [3.0, 0.9, 0.5]
+    assert m["fast_compile"]["fast_1"] == pytest.approx(1 / 4)
+    assert m["geomean_speedup_compile"] == pytest.approx(math.prod(compile_speedups) ** (1 / 3))
+
+
+def test_geomean_and_median_over_correct_tasks_with_a_measurement():
+    m = compute_metrics(suite(), device="cuda:0")
+    assert m["geomean_speedup_eager"] == pytest.approx((2.0 * 1.2 * 0.7) ** (1 / 3))
+    assert m["median_speedup_eager"] == pytest.approx(1.2)
+    assert m["n_speedup_eager"] == 3
+    assert m["median_speedup_over_first"] == pytest.approx(2.0)  # 3.0, 1.0, 2.0
+    assert m["geomean_speedup_over_first"] == pytest.approx(6.0 ** (1 / 3))
+
+
+def test_rates_and_attempts():
+    m = compute_metrics(suite(), device="cuda:0")
+    assert (m["tasks"], m["correct"], m["correct_rate"]) == (4, 3, 0.75)
+    assert (m["compiled"], m["compile_rate"]) == (3, 0.75)
+    assert m["stopped"] == 1
+    assert m["attempts"] == 9
+    assert m["attempts_to_first_correct"] == {"mean": 2.0, "median": 2, "n": 3}
+    assert m["speed_comparable"] is True and m["speed_note"] is None
+    assert m["llm"] is None
+
+
+def test_a_correct_task_without_a_baseline_is_not_fast_but_counts():
+    outs = [outcome("a", best=1.0, first=1.0, eager=3.0), outcome("b", best=1.0, first=1.0)]
+    m = compute_metrics(outs, device="cuda:0")
+    assert m["fast_eager"]["fast_1"] == 0.5
+    assert m["n_speedup_eager"] == 1
+    assert m["fast_compile"]["fast_0"] is None  # no task has a compile baseline at all
+
+
+def test_cpu_run_is_marked_not_comparable():
+    outs = [outcome("a", best=300.0, first=600.0, source="interpreted-cpu")]
+    m = compute_metrics(outs, device="cpu")
+    assert m["speed_comparable"] is False
+    assert "interpreter" in m["speed_note"] and "not comparable" in m["speed_note"]
+    assert all(v is None for v in m["fast_eager"].values())  # baselines are timed on a GPU only
+    assert m["median_speedup_over_first"] == pytest.approx(2.0)  # still reported, marked by the flag
+
+
+def test_modelled_latency_is_not_comparable_even_without_a_device():
+    ok, note = speed_comparability([outcome("a", best=1.0, first=1.0, source="modelled-910b")])
+    assert not ok and "cost model" in note
+    assert speed_comparability([outcome("a", best=1.0, first=1.0)], "cuda:1") == (True, None)
+
+
+def test_llm_tokens_and_cost_per_solved_task():
+    outs = [outcome("a", best=1.0, first=1.0, tokens=(100, 50), cost=0.02),
+            outcome("b", correct=False, tokens=(300, 70), cost=0.04)]
+    llm = compute_metrics(outs, is_llm=True)["llm"]
+    assert (llm["tokens_in"], llm["tokens_out"]) == (400, 120)
+    assert llm["cost_usd"] == pytest.approx(0.06)
+    assert llm["cost_per_solved_usd"] == pytest.approx(0.06)
+    assert llm["tokens_per_solved"] == 520
+
+
+def test_no_tasks_and_no_correct_tasks():
+    empty = compute_metrics([])
+    assert empty["tasks"] == 0 and empty["correct_rate"] == 0.0 and empty["median_speedup_over_first"] is None
+    none_ok = compute_metrics([outcome("a", correct=False)], device="cuda:0")
+    assert none_ok["correct_rate"] == 0.0 and none_ok["attempts_to_first_correct"]["mean"] is None
+
+
+def test_task_row():
+    row = task_row(suite()[0])
+    assert row["correct"] and row["compiled"] and row["attempts"] == 3
+    assert row["speedup_eager"] == pytest.approx(2.0) and row["speedup_over_first"] == pytest.approx(3.0)
+    assert row["fast_eager"]["fast_1.5"] is True and row["fast_eager"]["fast_2"] is False
+    assert row["correct_rate"] == 1.0 and row["compile_rate"] == 1.0
+    stopped = task_row(suite()[3])
+    assert stopped["stopped"] and stopped["compile_rate"] == 0.0 and not any(stopped["fast_eager"].values())
+
+
+def test_helpers():
+    assert [fast_key(p) for p in (0.0, 0.5, 1.0, 1.5, 2.0)] == ["fast_0", "fast_0.5", "fast_1", "fast_1.5", "fast_2"]
+    assert geomean([]) is None and geomean([4.0, 1.0]) == pytest.approx(2.0)
+
+
+# --- suites ---------------------------------------------------------------------
+
+
+def test_resolve_tasks_sorted_limited_private_skipped(tmp_path):
+    for name in ("b.py", "a.py", "_helper.py", "notes.txt"):
+        (tmp_path / name).write_text("")
+    assert [p.name for p in resolve_tasks(tmp_path)] == ["a.py", "b.py"]
+    assert [p.name for p in resolve_tasks(tmp_path, limit=1)] == ["a.py"]
+    assert resolve_tasks(tmp_path / "b.py") == [tmp_path / "b.py"]
+
+
+def test_resolve_tasks_errors(tmp_path, monkeypatch):
+    with pytest.raises(SuiteError, match="neither a bundled suite"):
+        resolve_tasks("level9")
+    with pytest.raises(SuiteError, match="no task files"):
+        resolve_tasks(tmp_path)
+    monkeypatch.setattr(_runner, "benchmarks_root", lambda: tmp_path / "nowhere")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SuiteError, match="bundled suite 'level1' is not here"):
+        resolve_tasks("level1")
+
+
+def test_bundled_suite_resolves_next_to_the_package():
+    root = _runner.benchmarks_root()
+    if not (root / "level1").is_dir():
+        pytest.skip("no checkout of the suites")
+    assert resolve_tasks("level1", limit=2) == sorted((root / "level1").glob("*.py"))[:2]
+
+
+# --- independent samples ------------------------------------------------------------
+
+
+class Recorder:
+    name = "recorder"
+    is_llm = True
+
+    def __init__(self):
+        self.seen = []
+
+    def propose(self, ctx):
+        self.seen.append(ctx)
+        return Proposal("source")
+
+
+def test_fresh_draft_hides_memory_feedback_and_start_point():
+    note = MemoryNote(1, "trace", "k", "triton", "key", "content", "ok", 1.0, 0.5, {})
+    start = StartPointView(2, "code", 1.0, None, None, {})
+    ctx = StepContext(task_name="t", task_key="k", task_path="/t.py", task_source="src", category="x", backend="triton",
+                      stage="refine", step=3, memories=[note], feedback="wrong result at [0, 1]", start_point=start,
+                      tried=frozenset({"fp"}), run_id=1)
+    inner = Recorder()
+    wrapped = FreshDraft(inner)
+    assert (wrapped.name, wrapped.is_llm) == ("recorder", True)
+    assert wrapped.propose(ctx).source == "source"
+    seen = inner.seen[0]
+    assert seen.stage == "draft" and seen.memories == () and seen.feedback is None
+    assert seen.start_point is None and seen.tried == frozenset()
+    assert dataclasses.replace(seen, stage="refine", memories=[note], feedback=ctx.feedback, start_point=start,
+                               tried=ctx.tried) == ctx
