@@ -10,7 +10,6 @@ import math
 import pytest
 
 from evokernel.bench import (
-    FreshDraft,
     SuiteError,
     compute_metrics,
     fast_key,
@@ -178,18 +177,3 @@ class Recorder:
         return Proposal("source")
 
 
-def test_fresh_draft_hides_memory_feedback_and_start_point():
-    note = MemoryNote(1, "trace", "k", "triton", "key", "content", "ok", 1.0, 0.5, {})
-    start = StartPointView(2, "code", 1.0, None, None, {})
-    ctx = StepContext(task_name="t", task_key="k", task_path="/t.py", task_source="src", category="x", backend="triton",
-                      stage="refine", step=3, memories=[note], feedback="wrong result at [0, 1]", start_point=start,
-                      tried=frozenset({"fp"}), run_id=1)
-    inner = Recorder()
-    wrapped = FreshDraft(inner)
-    assert (wrapped.name, wrapped.is_llm) == ("recorder", True)
-    assert wrapped.propose(ctx).source == "source"
-    seen = inner.seen[0]
-    assert seen.stage == "draft" and seen.memories == () and seen.feedback is None
-    assert seen.start_point is None and seen.tried == frozenset()
-    assert dataclasses.replace(seen, stage="refine", memories=[note], feedback=ctx.feedback, start_point=start,
-                               tried=ctx.tried) == ctx

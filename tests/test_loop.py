@@ -217,3 +217,13 @@ def test_run_resumes_after_kill_without_losing_a_step(tmp_path):
         steps = s.steps(data["run_id"])
         assert len(steps) == 6, "every step exactly once: none lost, none repeated"
         assert s.stats()["by_kind"]["trace"] == 6
+
+
+def test_independent_samples_draft_afresh_every_step(tmp_path):
+    policy = RecordingPolicy(HONEST["add_relu"][1])
+    with MemoryStore(tmp_path / "m.db") as store:
+        result = run_tasks([ADD_RELU], policy, store, RunConfig(budget=3, independent_samples=True, **FAST))
+        steps = store.steps(result.run_id)
+    assert [c.stage for c in policy.contexts] == ["draft"] * 3
+    assert all(c.memories == [] and c.feedback is None and c.start_point is None and not c.tried for c in policy.contexts)
+    assert [s["stage"] for s in steps] == ["draft"] * 3 and [s["reward"] for s in steps] == [1.0] * 3

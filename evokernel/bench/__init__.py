@@ -1,6 +1,6 @@
 """Benchmark-suite tooling: checks on task files and, later, the benchmark runner."""
 
-from ._ablate import ARM_NAMES, ARMS, AblationResult, Arm, ArmResult, FreshDraft, run_ablation
+from ._ablate import ARM_NAMES, ARMS, AblationResult, Arm, ArmResult, run_ablation
 from ._metrics import FAST_PS, compute_metrics, fast_key, geomean, speed_comparability, task_row
 from ._report import ReportError, ReportFiles, write_report
 from ._runner import (
@@ -26,7 +26,6 @@ __all__: list[str] = [
     "BenchOptions",
     "BenchResult",
     "FAST_PS",
-    "FreshDraft",
     "ReportError",
     "ReportFiles",
     "SuiteError",

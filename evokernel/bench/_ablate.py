@@ -5,10 +5,8 @@ temporary memory (or its own copy of a given one, so no arm learns from
 another):
 
 - `independent`: independent samples (pass@k). No memory, no feedback, no
-  start point: every step is a fresh draft, and the task counts as solved if
-  any sample is correct. The loop has no switch for this, so a policy wrapper
-  hands the policy a fresh draft context at every step (see `FreshDraft`).
-  The builtin policy is deterministic: with a fresh context it writes the same
+  start point: every step is a fresh draft (`RunConfig.independent_samples`),
+  and the task counts as solved if any sample is correct. The builtin policy is deterministic: with a fresh context it writes the same
   kernel at every step, so for it this arm is pass@1 repeated.
 - `refine`: the draft/refine loop with feedback and start points, memory off.
 - `similarity`: the loop with memory recalled and selected by similarity alone.
@@ -52,25 +50,6 @@ ARMS: tuple[Arm, ...] = (
     Arm("value", "value-driven retrieval", "value"),
 )
 ARM_NAMES = tuple(a.name for a in ARMS)
-
-
-class FreshDraft:
-    """Wraps a policy so that every step is an independent draft: no memories,
-    no verifier feedback, no start point and nothing marked as already tried.
-
-    The loop still records later steps as refining ones in the (throwaway)
-    memory; the outcome's first and best latencies are the first and the best
-    correct sample, which is what pass@k reports.
-    """
-
-    def __init__(self, inner: Any):
-        self.inner = inner
-        self.name = inner.name
-        self.is_llm = inner.is_llm
-
-    def propose(self, ctx: Any) -> Any:
-        fresh = dataclasses.replace(ctx, stage="draft", memories=(), feedback=None, start_point=None, tried=frozenset())
-        return self.inner.propose(fresh)
 
 
 def arms_named(names: Sequence[str] | None) -> list[Arm]:
@@ -147,7 +126,7 @@ def run_ablation(
     results: list[ArmResult] = []
     policy_name, is_llm = "", False
     for arm in chosen:
-        config = options.run_config(device, memory_mode=arm.memory_mode)
+        config = options.run_config(device, memory_mode=arm.memory_mode, independent_samples=arm.independent)
 
         def tagged(event: dict[str, Any], arm_name: str = arm.name) -> None:
             if on_event is not None:
@@ -156,8 +135,6 @@ def run_ablation(
         with open_memory(None, copy_from=options.memory) as store:
             policy = policy_factory(store) if policy_factory else make_policy(options, store)
             policy_name, is_llm = policy.name, policy.is_llm
-            if arm.independent:
-                policy = FreshDraft(policy)
             run = execute(tasks, broken, policy, store, config, on_event=tagged, resume=False)
         results.append(ArmResult(
             arm=arm,

@@ -140,7 +140,7 @@ class Runner:
 
     def _retrieve(self, st: _TaskState, stage: str, rng: random.Random) -> list[MemoryNote]:
         mode = self.config.memory_mode
-        if mode == "off":
+        if mode == "off" or self.config.independent_samples:
             return []
         backends = [self.config.backend, *self.config.port_from]
         kwargs: dict[str, Any] = dict(stage=stage, n=self.config.n_memories, kinds=KINDS_FOR_CONTEXT, rng=rng)
@@ -160,7 +160,7 @@ class Runner:
         step_no = out.attempts + 1
         rng = random.Random(zlib.crc32(f"{self.config.seed}:{st.key}:{step_no}".encode()))
         source_label = self._latency_source()
-        feasible = self._feasible(st)
+        feasible = [] if self.config.independent_samples else self._feasible(st)
         stage = "refine" if feasible else "draft"
         start = self._choose_start(feasible, rng) if feasible else None
         best_ms = self._best_ms(feasible, source_label)
@@ -171,7 +171,8 @@ class Runner:
         ctx = StepContext(
             task_name=st.task.name, task_key=st.key, task_path=str(st.task.path), task_source=st.task.source,
             category=st.task.category, backend=self.config.backend, stage=stage, step=step_no, memories=memories,
-            feedback=st.feedback, start_point=self._start_view(start), tried=self._tried(st), run_id=self.run_id,
+            feedback=None if self.config.independent_samples else st.feedback, start_point=self._start_view(start),
+            tried=frozenset() if self.config.independent_samples else self._tried(st), run_id=self.run_id,
         )
         self.on_event({"type": "step_start", "task": st.task.name, "stage": stage, "step": step_no, "iteration": iteration})
         proposal = self.policy.propose(ctx)

@@ -25,6 +25,9 @@ class RunConfig:
     reps: int = 100
     baselines: bool = True
     epsilon_start_point: float = 0.1
+    # Independent samples (pass@k): every step drafts afresh, with no memories,
+    # no feedback, no start point and a draft reward.
+    independent_samples: bool = False
 
     def __post_init__(self) -> None:
         if self.memory_mode not in MEMORY_MODES:
