@@ -74,6 +74,10 @@ def task_row(outcome: Any) -> dict[str, Any]:
         "tokens_in": outcome.tokens_in,
         "tokens_out": outcome.tokens_out,
         "cost_usd": outcome.cost_usd,
+        "achieved_gbps": getattr(outcome, "achieved_gbps", None),
+        "copy_gbps": getattr(outcome, "copy_gbps", None),
+        "bandwidth_vs_copy": (outcome.achieved_gbps / outcome.copy_gbps)
+        if getattr(outcome, "achieved_gbps", None) and getattr(outcome, "copy_gbps", None) else None,
     }
     for base in BASELINES:
         s = _speedup(outcome, base)

@@ -10,10 +10,12 @@ step and loses none.
 
 from __future__ import annotations
 
+import importlib
 import json
 import math
 import os
 import random
+import re
 import zlib
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -26,6 +28,10 @@ from ._types import MemoryNote, Policy, Proposal, RunConfig, RunResult, StartPoi
 
 Event = dict[str, Any]
 KINDS_FOR_CONTEXT = ["trace", "experience", "best_practice"]
+# Backends whose API notes are seeded into a bank on first use ("module:function(store) -> int").
+API_NOTE_SEEDERS = {"ascendc": "evokernel.ascendc:seed_api_notes"}
+API_NOTES_PER_STEP = 8
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def task_key_for(task: Task) -> str:
@@ -46,6 +52,14 @@ def _note(r: Any) -> MemoryNote:
         content=item.content, status=item.status, latency_ms=item.latency_ms, value=float(r.value),
         extra=dict(item.extra or {}),
     )
+
+
+class _Plain:
+    """An item found by exact name, shaped like a retrieval result (value: not value-selected)."""
+
+    def __init__(self, item: Item):
+        self.item = item
+        self.value = 0.0
 
 
 class _TaskState:
@@ -84,6 +98,7 @@ class Runner:
             "size": os.environ.get("EVOKERNEL_SIZE", "full"),
         }
         self.run_id, self.resumed = self._open_run(resume)
+        self._seeded: set[str] = set()  # backends whose API notes this run has seeded
 
     # --- run bookkeeping ---------------------------------------------------
     def _open_run(self, resume: bool) -> tuple[int, bool]:
@@ -105,7 +120,10 @@ class Runner:
             for step in self.store.steps(self.run_id, st.key):
                 item = self.store.get_item(step["result_item_id"]) if step["result_item_id"] else None
                 if item is not None:
-                    self._account(st, step["stage"], item.status or "", item.latency_ms, item.extra or {}, item.id)
+                    compile_info = (item.feedback or {}).get("compile") or {}
+                    info = {**(item.extra or {}), **((item.feedback or {}).get("baselines") or {}),
+                            **{k: compile_info[k] for k in ("achieved_gbps", "copy_bandwidth_gbps") if k in compile_info}}
+                    self._account(st, step["stage"], item.status or "", item.latency_ms, info, item.id)
                     st.feedback = (item.feedback or {}).get("feedback")
 
     # --- state from the memory --------------------------------------------
@@ -150,6 +168,33 @@ class Runner:
             kwargs.update(mode=mode, backends=backends)
         return [_note(r) for r in self.store.retrieve(_query(st.task, self.config.backend), **kwargs)]
 
+    def _api_notes(self, st: _TaskState, stage: str, memories: list[MemoryNote], start: Item | None,
+                   rng: random.Random) -> list[MemoryNote]:
+        """API notes for this step: exact names from the last feedback first, then from the
+        start point's and the retrieved kernels' code; then concept notes by category search.
+        Not value-selected (DESIGN section 4); none with memory mode "off"."""
+        backend = self.config.backend
+        if self.config.memory_mode == "off" or getattr(self.config, "independent_samples", False):
+            return []  # no memory at all, or pass@k samples that must not see earlier feedback
+        if backend in API_NOTE_SEEDERS and backend not in self._seeded:
+            module, func = API_NOTE_SEEDERS[backend].split(":")
+            getattr(importlib.import_module(module), func)(self.store)
+            self._seeded.add(backend)
+        texts = [st.feedback or ""] + ([start.content] if start is not None else [])
+        texts += [m.content for m in memories if m.kind == "trace"]
+        names: dict[str, None] = {}
+        for text in texts:
+            for word in _IDENTIFIER.findall(text):
+                if len(names) < 400:
+                    names.setdefault(word, None)
+        found = self.store.api_notes_by_name(list(names), backend)[:API_NOTES_PER_STEP] if names else []
+        query = (st.feedback or "")[:2000] or _query(st.task, backend)
+        seen = {i.id for i in found}
+        extra = [r for r in self.store.retrieve(query, stage=stage, n=2, mode="similarity", kinds=["api_note"],
+                                                backends=[backend], categories=["concept"], rng=rng, epsilon=0.0)
+                 if r.item.id not in seen]
+        return [_note(_Plain(item)) for item in found] + [_note(r) for r in extra]
+
     def _tried(self, st: _TaskState) -> frozenset[str]:
         items = self.store.list_items(kinds=["trace"], backends=[self.config.backend], task_key=st.key, limit=None)
         return frozenset(fp for i in items if (fp := (i.extra or {}).get("fingerprint")))
@@ -168,11 +213,13 @@ class Runner:
             out.first_latency_ms = best_ms  # continual refinement: the kernel we start from
             out.correct = True
         memories = self._retrieve(st, stage, rng)
+        api_notes = self._api_notes(st, stage, memories, start, rng)
         ctx = StepContext(
             task_name=st.task.name, task_key=st.key, task_path=str(st.task.path), task_source=st.task.source,
             category=st.task.category, backend=self.config.backend, stage=stage, step=step_no, memories=memories,
             feedback=None if self.config.independent_samples else st.feedback, start_point=self._start_view(start),
             tried=frozenset() if self.config.independent_samples else self._tried(st), run_id=self.run_id,
+            api_notes=api_notes,
         )
         self.on_event({"type": "step_start", "task": st.task.name, "stage": stage, "step": step_no, "iteration": iteration})
         proposal = self.policy.propose(ctx)
@@ -185,7 +232,9 @@ class Runner:
         reward = draft_reward(feasible_now) if stage == "draft" else refine_reward(feasible_now, result.latency_ms, best_ms)
         context_ids = [m.id for m in memories] if proposal.used_memory_ids is None else list(proposal.used_memory_ids)
         item_id = self._commit(st, stage, proposal, result, reward, context_ids, start, iteration)
-        self._account(st, stage, result.status.value, result.latency_ms, {"latency_source": result.latency_source, **result.baselines}, item_id)
+        bandwidth = {k: result.compile[k] for k in ("achieved_gbps", "copy_bandwidth_gbps") if k in result.compile}
+        self._account(st, stage, result.status.value, result.latency_ms,
+                      {"latency_source": result.latency_source, **result.baselines, **bandwidth}, item_id)
         out.tokens_in += proposal.tokens_in
         out.tokens_out += proposal.tokens_out
         out.cost_usd += proposal.cost_usd or 0.0
@@ -279,6 +328,8 @@ class Runner:
             if out.best_latency_ms is None or latency_ms < out.best_latency_ms:
                 out.best_latency_ms = latency_ms
                 out.best_item_id = item_id
+                out.achieved_gbps = info.get("achieved_gbps")
+                out.copy_gbps = info.get("copy_bandwidth_gbps")
         elif out.best_item_id is None:
             out.best_item_id = item_id
 

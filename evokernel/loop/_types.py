@@ -83,6 +83,9 @@ class StepContext:
     start_point: StartPointView | None
     tried: frozenset[str]  # fingerprints of what this task already tried (policy-defined)
     run_id: int
+    # Backend API notes (kind "api_note") found by exact name in the last feedback and in the
+    # code this step sees, plus concept notes by category; reference material, never value-updated.
+    api_notes: Sequence[MemoryNote] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -134,6 +137,8 @@ class TaskOutcome:
     tokens_out: int = 0
     cost_usd: float = 0.0
     compile_ok_attempts: int = 0
+    achieved_gbps: float | None = None  # of the best kernel: minimum bytes moved over its latency
+    copy_gbps: float | None = None  # device copy bandwidth measured in the same worker
 
     @property
     def speedup_over_first(self) -> float | None:

@@ -1,6 +1,7 @@
 """The offline builtin policy: no LLM, no network, and labelled as such.
 
-It traces the reference and writes real Triton kernels for the families the
+For the ascendc backend it hands over to evokernel.ascendc's templates. Otherwise
+it traces the reference and writes real Triton kernels for the families the
 generator covers (elementwise chains, row reductions and normalisations,
 matmul with fused epilogues). It uses the memory: a draft starts from the
 configuration of the most valuable similar experience retrieved for it, and a
@@ -29,6 +30,7 @@ class BuiltinPolicy:
 
     def __init__(self) -> None:
         self._plans: dict[tuple[str, str], object] = {}
+        self._ascendc = None  # the Ascend C builtin policy, made on first use
 
     def _plan(self, ctx: StepContext):
         from evokernel.builtin import analyze
@@ -41,6 +43,13 @@ class BuiltinPolicy:
     def propose(self, ctx: StepContext) -> Proposal:
         from evokernel.builtin import Config, Unsupported, default_config, describe, generate, neighbours, search_space
 
+        if ctx.backend == "ascendc":
+            # Ascend C has its own templates and configuration search (evokernel.ascendc).
+            if self._ascendc is None:
+                from evokernel.ascendc import AscendCBuiltinPolicy
+
+                self._ascendc = AscendCBuiltinPolicy()
+            return self._ascendc.propose(ctx)
         if ctx.backend != "triton":
             return Proposal(None, stop=True, error=f"the builtin policy writes Triton kernels only, not {ctx.backend}")
         plan = self._plan(ctx)

@@ -35,6 +35,13 @@ class LLMPolicy:
                        value=m.value, id=m.id)
             for m in ctx.memories
         ]
+        # Backend API notes (exact-name and category lookups): reference material shown beside the
+        # memories, kept before them when the prompt is trimmed, and given no id so no value update
+        # credits them.
+        views += [
+            MemoryView(kind="api_note", title=n.key_text.splitlines()[0], content=n.content, value=1.0, id=None)
+            for n in ctx.api_notes
+        ]
         start = None
         if ctx.start_point is not None:
             sp = ctx.start_point
