@@ -78,6 +78,13 @@ def test_backends_json():
     assert rows["cuda"]["mode"] in ("compile-only", "gpu", "unavailable")
 
 
+def test_backends_table():
+    res = runner.invoke(app, ["backends"])
+    assert res.exit_code == 0, res.output
+    for name in ("triton", "cuda", "ascendc"):
+        assert name in res.stdout
+
+
 def test_every_command_has_help():
     import typer.main
 

@@ -43,7 +43,8 @@ class AscendCBackend:
 
     def mode(self) -> dict[str, Any]:
         found = detect_mode()
-        return {"mode": found["mode"], "can_run": found["can_run"], "detail": found}
+        detected = {k: v for k, v in found.items() if k not in ("mode", "can_run", "detail")}
+        return {"mode": found["mode"], "can_run": found["can_run"], "detail": found["detail"], "detected": detected}
 
     def static_problems(self, source: str) -> list[str]:
         code = _without_python_comments(source)
