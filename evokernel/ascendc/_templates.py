@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from evokernel.builtin import Plan
+from evokernel.builtin import Plan, scalar_sources
 
 from ._config import AscendCConfig
 from ._kernel import kernel_source
@@ -94,15 +94,6 @@ def _kernel_name(plan: Plan) -> str:
     if stem[0].isdigit():
         stem = "k" + stem
     return f"evk_{stem}"[:48]
-
-
-def _scalar_sources(plan: Plan) -> list[str]:
-    out: list[str] = []
-    for node in plan.nodes:
-        for ref in node.args:
-            if ref.kind == "scalar" and ref.value not in out:
-                out.append(ref.value)
-    return out
 
 
 def generate(plan: Plan, config: AscendCConfig) -> str:
@@ -191,7 +182,7 @@ def generate(plan: Plan, config: AscendCConfig) -> str:
     launch.append("           width, pitch, BUFFER_NUM, stat_len, work_len, float(cols), block_dim=cores)")
     launch.append("    return out")
 
-    call_args = [leaves[a].source for a in args] + _scalar_sources(plan)
+    call_args = [leaves[a].source for a in args] + scalar_sources(plan)
     views = "".join(plan.out_views)
     if any(v.startswith((".transpose", ".permute", ".t(", ".T", ".mT", ".swap", ".movedim")) for v in plan.out_views):
         views += ".contiguous()"

@@ -11,12 +11,14 @@ prologue/epilogue), and one matmul/linear/bmm with a fused pointwise epilogue.
 
 from ._config import Config, default_config, neighbours, search_space
 from ._describe import describe
+from ._emit import scalar_sources
 from ._generate import generate
 from ._ir import FAMILIES, Plan, Unsupported
 from ._selfcheck import CheckResult, check_candidate, check_in_subprocess
 from ._trace import analyze
 
 __all__ = [
+    "scalar_sources",
     "FAMILIES",
     "CheckResult",
     "Config",
