@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import Any
+from typing import Annotated, Any, Optional
 
 import typer
 
@@ -43,3 +43,27 @@ def default_size_for(device: str) -> str | None:
         os.environ["EVOKERNEL_SIZE"] = "small"
         return "small"
     return None
+
+
+# Options shared by several commands, so each reads and helps the same way.
+ModelOpt = Annotated[Optional[str], typer.Option(help="LLM as PROVIDER:MODEL (openai:..., anthropic:...).")]
+BackendOpt = Annotated[str, typer.Option(help="Executor backend: triton, cuda or ascendc (see `evokernel backends`).")]
+BudgetOpt = Annotated[int, typer.Option(min=1, help="Steps per task.")]
+DeviceOpt = Annotated[Optional[str], typer.Option(help="cuda:N or cpu; default: the first GPU if any.")]
+TimeoutOpt = Annotated[float, typer.Option(help="Wall-clock limit per candidate, in seconds.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout, and nothing else there.")]
+
+
+def prepare_device(backend: str, device: str | None) -> str:
+    """Check the backend, pick the device and, on a CPU, the small task size (said on stderr)."""
+    from backends import backend_names, default_device
+
+    if backend not in backend_names():
+        raise fail_usage(f"unknown backend {backend!r}; known: {', '.join(backend_names())}")
+    device = device or default_device()
+    if default_size_for(device):
+        err_console().print(
+            "no GPU: tasks run at EVOKERNEL_SIZE=small (set EVOKERNEL_SIZE to choose); latencies are not GPU numbers",
+            style="dim",
+        )
+    return device

@@ -11,23 +11,30 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from ._common import EXIT_OK, default_size_for, err_console, fail_usage, out_console, print_json
+from ._common import (
+    EXIT_OK,
+    BackendOpt,
+    BudgetOpt,
+    DeviceOpt,
+    JsonOpt,
+    ModelOpt,
+    TimeoutOpt,
+    err_console,
+    fail_usage,
+    out_console,
+    prepare_device,
+    print_json,
+)
 
 EXIT_INTERRUPTED = 130
 
 SuiteArg = Annotated[str, typer.Argument(
     help="A bundled suite (level1, level2, level3, npu), a directory of task files, or one task file.")]
 PolicyOpt = Annotated[str, typer.Option(help="Offline policy when no --model is given.")]
-ModelOpt = Annotated[Optional[str], typer.Option(help="PROVIDER:MODEL of the LLM that writes kernels.")]
-BackendOpt = Annotated[str, typer.Option(help="Executor backend (see `evokernel backends`).")]
-BudgetOpt = Annotated[int, typer.Option(min=1, help="Steps per task.")]
 LimitOpt = Annotated[Optional[int], typer.Option(min=1, help="Only the first K tasks, in sorted order.")]
-DeviceOpt = Annotated[Optional[str], typer.Option(help="cuda:N or cpu; default: the first GPU if any.")]
 SeedOpt = Annotated[int, typer.Option(help="Seed of the loop's random choices.")]
-TimeoutOpt = Annotated[float, typer.Option(help="Wall-clock limit per candidate, in seconds.")]
 TrialsOpt = Annotated[int, typer.Option(min=1, help="Correctness trials with fresh seeded inputs.")]
 RepsOpt = Annotated[int, typer.Option(min=1, help="Timed runs per candidate on a GPU.")]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print the result as one JSON object on the last stdout line.")]
 OutOpt = Annotated[Optional[Path], typer.Option(
     help="Also write the JSON result here; a directory (or a path ending in /) gets a generated file name, "
          "e.g. --out benchmarks/results/.")]
@@ -41,18 +48,6 @@ def register(app: typer.Typer) -> None:
 
 def _command_line() -> str:
     return shlex.join(["evokernel", *sys.argv[1:]])
-
-
-def _prepare(backend: str, device: Optional[str]) -> str:
-    """Check the backend, pick the device and, on a CPU, the small task size."""
-    from backends import backend_names, default_device
-
-    if backend not in backend_names():
-        raise fail_usage(f"unknown backend {backend!r}; known: {', '.join(backend_names())}")
-    device = device or default_device()
-    if default_size_for(device):
-        err_console().print("no GPU: tasks run at EVOKERNEL_SIZE=small (set EVOKERNEL_SIZE to choose)", style="dim")
-    return device
 
 
 class _Progress:
@@ -144,7 +139,7 @@ def bench_command(
     """
     from evokernel.bench import BenchError, run_bench
 
-    device = _prepare(backend, device)
+    device = prepare_device(backend, device)
     options = _options(policy=policy, model=model, backend=backend, budget=budget, limit=limit,
                        memory=str(memory) if memory else None, memory_mode=memory_mode, seed=seed, device=device,
                        timeout_s=timeout, trials=trials, reps=reps)
@@ -244,7 +239,7 @@ def ablate_command(
     """Compare independent samples, refinement without memory, similarity-only and value-driven retrieval at equal budget."""
     from evokernel.bench import ARM_NAMES, BenchError, run_ablation
 
-    device = _prepare(backend, device)
+    device = prepare_device(backend, device)
     unknown = [a for a in arm or [] if a not in ARM_NAMES]
     if unknown:
         raise fail_usage(f"unknown arm(s) {', '.join(unknown)}; known: {', '.join(ARM_NAMES)}")

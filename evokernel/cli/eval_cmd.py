@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from ._common import EXIT_OK, EXIT_REJECTED, default_size_for, err_console, fail_usage, out_console, print_json
+from ._common import EXIT_OK, EXIT_REJECTED, JsonOpt, err_console, fail_usage, out_console, prepare_device, print_json
 
 
 def register(app: typer.Typer) -> None:
@@ -24,15 +24,12 @@ def eval_command(
     trials: Annotated[int, typer.Option(min=1, help="Correctness trials with fresh seeded inputs.")] = 5,
     reps: Annotated[int, typer.Option(min=1, help="Timed runs on a GPU.")] = 100,
     baselines: Annotated[bool, typer.Option(help="Time eager and torch.compile baselines (GPU).")] = True,
-    json_output: Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout.")] = False,
+    json_output: JsonOpt = False,
 ) -> None:
     """Compile, verify and time one candidate kernel against a task's reference."""
-    from backends import EvalOptions, Executor, TaskError, UnknownBackend, backend_names, default_device, get_backend, load_task
+    from backends import EvalOptions, Executor, TaskError, UnknownBackend, get_backend, load_task
 
-    device = device or default_device()
-    if backend not in backend_names():
-        raise fail_usage(f"unknown backend {backend!r}; known: {', '.join(backend_names())}")
-    size = default_size_for(device)
+    device = prepare_device(backend, device)
     try:
         task = load_task(task_file, run_reference=True)
     except TaskError as exc:
@@ -47,8 +44,6 @@ def eval_command(
         raise fail_usage(str(exc))
 
     console = err_console()
-    if size:
-        console.print(f"no GPU: tasks run at EVOKERNEL_SIZE={size}", style="dim")
     options = EvalOptions(trials=trials, reps=reps, baselines=baselines)
     with console.status(f"evaluating {candidate_file.name} on {task.name} ({backend}, {device})"):
         with Executor(device=device, timeout_s=timeout) as executor:

@@ -7,7 +7,21 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from ._common import EXIT_OK, EXIT_REJECTED, default_size_for, err_console, fail_usage, out_console, print_json
+from ._common import (
+    EXIT_OK,
+    EXIT_REJECTED,
+    BackendOpt,
+    BudgetOpt,
+    DeviceOpt,
+    JsonOpt,
+    ModelOpt,
+    TimeoutOpt,
+    err_console,
+    fail_usage,
+    out_console,
+    prepare_device,
+    print_json,
+)
 
 
 def register(app: typer.Typer) -> None:
@@ -15,15 +29,9 @@ def register(app: typer.Typer) -> None:
     app.command("refine")(refine_command)
 
 
-BackendOpt = Annotated[str, typer.Option(help="Executor backend: triton, cuda or ascendc.")]
-ModelOpt = Annotated[Optional[str], typer.Option(help="LLM as PROVIDER:MODEL (openai:..., anthropic:...).")]
 PolicyOpt = Annotated[Optional[str], typer.Option(help="'builtin': the offline policy (not an LLM); the default without --model.")]
-BudgetOpt = Annotated[int, typer.Option(min=1, help="Steps per task.")]
 MemoryOpt = Annotated[Optional[Path], typer.Option(help="Memory database (default: the user's data directory).")]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout.")]
 ModeOpt = Annotated[str, typer.Option("--memory-mode", help="off, task-only, similarity or value (ablations).")]
-DeviceOpt = Annotated[Optional[str], typer.Option(help="cuda:N or cpu; default: the first GPU if any.")]
-TimeoutOpt = Annotated[float, typer.Option(help="Wall-clock limit per candidate, in seconds.")]
 ExportOpt = Annotated[Optional[Path], typer.Option(help="Write each task's best kernel to this directory.")]
 ResumeOpt = Annotated[bool, typer.Option(help="Continue a matching unfinished run.")]
 ReplayOpt = Annotated[bool, typer.Option(help="Answer repeated LLM requests from the response cache (exact, free rerun).")]
@@ -86,20 +94,15 @@ def refine_command(
 
 def _run(paths, backend, model, policy, budget, memory, memory_mode, device, timeout, export, resume, replay,
          port_from, seed, json_output, notes) -> None:
-    from backends import TaskError, backend_names, default_device, load_task
+    from backends import TaskError, load_task
     from evokernel.loop import RunConfig, export_best, run_tasks
     from evokernel.policies import get_policy
     from memory_store import MemoryStore, MemoryStoreError, default_memory_path
 
     console = err_console()
-    if backend not in backend_names():
-        raise fail_usage(f"unknown backend {backend!r}; known: {', '.join(backend_names())}")
     if model and policy:
         raise fail_usage("give --model or --policy, not both")
-    device = device or default_device()
-    size = default_size_for(device)
-    if size:
-        console.print(f"no GPU: tasks run at EVOKERNEL_SIZE={size}; latencies are CPU-interpreted, not GPU numbers", style="dim")
+    device = prepare_device(backend, device)
     for note in notes:
         console.print(note, style="dim")
     for p in paths:
