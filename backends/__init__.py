@@ -9,6 +9,7 @@ from ._compare import DEFAULT_TOLERANCE, Comparison, compare
 from ._evaluate import EvalOptions
 from ._executor import Executor, default_device
 from ._result import EvalResult, Verdict
+from ._sandbox import SandboxLimits
 from ._static import StaticFinding, static_findings
 from ._task import Task, TaskError, load_task
 from ._timing import Timing, benchmark
@@ -22,6 +23,7 @@ __all__ = [
     "EvalResult",
     "Executor",
     "LaunchLog",
+    "SandboxLimits",
     "StaticFinding",
     "Task",
     "TaskError",

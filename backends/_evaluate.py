@@ -93,6 +93,14 @@ def _to_device(x: Any, device: torch.device) -> Any:
     return x
 
 
+def _draw_inputs(fn, device: torch.device) -> list[Any]:
+    """Call a task's input function with `device` as the default device, so
+    large random inputs are drawn on the GPU instead of the CPU; then move any
+    tensor the task placed elsewhere. Reference and candidate see the same data."""
+    with torch.device(device):
+        return _to_device(list(fn()), device)
+
+
 def _clone(xs: list[Any]) -> list[Any]:
     return [x.clone() if isinstance(x, torch.Tensor) else x for x in xs]
 
@@ -201,11 +209,11 @@ def _evaluate(task_path, source, backend, log, device, options, workdir, cache, 
     sets: list[tuple[str, list[Any]]] = []
     for t in range(options.trials):
         _seed(options.seed + 1 + t)
-        sets.append((f"trial {t + 1}", list(task.get_inputs())))
+        sets.append((f"trial {t + 1}", _draw_inputs(task.get_inputs, device)))
     groups = getattr(task, "get_input_groups", None)
     if callable(groups):
         _seed(options.seed)
-        for g, inputs in enumerate(groups()):
+        for g, inputs in enumerate(_draw_inputs(groups, device)):
             sets.append((f"input group {g}", list(inputs)))
 
     try:
@@ -336,7 +344,7 @@ def _poison_free_memory(expected: Any) -> None:
 
 def _time(result, ref_model, new_model, task, device, options, backend, cache, task_path, log, tolerance, cand_file) -> None:
     _seed(options.seed + 99)
-    inputs = _to_device(list(task.get_inputs()), device)
+    inputs = _draw_inputs(task.get_inputs, device)
 
     def make_args():
         return tuple(_clone(inputs))
@@ -383,13 +391,13 @@ def _time(result, ref_model, new_model, task, device, options, backend, cache, t
             result.warnings.append(
                 f"speedup over eager is {eager / result.latency_ms:.1f}x (> {options.speedup_flag:g}x): check by hand before trusting it"
             )
-    _roofline_flag(result, inputs, device)
     # Re-check correctness after timing: state kept across calls must not change the answer.
     _seed(options.seed + 7)
-    fresh = _to_device(list(task.get_inputs()), device)
+    fresh = _draw_inputs(task.get_inputs, device)
     with torch.no_grad():
         expected = ref_model(*_clone(fresh))
     got = _run_guarded(new_model, fresh, log, "re-check after timing", cand_file, expected)
+    _roofline_flag(result, fresh, got, device)
     cmp = compare(expected, got, tolerance)
     if not cmp.ok:
         raise _Reject(Verdict.WRONG_RESULT, "wrong result on the re-check after timing", cmp.feedback)
@@ -398,18 +406,25 @@ def _time(result, ref_model, new_model, task, device, options, backend, cache, t
 _copy_bw: dict[str, float] = {}
 
 
-def _roofline_flag(result: EvalResult, inputs: list[Any], device: torch.device) -> None:
-    """Flag a latency below the time to read the inputs once at copy bandwidth."""
+def _roofline_flag(result: EvalResult, inputs: list[Any], outputs: Any, device: torch.device) -> None:
+    """Achieved bandwidth (inputs read once + outputs written once, over the
+    latency) against a device copy measured in this worker; flag a latency
+    below the time to read the inputs once."""
     from ._timing import copy_bandwidth_gbps
 
-    nbytes = sum(x.numel() * x.element_size() for x in inputs if isinstance(x, torch.Tensor))
-    if not result.latency_ms or nbytes < (64 << 20):  # small inputs live in L2 between calls
+    in_bytes = sum(x.numel() * x.element_size() for x in inputs if isinstance(x, torch.Tensor))
+    out_bytes = sum(x.numel() * x.element_size() for x in flatten(outputs) if isinstance(x, torch.Tensor))
+    if not result.latency_ms:
         return
     key = str(device)
     if key not in _copy_bw:
         _copy_bw[key] = copy_bandwidth_gbps(device)
-    floor_ms = nbytes / (_copy_bw[key] * 1e9) * 1e3
     result.compile["copy_bandwidth_gbps"] = _copy_bw[key]
+    result.compile["min_bytes_moved"] = in_bytes + out_bytes
+    result.compile["achieved_gbps"] = (in_bytes + out_bytes) / (result.latency_ms * 1e-3) / 1e9
+    if in_bytes < (64 << 20):  # small inputs live in L2 between calls: no floor to speak of
+        return
+    floor_ms = in_bytes / (_copy_bw[key] * 1e9) * 1e3
     result.compile["input_read_floor_ms"] = floor_ms
     if result.latency_ms < 0.9 * floor_ms:
         result.warnings.append(

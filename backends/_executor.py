@@ -24,6 +24,8 @@ from typing import Any
 
 from ._evaluate import EvalOptions
 from ._result import EvalResult, Verdict
+from ._sandbox import ENV_VAR as SANDBOX_ENV_VAR
+from ._sandbox import SandboxLimits, limit_in_text, limit_signal_message, mask_obj, namespace_wrapper, worker_env
 
 _PROJECT_ROOT = str(Path(__file__).resolve().parent.parent)
 
@@ -42,12 +44,30 @@ class WorkerError(RuntimeError):
 class Worker:
     """One child process and the pipes to it."""
 
-    def __init__(self, device: str, *, env: dict[str, str] | None = None, start_timeout_s: float = 120.0):
+    def __init__(
+        self,
+        device: str,
+        *,
+        env: dict[str, str] | None = None,
+        start_timeout_s: float = 120.0,
+        sandbox: SandboxLimits | None = None,
+    ):
         self.device = device
         self.dir = Path(tempfile.mkdtemp(prefix="evokernel-worker-"))
         self.stderr_path = self.dir / "stderr.log"
         self._stderr = open(self.stderr_path, "wb")
         child_env = dict(os.environ if env is None else env)
+        # Sandbox: an allow-listed environment (no keys), a network namespace
+        # through `unshare`, and the settings the worker applies to itself.
+        sandbox = sandbox if sandbox is not None and sandbox.enabled else None
+        self.limits = sandbox.resolved(device) if sandbox else {}
+        self.sandbox_info: dict[str, Any] = {}
+        prefix: list[str] = []
+        if sandbox:
+            prefix, mode = ([], "none") if sandbox.network else namespace_wrapper()
+            child_env = worker_env(child_env, self.dir, _PROJECT_ROOT, device, sandbox, mode)
+        else:
+            child_env.pop(SANDBOX_ENV_VAR, None)  # an outer sandbox's settings must not switch this one on
         child_env["PYTHONPATH"] = os.pathsep.join(p for p in (_PROJECT_ROOT, child_env.get("PYTHONPATH", "")) if p)
         child_env["EVOKERNEL_WORKER_DIR"] = str(self.dir)
         child_env["PYTHONUNBUFFERED"] = "1"
@@ -59,7 +79,7 @@ class Worker:
             child_env["EVOKERNEL_WORKER_DEVICE"] = "cpu"
             child_env["TRITON_INTERPRET"] = "1"  # Triton kernels run on the CPU interpreter
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "backends._worker"],
+            [*prefix, sys.executable, "-m", "backends._worker"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self._stderr,
@@ -73,7 +93,9 @@ class Worker:
         if hello is None or not hello.get("ready"):
             tail = self.stderr_tail()
             self.kill()
-            raise WorkerError(f"worker failed to start: {tail or 'no output'}")
+            limit = limit_in_text(tail, self.limits)
+            raise WorkerError(f"worker failed to start: {limit + ': ' if limit else ''}{tail or 'no output'}")
+        self.sandbox_info = hello.get("sandbox") or {}
 
     def _read_line(self, timeout_s: float) -> dict[str, Any] | None:
         assert self.proc.stdout is not None
@@ -109,6 +131,18 @@ class Worker:
 
     def run(self, job: dict[str, Any], timeout_s: float) -> tuple[EvalResult, bool]:
         """Returns the result and whether the worker must be retired."""
+        result, retire = self._run(job, timeout_s)
+        result.sandbox = result.sandbox or dict(self.sandbox_info)
+        limit = limit_in_text(result.message + "\n" + result.feedback, self.limits)
+        if limit and result.status in (Verdict.RUNTIME_ERROR, Verdict.COMPILE_ERROR, Verdict.CRASH):
+            # MemoryError, std::bad_alloc, EFBIG: a sandbox limit, not a kernel bug
+            result.status = Verdict.CRASH
+            result.message = f"{limit}: {result.message}"
+            result.feedback = f"{limit}. {result.feedback}"
+            retire = True  # the allocator may be left in a bad state
+        return result, retire
+
+    def _run(self, job: dict[str, Any], timeout_s: float) -> tuple[EvalResult, bool]:
         assert self.proc.stdin is not None
         offset = self.stderr_path.stat().st_size if self.stderr_path.exists() else 0
         t0 = time.monotonic()
@@ -133,6 +167,10 @@ class Worker:
             elif rc == -signal.SIGABRT:
                 what = "abort (SIGABRT)"
             tail = self.stderr_tail(offset)
+            limit = limit_signal_message(rc, self.limits)
+            if limit:  # SIGXCPU, SIGXFSZ: a sandbox limit was hit
+                status = Verdict.TIMEOUT if rc == -signal.SIGXCPU else Verdict.CRASH
+                return EvalResult(status, limit, feedback=limit, seconds=time.monotonic() - t0), True
             msg = f"the candidate crashed the worker: {what}"
             return EvalResult(
                 Verdict.CRASH, msg, feedback=msg + (f"\nLast output:\n{tail}" if tail else ""), seconds=time.monotonic() - t0
@@ -198,8 +236,12 @@ class Executor:
         reuse_workers: bool = True,
         max_jobs_per_worker: int = 200,
         env: dict[str, str] | None = None,
+        sandbox: SandboxLimits | None = None,
     ):
         self.device = device or default_device()
+        # Candidates are untrusted (GitHub issue 7): sandboxed unless
+        # SandboxLimits(enabled=False) is passed explicitly.
+        self.sandbox = sandbox or SandboxLimits()
         self.timeout_s = timeout_s
         self.reuse_workers = reuse_workers
         self.max_jobs_per_worker = max_jobs_per_worker
@@ -227,7 +269,7 @@ class Executor:
         env = dict(os.environ if self.env is None else self.env)
         if self.device == "cpu":
             env.setdefault("EVOKERNEL_SIZE", "small")  # full sizes would take hours in the interpreter
-        self._worker = Worker(self.device, env=env)
+        self._worker = Worker(self.device, env=env, sandbox=self.sandbox)
         self.workers_started += 1
         return self._worker, False
 
@@ -249,10 +291,15 @@ class Executor:
         try:
             worker, reused = self._get_worker()
         except WorkerError as exc:
-            return EvalResult(Verdict.CRASH, str(exc))
+            return self._masked(EvalResult(Verdict.CRASH, str(exc)))
         result, retire = worker.run(job, timeout_s or self.timeout_s)
         result.worker_reused = reused
         if retire or not self.reuse_workers:
             worker.close()
             self._worker = None
-        return result
+        return self._masked(result)
+
+    def _masked(self, result: EvalResult) -> EvalResult:
+        """Keys never leave the executor, even if a candidate found one."""
+        environ = {**os.environ, **(self.env or {})}
+        return EvalResult.from_dict(mask_obj(result.to_dict(), environ))

@@ -46,6 +46,10 @@ class EvalResult:
     device: str = ""
     seconds: float = 0.0
     worker_reused: bool = False
+    # What isolated the candidate (backends/_sandbox.py): network mode
+    # ("netns", "userns+netns", "audit-hook", "none", "allowed"), audit hook,
+    # limits applied. {"enabled": False} when it was switched off.
+    sandbox: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     @property
     def feasible(self) -> bool:

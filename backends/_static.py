@@ -36,7 +36,17 @@ FORBIDDEN_MODULES = {
     "torch.utils._python_dispatch": "dispatch modes replace the computation",
     "torch._dynamo": "torch.compile is the baseline, not a kernel",
     "torch._inductor": "torch.compile is the baseline, not a kernel",
+    # Routes around the sandbox (backends/_sandbox.py): the harness's own
+    # switches, and process launches and native calls that raise no audit event.
+    "backends": "the harness is not the candidate's to import",
+    "evokernel": "the harness is not the candidate's to import",
+    "_posixsubprocess": "candidates may not start processes",
+    "torch.multiprocessing": "other processes run work outside the timed region",
+    "_ctypes": "raw pointers and foreign calls bypass the checks",
+    "cffi": "raw pointers and foreign calls bypass the checks",
 }
+
+HARNESS_API = "backends.ascendc"  # the one harness package a candidate may import from
 
 FORBIDDEN_CALLS = {
     "eval": "dynamic code",
@@ -72,6 +82,9 @@ FORBIDDEN_ATTRIBUTES = {
     "jit": None,  # triton.jit is the point; torch.jit is checked below
     "manual_seed": "reseeding changes the inputs the harness draws",
     "set_rng_state": "reseeding changes the inputs the harness draws",
+    "__globals__": "reaching a function's globals can find the reference and the harness",
+    "__closure__": "reaching a closure's cells can find the harness's state",
+    "__subclasses__": "walking the class tree can reach anything",
     "fork": "candidates may not start processes",
     "system": "candidates may not start processes",
     "popen": "candidates may not start processes",
@@ -141,10 +154,15 @@ class _Checker(ast.NodeVisitor):
         module = node.module or ""
         if node.level:
             self.flag("relative-import", node, "relative imports can reach the reference's package")
-        self._check_module(module, node)
+        # Ascend C candidates build with `from backends.ascendc import load_inline`:
+        # public names of that one package, and only in this form.
+        harness_api = module == HARNESS_API and all(not a.name.startswith("_") and a.name != "*" for a in node.names)
+        if not harness_api:
+            self._check_module(module, node)
         for alias in node.names:
             full = f"{module}.{alias.name}"
-            self._check_module(full, node)
+            if not harness_api:
+                self._check_module(full, node)
             self.module_aliases[alias.asname or alias.name] = full
             if alias.name == "Model":
                 self.flag("reference", node, "imports the reference Model")

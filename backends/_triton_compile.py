@@ -133,6 +133,11 @@ def main() -> int:
     os.environ.pop("TRITON_INTERPRET", None)
     out = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)  # candidate module-level prints must not corrupt replies
+    # The candidate's module-level code runs here too: same sandbox as the
+    # worker (namespace and rlimits are inherited; the audit hook is per process).
+    from ._sandbox import WorkerSandbox
+
+    WorkerSandbox.from_env().arm()
     modules: dict[str, Any] = {}
     for line in sys.stdin:
         try:

@@ -16,6 +16,12 @@ from pathlib import Path
 
 
 def main() -> int:
+    # Sandbox (backends/_sandbox.py): rlimits now; the audit hook once the
+    # harness's own imports are done, before the first candidate.
+    from ._sandbox import WorkerSandbox
+
+    sandbox = WorkerSandbox.from_env()
+    sandbox.enter()
     proto_fd = os.dup(1)
     os.dup2(2, 1)  # anything written to stdout now goes to stderr
     sys.stdout = sys.stderr
@@ -34,7 +40,8 @@ def main() -> int:
     workdir = Path(os.environ.get("EVOKERNEL_WORKER_DIR") or tempfile.mkdtemp(prefix="evokernel-worker-"))
     cache = TaskCache()
     backends: dict[str, tuple[object, LaunchLog, bool]] = {}
-    send({"ready": True, "pid": os.getpid(), "device": str(device), "torch": torch.__version__})
+    sandbox.arm()
+    send({"ready": True, "pid": os.getpid(), "device": str(device), "torch": torch.__version__, "sandbox": sandbox.info})
 
     for line in sys.stdin:
         if not line.strip():
@@ -49,6 +56,7 @@ def main() -> int:
                 backend.install_hooks(log, compile_only=not can_run)
                 backends[name] = (backend, log, not can_run)
             backend, log, compile_only = backends[name]
+            sandbox.before_candidate()  # this candidate's CPU-time budget starts now
             result = evaluate(
                 task_path=job["task_path"],
                 source=job["source"],
@@ -62,6 +70,7 @@ def main() -> int:
             )
             retire = "cuda-error" in result.warnings
             result.warnings = [w for w in result.warnings if w and w != "cuda-error"]
+            result.sandbox = sandbox.info
             send({"result": result.to_dict(), "retire": retire})
         except Exception as exc:  # a broken job must still get an answer
             send({"error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc(limit=6), "retire": True})

@@ -21,6 +21,21 @@ from pathlib import Path
 from typing import Any
 
 from ._backend import CompileReport, LaunchLog
+from ._sandbox import harness
+
+# Compiler and linker flags that run or load other programs (gcc -wrapper,
+# plugins, -B search paths, @response files, nvcc -ccbin and -run).
+_UNSAFE_FLAG = re.compile(r"^(@|-wrapper|-fplugin|-plugin|--plugin|-specs|--specs|-B|-ccbin|--compiler-bindir|-run\b|--run|-fuse-ld|--ld-path)")
+
+
+def unsafe_build_flags(kwargs: dict[str, Any]) -> str | None:
+    """The first flag in load_inline's extra_* arguments that could run other programs."""
+    for key in ("extra_cflags", "extra_cuda_cflags", "extra_ldflags", "extra_include_paths"):
+        for flag in kwargs.get(key) or []:
+            for piece in [str(flag), *re.split(r"[,=\s]", str(flag))]:
+                if _UNSAFE_FLAG.match(piece.strip()):
+                    return str(flag)
+    return None
 
 # at::/torch:: functions a C++ wrapper may call: allocation and metadata only.
 _ALLOWED_CPP_CALLS = {
@@ -152,7 +167,15 @@ class CudaBackend:
             build_dir.mkdir(parents=True, exist_ok=True)
             kwargs["build_directory"] = str(build_dir)
             kwargs.setdefault("verbose", False)
-            module = original(f"{name}_{digest}", cpp_sources, cuda_sources, functions, **kwargs)
+            unsafe = unsafe_build_flags(kwargs)
+            if unsafe:
+                raise ValueError(f"load_inline flag {unsafe!r} refused: it runs or loads other programs during the build")
+            # ninja runs whatever its build file says, so it cannot be
+            # allow-listed by path: open the harness window for torch's own
+            # build only, with the candidate's flags screened above.
+            with harness():
+                # functions by keyword: torch >= 2.8 put sycl_sources fourth
+                module = original(f"{name}_{digest}", cpp_sources, cuda_sources, functions=functions, **kwargs)
             return _Extension(module, log, name)
 
         load_inline._evokernel_hook = True  # type: ignore[attr-defined]

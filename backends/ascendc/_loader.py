@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from .._sandbox import harness
 from ._build import build
 from ._detect import detect_mode
 from ._launch import KernelLauncher
@@ -97,7 +98,8 @@ def load_inline(name: str, source: str, functions: list[str] | tuple[str, ...] |
     else:
         built = build(name, source, entries, root=Path(build_dir) if build_dir else None,
                       extra_cflags=tuple(extra_cflags))
-        library = ctypes.CDLL(str(built.library))
+        with harness():  # the sandbox refuses dlopen of files in writable dirs to candidates, not to us
+            library = ctypes.CDLL(str(built.library))
         module = AscendCModule(name, entries, {}, mode="cpu-model", library=built.library,
                                build_dir=built.directory, cache_hit=built.cache_hit, compile_seconds=built.seconds)
         module._attach({fn: KernelLauncher(library, entries[fn], module, source) for fn in functions})
@@ -119,7 +121,8 @@ def _load_on_npu(name: str, source: str, entries: dict[str, Entry], build_dir: s
     hit = plan.library.exists()
     if not hit:
         run_plan(plan)
-    library = ctypes.CDLL(str(plan.library))
+    with harness():
+        library = ctypes.CDLL(str(plan.library))
     launchers = {fn: NpuKernelLauncher(library, entry) for fn, entry in entries.items()}
     return AscendCModule(name, entries, launchers, mode="cann-npu", library=plan.library, build_dir=directory,
                          cache_hit=hit, compile_seconds=time.perf_counter() - started)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import shlex
-import sys
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -46,8 +45,24 @@ def register(app: typer.Typer) -> None:
     app.command("report")(report_command)
 
 
-def _command_line() -> str:
-    return shlex.join(["evokernel", *sys.argv[1:]])
+def _command_line(ctx: typer.Context) -> str:
+    """The command as invoked, rebuilt from click's parsed parameters (so it is
+    right whether called from a shell or from a test runner)."""
+    import click
+
+    words = ctx.command_path.split()
+    for param in ctx.command.params:
+        value = ctx.params.get(param.name)
+        if value is None or value is False or value == param.default:
+            continue
+        if isinstance(param, click.Argument):
+            words.append(str(value))
+        elif value is True:
+            words.append(param.opts[0])
+        else:
+            for v in value if isinstance(value, (list, tuple)) else [value]:
+                words += [param.opts[0], str(v)]
+    return shlex.join(words)
 
 
 class _Progress:
@@ -114,6 +129,7 @@ def _write(data: dict[str, Any], out: Optional[Path]) -> None:
 
 
 def bench_command(
+    ctx: typer.Context,
     suite: SuiteArg,
     policy: PolicyOpt = "builtin",
     model: ModelOpt = None,
@@ -146,7 +162,7 @@ def bench_command(
     n = _count_tasks(suite, options)
     try:
         with _Progress(n * budget, budget) as progress:
-            result = run_bench(suite, options, on_event=progress, command=_command_line())
+            result = run_bench(suite, options, on_event=progress, command=_command_line(ctx))
     except KeyboardInterrupt:
         err_console().print("interrupted", style="yellow")
         raise typer.Exit(EXIT_INTERRUPTED)
@@ -218,6 +234,7 @@ def _render_metrics(out: Any, m: dict[str, Any]) -> None:
 
 
 def ablate_command(
+    ctx: typer.Context,
     suite: SuiteArg,
     policy: PolicyOpt = "builtin",
     model: ModelOpt = None,
@@ -252,7 +269,7 @@ def ablate_command(
     n = _count_tasks(suite, options)
     try:
         with _Progress(n * budget * n_arms, budget) as progress:
-            result = run_ablation(suite, options, arms=arm, on_event=progress, command=_command_line())
+            result = run_ablation(suite, options, arms=arm, on_event=progress, command=_command_line(ctx))
     except KeyboardInterrupt:
         err_console().print("interrupted", style="yellow")
         raise typer.Exit(EXIT_INTERRUPTED)

@@ -8,49 +8,27 @@ text the layer writes to the database or a log passes through `mask_secrets`.
 from __future__ import annotations
 
 import logging
-import os
-import re
+
 from typing import Any
 
-# Order matters: the Anthropic prefix is a special case of the OpenAI one.
-_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"(?<![A-Za-z0-9])sk-ant-[A-Za-z0-9_\-]{6,}"), "sk-ant-***"),
-    (re.compile(r"(?<![A-Za-z0-9])sk-[A-Za-z0-9_\-]{6,}"), "sk-***"),
-    (re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._~+/\-]{8,}=*"), r"\1***"),
-    (re.compile(r"(?i)((?:x-api-key|api[_-]?key|auth[_-]?token)[\"']?\s*[:=]\s*[\"']?)[^\s\"',}]{8,}"), r"\1***"),
-)
-
-# Keys of local servers need not look like `sk-...`; mask their exact values too.
-_KEY_ENV_VARS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
+# The patterns and the masking live in backends._sandbox (backends may not
+# import evokernel), so executor verdicts and LLM logs are masked alike.
+# Imported on first use: `import backends` loads torch, which `evokernel
+# --help` and the LLM layer must not pay for up front.
 
 
 def mask_secrets(text: str) -> str:
     """Return `text` with anything key-like replaced by a masked stub."""
-    if not text:
-        return text
-    for name in _KEY_ENV_VARS:
-        value = os.environ.get(name)
-        # Short values ("x", "none") are dummies for local servers and would
-        # otherwise mask ordinary words all over the prompt.
-        if value and len(value) >= 8 and value in text:
-            stub = "sk-ant-***" if value.startswith("sk-ant-") else (
-                "sk-***" if value.startswith("sk-") else "***"
-            )
-            text = text.replace(value, stub)
-    for pattern, replacement in _PATTERNS:
-        text = pattern.sub(replacement, text)
-    return text
+    from backends._sandbox import mask_secrets as _mask
+
+    return _mask(text)
 
 
 def mask_obj(value: Any) -> Any:
     """`mask_secrets` applied to every string inside dicts, lists and tuples."""
-    if isinstance(value, str):
-        return mask_secrets(value)
-    if isinstance(value, dict):
-        return {k: mask_obj(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return type(value)(mask_obj(v) for v in value)
-    return value
+    from backends._sandbox import mask_obj as _mask_obj
+
+    return _mask_obj(value)
 
 
 class MaskSecretsFilter(logging.Filter):
