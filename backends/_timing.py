@@ -1,7 +1,8 @@
 """The one timing protocol. Every latency in the project comes from here.
 
 GPU: warm-up runs, then `reps` timed runs; before each, fresh input clones and
-an L2 flush (a write of twice the L2) queued ahead of the start event, then
+an L2 flush (a write of twice the L2) and a short GPU spin queued ahead of the
+start event, then
 CUDA events around the call alone and a device-wide synchronize after it. The median and IQR are reported and
 the raw samples kept. CPU: wall clock around each call (interpreted kernels),
 labelled as such by the caller; never compared with GPU numbers.
@@ -37,6 +38,7 @@ def _quartiles(samples: list[float]) -> tuple[float, float, float]:
 
 
 _flush_buffers: dict[int, torch.Tensor] = {}
+_SPIN_CYCLES = 200_000  # about 0.1 ms at an H200's 1.98 GHz: longer than a Python launch path
 
 
 def _l2_flush_buffer(device: torch.device) -> torch.Tensor:
@@ -78,6 +80,10 @@ def _benchmark_cuda(fn, make_args, device, reps, warmup, flush_l2) -> Timing:
             args = make_args()
             if flush is not None:
                 flush.zero_()
+            if hasattr(torch.cuda, "_sleep"):
+                # A short GPU spin keeps the device busy while the host launches
+                # a short kernel, so its launch latency stays outside the interval.
+                torch.cuda._sleep(_SPIN_CYCLES)
             starts[i].record()
             fn(*args)
             ends[i].record()
