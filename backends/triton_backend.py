@@ -46,7 +46,6 @@ class TritonBackend:
 
     def __init__(self) -> None:
         self._specs: dict[tuple[str, str], dict[str, Any]] = {}
-        self._gpu_kernels: dict[str, dict[str, Any]] = {}
         self._compiler: subprocess.Popen | None = None
 
     # --- Backend protocol --------------------------------------------------
@@ -111,7 +110,7 @@ class TritonBackend:
                     log.paused -= 1
                 info = {"grid": repr(grid) if not callable(grid) else "callable", "mode": kind}
                 if kernel is not None and hasattr(kernel, "metadata"):
-                    info.update(backend._kernel_resources(name, kernel))
+                    info.update(backend._kernel_resources(kernel))
                 log.record("triton", name, **info)
                 return kernel
 
@@ -146,8 +145,15 @@ class TritonBackend:
             cls.run = make(original)
 
     def compile_check(self, module: Any, log: LaunchLog) -> CompileReport:
-        if self._gpu_kernels:  # compiled for real on the GPU: report what the compiler made
-            return CompileReport(True, kernels=list(self._gpu_kernels.values()))
+        gpu = [entry for entry in log.launches if entry.get("kind") == "triton" and entry.get("mode") == "gpu"]
+        if gpu:  # compiled for real on the GPU: report what the compiler made for this forward call
+            kernels: dict[str, dict[str, Any]] = {}
+            for entry in gpu:
+                kernels.setdefault(entry["name"], {
+                    "name": entry["name"],
+                    **{k: entry.get(k) for k in ("registers", "spills", "shared_bytes", "num_warps")},
+                })
+            return CompileReport(True, kernels=list(kernels.values()))
         return self._compile_for_sm90(module)
 
     # --- internals ---------------------------------------------------------
@@ -163,15 +169,14 @@ class TritonBackend:
                 "kwargs": described_kwargs,
             }
 
-    def _kernel_resources(self, name: str, kernel: Any) -> dict[str, Any]:
-        info = {
+    @staticmethod
+    def _kernel_resources(kernel: Any) -> dict[str, Any]:
+        return {
             "registers": getattr(kernel, "n_regs", None),
             "spills": getattr(kernel, "n_spills", None),
             "shared_bytes": getattr(kernel.metadata, "shared", None),
             "num_warps": getattr(kernel.metadata, "num_warps", None),
         }
-        self._gpu_kernels[name] = {"name": name, **info}
-        return info
 
     def _compile_for_sm90(self, module: Any) -> CompileReport:
         t0 = time.perf_counter()

@@ -125,3 +125,16 @@ def test_input_groups_all_checked(executor, tmp_path):
     result = executor.evaluate(task, source, backend="triton", options=FAST)
     assert result.status == Verdict.WRONG_RESULT
     assert "input group 1" in result.message
+
+
+def test_triton_gpu_compile_report_comes_from_this_forward_call():
+    from backends import LaunchLog, get_backend
+
+    backend = get_backend("triton")
+    log = LaunchLog()
+    log.record("triton", "old_kernel", mode="gpu", registers=40, spills=0, shared_bytes=0, num_warps=4)
+    log.clear()  # a new forward call: earlier candidates' kernels must not be reported
+    log.record("triton", "k", mode="gpu", registers=32, spills=0, shared_bytes=1024, num_warps=4)
+    log.record("triton", "k", mode="gpu", registers=32, spills=0, shared_bytes=1024, num_warps=4)
+    report = backend.compile_check(None, log)
+    assert report.ok and report.kernels == [{"name": "k", "registers": 32, "spills": 0, "shared_bytes": 1024, "num_warps": 4}]
