@@ -11,7 +11,7 @@ SIZE = os.environ.get("EVOKERNEL_SIZE", "full")
 if SIZE == "full":
     ROWS, COLS = 8192, 4096
 else:
-    ROWS, COLS = 1000, 513
+    ROWS, COLS = 97, 513  # small enough for the CPU interpreter, awkward enough to catch masking bugs
 
 # Probabilities average 1/COLS (2.4e-4 at full size), close to the default atol
 # of 1e-4; a tighter atol keeps the check relative so zeros cannot pass.
