@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ._search import FEASIBLE, ConfigSpace, PlanCache
+
 
 def get_policy(*, model: str | None = None, policy: str | None = None, log: Any = None, replay: bool = False,
                cache: bool = False):
@@ -19,4 +21,4 @@ def get_policy(*, model: str | None = None, policy: str | None = None, log: Any 
     raise ValueError(f"unknown policy {policy!r}: use --policy builtin or --model PROVIDER:MODEL")
 
 
-__all__ = ["get_policy"]
+__all__ = ["FEASIBLE", "ConfigSpace", "PlanCache", "get_policy"]

@@ -1,0 +1,91 @@
+"""What the builtin policies (Triton and Ascend C) share: a cached trace of
+each task, and a configuration search that the memory steers.
+
+A draft tries the configurations of the most valuable feasible experiences
+retrieved for it, then any hints (Ascend C: what a Triton experience
+suggests), then the default, then the rest of the space. A refining step tries
+remembered configurations with a positive refine value, then the neighbours of
+its start point's configuration, then the rest. The first configuration this
+task has not tried yet is proposed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import os
+from typing import Any, Callable, Sequence
+
+from evokernel.loop import MemoryNote, StepContext
+
+FEASIBLE = ("ok", "compiled")
+
+
+class PlanCache:
+    """`evokernel.builtin.analyze` once per task and size."""
+
+    def __init__(self) -> None:
+        self._plans: dict[tuple[str, str], Any] = {}
+
+    def get(self, ctx: StepContext) -> Any:
+        from evokernel.builtin import analyze
+
+        key = (ctx.task_key, os.environ.get("EVOKERNEL_SIZE", "full"))
+        if key not in self._plans:
+            self._plans[key] = analyze(ctx.task_path)
+        return self._plans[key]
+
+
+@dataclasses.dataclass(frozen=True)
+class ConfigSpace:
+    """One policy's configurations: how to read, name and move between them."""
+
+    prefix: str  # fingerprints differ per policy, so their histories never mix
+    config_key: str  # where a trace's `extra` keeps the configuration
+    parse: Callable[[dict], Any]  # raises ValueError/TypeError on a bad record
+    space: Sequence[Any]
+    default: Any
+    neighbours: Callable[[Any], list[Any]]
+
+    def fingerprint(self, config: Any) -> str:
+        return self.prefix + json.dumps(config.to_dict(), sort_keys=True)
+
+    def _parse(self, raw: Any) -> Any | None:
+        if not isinstance(raw, dict):
+            return None
+        try:
+            config = self.parse(raw)
+        except (ValueError, TypeError):
+            return None
+        return config if self.fingerprint(config) in self._in_space else None
+
+    @functools.cached_property
+    def _in_space(self) -> set[str]:
+        return {self.fingerprint(c) for c in self.space}
+
+    def remembered(self, ctx: StepContext, family: str) -> list[tuple[MemoryNote, Any]]:
+        """Feasible traces of this backend and family with a usable configuration, most valuable first."""
+        out = []
+        for note in sorted(ctx.memories, key=lambda m: -m.value):
+            if note.kind != "trace" or note.backend != ctx.backend or note.status not in FEASIBLE:
+                continue
+            if note.extra.get("family") not in (None, family):
+                continue
+            config = self._parse(note.extra.get(self.config_key))
+            if config is not None:
+                out.append((note, config))
+        return out
+
+    def order(self, ctx: StepContext, remembered: list[tuple[MemoryNote, Any]], hints: Sequence[Any] = ()) -> list[Any]:
+        if ctx.stage == "draft":
+            return [c for _, c in remembered] + list(hints) + [self.default] + list(self.space)
+        start = self._parse(ctx.start_point.extra.get(self.config_key)) if ctx.start_point is not None else None
+        valued = [c for note, c in remembered if note.value > 0]
+        return valued + self.neighbours(start if start is not None else self.default) + list(self.space)
+
+    def first_untried(self, order: Sequence[Any], tried: frozenset[str]) -> Any | None:
+        for config in order:
+            if self.fingerprint(config) not in tried:
+                return config
+        return None
