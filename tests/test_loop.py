@@ -227,3 +227,17 @@ def test_independent_samples_draft_afresh_every_step(tmp_path):
     assert [c.stage for c in policy.contexts] == ["draft"] * 3
     assert all(c.memories == [] and c.feedback is None and c.start_point is None and not c.tried for c in policy.contexts)
     assert [s["stage"] for s in steps] == ["draft"] * 3 and [s["reward"] for s in steps] == [1.0] * 3
+
+
+def test_continual_refinement_keeps_the_memory_best_as_the_one_to_beat(tmp_path):
+    with MemoryStore(tmp_path / "m.db") as store:
+        run_tasks([ADD_RELU], RecordingPolicy(HONEST["add_relu"][1]), store, RunConfig(budget=1, **FAST))
+        (start,) = store.feasible_items(store.steps()[0]["task_key"], "triton")
+        slower = HONEST["add_relu"][1]
+        policy = RecordingPolicy(slower)
+        result = run_tasks([ADD_RELU], policy, store, RunConfig(budget=1, **FAST), resume=False)
+    task = result.tasks[0]
+    assert policy.contexts[0].stage == "refine" and policy.contexts[0].start_point.id == start.id
+    assert task.first_latency_ms == start.latency_ms
+    assert task.best_latency_ms <= start.latency_ms, "the best kernel is never worse than the one the run started from"
+    assert task.speedup_over_first >= 1.0
