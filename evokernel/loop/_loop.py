@@ -91,6 +91,10 @@ class Runner:
         self.on_event = on_event or (lambda e: None)
         self.states = [_TaskState(t, task_key_for(t)) for t in tasks]
         self.options = EvalOptions(trials=config.trials, reps=config.reps, baselines=config.baselines)
+        # Which latencies this run can compare with (the backend's label on this device), asked once.
+        from backends import default_device, get_backend
+
+        self.latency_source = get_backend(config.backend).latency_source(config.device or default_device())
         self.signature = {
             "tasks": [s.key for s in self.states],
             "policy": policy.name,
@@ -132,19 +136,6 @@ class Runner:
 
     def _feasible(self, st: _TaskState) -> list[Item]:
         return self.store.feasible_items(st.key, self.config.backend)
-
-    def _latency_source(self) -> str:
-        return "measured-gpu" if self._device().startswith("cuda") else self._cpu_latency_source()
-
-    def _cpu_latency_source(self) -> str:
-        from backends import get_backend
-
-        return get_backend(self.config.backend).latency_source("cpu")
-
-    def _device(self) -> str:
-        from backends import default_device
-
-        return self.config.device or default_device()
 
     def _best_ms(self, feasible: list[Item], source: str) -> float | None:
         times = [i.latency_ms for i in feasible if i.latency_ms and self._comparable(i, source)]
@@ -204,7 +195,7 @@ class Runner:
         out = st.outcome
         step_no = out.attempts + 1
         rng = random.Random(zlib.crc32(f"{self.config.seed}:{st.key}:{step_no}".encode()))
-        source_label = self._latency_source()
+        source_label = self.latency_source
         feasible = [] if self.config.independent_samples else self._feasible(st)
         stage = "refine" if feasible else "draft"
         start = self._choose_start(feasible, rng) if feasible else None
