@@ -8,24 +8,28 @@ from ._backend import Backend, CompileReport, LaunchLog, UnknownBackend, backend
 from ._compare import DEFAULT_TOLERANCE, Comparison, compare
 from ._evaluate import EvalOptions
 from ._executor import Executor, default_device
-from ._result import EvalResult, Verdict
+from ._result import RULE_SETS, Baselines, EvalResult, KernelFacts, Roofline, Verdict
 from ._sandbox import SandboxLimits
 from ._static import StaticFinding, static_findings
 from ._task import Task, TaskError, load_task
 from ._timing import Timing, benchmark
 
 __all__ = [
+    "RULE_SETS",
     "Backend",
+    "Baselines",
     "CompileReport",
     "Comparison",
     "DEFAULT_TOLERANCE",
     "EvalOptions",
     "EvalResult",
     "Executor",
+    "KernelFacts",
     "LaunchLog",
     "SandboxLimits",
     "StaticFinding",
     "Task",
+    "Roofline",
     "TaskError",
     "Timing",
     "UnknownBackend",

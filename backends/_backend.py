@@ -14,6 +14,8 @@ import threading
 from importlib import metadata
 from typing import Any, Callable, Protocol, runtime_checkable
 
+from ._result import KernelFacts
+
 ENTRY_POINT_GROUP = "evokernel.backends"
 
 # Built-in backends go through the same lazy "module:attr" path as plugins, so
@@ -53,8 +55,12 @@ class CompileReport:
 
     ok: bool
     message: str = ""
-    kernels: list[dict[str, Any]] = dataclasses.field(default_factory=list)  # name, registers, shared_bytes, spills
+    kernels: list[KernelFacts] = dataclasses.field(default_factory=list)
     seconds: float = 0.0
+
+    def __post_init__(self) -> None:
+        # Toolchains report through JSON (the compile server, ptxas parsing): type them here, once.
+        self.kernels = [k if isinstance(k, KernelFacts) else KernelFacts.from_dict(k) for k in self.kernels]
 
 
 @runtime_checkable

@@ -21,7 +21,7 @@ import torch
 from ._backend import Backend, LaunchLog
 from ._compare import compare, flatten, poison_
 from ._guard import output_problems, record_ops
-from ._result import EvalResult, Verdict
+from ._result import Baselines, EvalResult, Roofline, Verdict
 from ._sandbox import harness
 from ._static import static_findings
 from ._task import import_file, load_task_module
@@ -203,7 +203,7 @@ def _evaluate(task_path, source, backend, log, device, options, workdir, cache, 
         report = backend.compile_check(module, log)
         status = Verdict.COMPILED if report.ok else Verdict.COMPILE_ERROR
         msg = report.message or ("compiled; cannot run here, so correctness is unverified" if report.ok else "compile failed")
-        return EvalResult(status, msg, feedback=msg, compile={"kernels": report.kernels, "seconds": report.seconds})
+        return EvalResult(status, msg, feedback=msg, kernels=report.kernels, compile_seconds=report.seconds)
 
     # 3. correctness trials: fresh seeded inputs, then every input group
     sets: list[tuple[str, list[Any]]] = []
@@ -235,7 +235,8 @@ def _evaluate(task_path, source, backend, log, device, options, workdir, cache, 
         f"correct on {len(sets)} input set(s)",
         max_abs_error=max_err,
         mean_abs_error=sum(mean_errs) / len(mean_errs),
-        compile={"kernels": report.kernels, "seconds": report.seconds},
+        kernels=report.kernels,
+        compile_seconds=report.seconds,
         warnings=warnings,
         trials=len(sets),
     )
@@ -307,7 +308,7 @@ def _run_guarded(model, inputs, log: LaunchLog, label: str, cand_file: Path, exp
             raise
         status = Verdict.COMPILE_ERROR if _is_compile_error(exc) else Verdict.RUNTIME_ERROR
         rej = _Reject(status, f"forward failed on {label}: {_short_traceback(exc, str(cand_file))}")
-        rej.result.warnings.append("cuda-error" if is_cuda_error(exc) else "")
+        rej.result.retire_worker = is_cuda_error(exc)
         raise rej
     if ops.forbidden:
         names = ", ".join(f"aten.{n} x{c}" for n, c in sorted(ops.forbidden.items()))
@@ -357,18 +358,18 @@ def _time(result, ref_model, new_model, task, device, options, backend, cache, t
         if modelled is not None:
             result.latency_ms, result.latency_iqr_ms, result.latency_samples_ms = modelled, 0.0, [modelled]
             result.latency_source = backend.latency_source(str(device))
-            result.compile["timing_method"] = "modelled from the kernel's counted traffic and vector instructions"
+            result.timing_method = "modelled from the kernel's counted traffic and vector instructions"
             return
         t = benchmark(new_model, make_args, device=device, reps=options.cpu_reps, warmup=1)
         result.latency_ms, result.latency_iqr_ms, result.latency_samples_ms = t.median_ms, t.iqr_ms, t.samples_ms
         result.latency_source = backend.latency_source(str(device))
-        result.compile["timing_method"] = t.method
+        result.timing_method = t.method
         return
 
     t = benchmark(new_model, make_args, device=device, reps=options.reps, warmup=options.warmup, flush_l2=options.flush_l2)
     result.latency_ms, result.latency_iqr_ms, result.latency_samples_ms = t.median_ms, t.iqr_ms, t.samples_ms
     result.latency_source = "measured-gpu"
-    result.compile["timing_method"] = t.method
+    result.timing_method = t.method
     if options.baselines:
         key = (str(Path(task_path).resolve()), str(device))
         if key not in cache.baselines:
@@ -385,8 +386,8 @@ def _time(result, ref_model, new_model, task, device, options, backend, cache, t
                 except Exception as exc:  # no compiler toolchain is not the candidate's failure
                     result.warnings.append(f"torch.compile baseline failed: {type(exc).__name__}: {str(exc)[:200]}")
             cache.baselines[key] = base
-        result.baselines = dict(cache.baselines[key])
-        eager = result.baselines.get("eager_ms")
+        result.baselines = Baselines(**cache.baselines[key])
+        eager = result.baselines.eager_ms
         if eager and result.latency_ms and eager / result.latency_ms > options.speedup_flag:
             result.warnings.append(
                 f"speedup over eager is {eager / result.latency_ms:.1f}x (> {options.speedup_flag:g}x): check by hand before trusting it"
@@ -419,13 +420,15 @@ def _roofline_flag(result: EvalResult, inputs: list[Any], outputs: Any, device: 
     key = str(device)
     if key not in _copy_bw:
         _copy_bw[key] = copy_bandwidth_gbps(device)
-    result.compile["copy_bandwidth_gbps"] = _copy_bw[key]
-    result.compile["min_bytes_moved"] = in_bytes + out_bytes
-    result.compile["achieved_gbps"] = (in_bytes + out_bytes) / (result.latency_ms * 1e-3) / 1e9
+    result.roofline = Roofline(
+        copy_bandwidth_gbps=_copy_bw[key],
+        min_bytes_moved=in_bytes + out_bytes,
+        achieved_gbps=(in_bytes + out_bytes) / (result.latency_ms * 1e-3) / 1e9,
+    )
     if in_bytes < (64 << 20):  # small inputs live in L2 between calls: no floor to speak of
         return
     floor_ms = in_bytes / (_copy_bw[key] * 1e9) * 1e3
-    result.compile["input_read_floor_ms"] = floor_ms
+    result.roofline.input_read_floor_ms = floor_ms
     if result.latency_ms < 0.9 * floor_ms:
         result.warnings.append(
             f"latency {result.latency_ms:.4f} ms is below the time to read the inputs once ({floor_ms:.4f} ms at the measured "
@@ -437,14 +440,13 @@ def _ok_feedback(result: EvalResult) -> str:
     parts = [f"Correct on {result.trials} input sets (max abs error {result.max_abs_error:.3g})."]
     if result.latency_ms is not None:
         parts.append(f"Latency {result.latency_ms:.4f} ms ({result.latency_source}).")
-    if result.baselines.get("eager_ms") and result.latency_ms:
-        parts.append(f"Eager {result.baselines['eager_ms']:.4f} ms: speedup {result.baselines['eager_ms'] / result.latency_ms:.2f}x.")
-    if result.baselines.get("compile_ms") and result.latency_ms:
-        parts.append(f"torch.compile {result.baselines['compile_ms']:.4f} ms: speedup {result.baselines['compile_ms'] / result.latency_ms:.2f}x.")
-    for k in result.compile.get("kernels", [])[:4]:
-        facts = ", ".join(f"{n} {k[n]}" for n in ("registers", "spills", "shared_bytes") if k.get(n) is not None)
-        if facts:
-            parts.append(f"Kernel {k.get('name')}: {facts}.")
+    if result.speedup_eager is not None:
+        parts.append(f"Eager {result.baselines.eager_ms:.4f} ms: speedup {result.speedup_eager:.2f}x.")
+    if result.speedup_compile is not None:
+        parts.append(f"torch.compile {result.baselines.compile_ms:.4f} ms: speedup {result.speedup_compile:.2f}x.")
+    for k in result.kernels[:4]:
+        if k.summary():
+            parts.append(f"Kernel {k.name}: {k.summary()}.")
     parts.extend(result.warnings)
     return " ".join(p for p in parts if p)
 

@@ -1,4 +1,13 @@
-"""Verdicts and the evaluation result: failures are data, never exceptions."""
+"""Verdicts and the evaluation result: failures are data, never exceptions.
+
+`EvalResult` is the one record that crosses the executor's boundary (worker ->
+parent -> loop -> memory). Its parts are typed: the kernels the toolchain
+reported (`KernelFacts`), the baselines timed beside the candidate
+(`Baselines`), and where the latency stands against the device's copy
+bandwidth (`Roofline`). `to_dict`/`from_dict` are its JSON form; `from_dict`
+also reads the older form that kept kernels and roofline facts in a loose
+`compile` dict, so memories written before keep working.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +16,8 @@ import enum
 import math
 from typing import Any
 
+RULE_SETS = ("strict", "kernelbench")
+
 
 class Verdict(str, enum.Enum):
     OK = "ok"
@@ -14,16 +25,77 @@ class Verdict(str, enum.Enum):
     COMPILE_ERROR = "compile_error"
     RUNTIME_ERROR = "runtime_error"
     WRONG_RESULT = "wrong_result"
-    HACK = "hack"
+    HACK = "hack"  # cheating: timers, streams, cached outputs, reaching the reference or the harness
+    DISALLOWED = "disallowed"  # breaks the rule set without cheating (torch compute under strict, no own kernel)
     TIMEOUT = "timeout"
     CRASH = "crash"
+    TASK_ERROR = "task_error"  # the task, not the candidate, prevents a verdict (does not fit, non-deterministic)
 
     @property
     def feasible(self) -> bool:
         return self in (Verdict.OK, Verdict.COMPILED)
 
+    @property
+    def candidate_fault(self) -> bool:
+        """False when the verdict says nothing about the candidate (the task could not be judged)."""
+        return self is not Verdict.TASK_ERROR
+
+    @property
+    def compiles(self) -> bool:
+        """The candidate got past its build (a wrong result still compiled)."""
+        return self not in (Verdict.COMPILE_ERROR, Verdict.TASK_ERROR)
+
     def __str__(self) -> str:  # so f-strings print "ok", not "Verdict.OK"
         return self.value
+
+
+@dataclasses.dataclass
+class KernelFacts:
+    """What the toolchain said about one of the candidate's kernels."""
+
+    name: str
+    registers: int | None = None
+    spills: int | None = None
+    shared_bytes: int | None = None
+    num_warps: int | None = None
+
+    def summary(self) -> str:
+        """'registers 32, spills 0' — the facts that are known, for prompts and tables."""
+        return ", ".join(f"{n} {getattr(self, n)}" for n in ("registers", "spills", "shared_bytes") if getattr(self, n) is not None)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "KernelFacts":
+        def whole(v: Any) -> int | None:
+            return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+        return cls(name=str(d.get("name", "kernel")), registers=whole(d.get("registers")), spills=whole(d.get("spills")),
+                   shared_bytes=whole(d.get("shared_bytes")), num_warps=whole(d.get("num_warps")))
+
+
+@dataclasses.dataclass
+class Baselines:
+    """PyTorch timed on the same inputs, in the same worker and the same way (GPU only)."""
+
+    eager_ms: float | None = None
+    compile_ms: float | None = None
+
+    def speedup(self, name: str, latency_ms: float | None) -> float | None:
+        base = getattr(self, f"{name}_ms")
+        return base / latency_ms if base and latency_ms else None
+
+    def present(self) -> dict[str, float]:
+        """{'eager_ms': ..., 'compile_ms': ...} for the baselines that were timed."""
+        return {k: v for k, v in dataclasses.asdict(self).items() if v is not None}
+
+
+@dataclasses.dataclass
+class Roofline:
+    """The latency against the device's measured copy bandwidth."""
+
+    copy_bandwidth_gbps: float
+    min_bytes_moved: int  # inputs read once plus outputs written once
+    achieved_gbps: float
+    input_read_floor_ms: float | None = None  # only where inputs are too large to stay in L2
 
 
 @dataclasses.dataclass
@@ -32,20 +104,27 @@ class EvalResult:
     message: str = ""
     # Written for the LLM: what failed, where, and by how much.
     feedback: str = ""
+    rules: str = "strict"  # the rule set the candidate was judged under (RULE_SETS)
     max_abs_error: float | None = None
     mean_abs_error: float | None = None
     latency_ms: float | None = None
     latency_iqr_ms: float | None = None
     latency_samples_ms: list[float] = dataclasses.field(default_factory=list)
     latency_source: str = "none"  # measured-gpu | interpreted-cpu | modelled-910b | none
-    baselines: dict[str, float] = dataclasses.field(default_factory=dict)  # eager_ms, compile_ms
-    compile: dict[str, Any] = dataclasses.field(default_factory=dict)
+    timing_method: str = ""
+    baselines: Baselines = dataclasses.field(default_factory=Baselines)
+    kernels: list[KernelFacts] = dataclasses.field(default_factory=list)
+    compile_seconds: float = 0.0
+    roofline: Roofline | None = None
     launches: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     warnings: list[str] = dataclasses.field(default_factory=list)
     trials: int = 0
     device: str = ""
     seconds: float = 0.0
     worker_reused: bool = False
+    # The worker that produced this result must not serve another candidate
+    # (a CUDA error poisons the context; an allocator may be left broken).
+    retire_worker: bool = False
     # What isolated the candidate (backends/_sandbox.py): network mode
     # ("netns", "userns+netns", "audit-hook", "none", "allowed"), audit hook,
     # limits applied. {"enabled": False} when it was switched off.
@@ -57,10 +136,11 @@ class EvalResult:
 
     @property
     def speedup_eager(self) -> float | None:
-        eager = self.baselines.get("eager_ms")
-        if eager and self.latency_ms:
-            return eager / self.latency_ms
-        return None
+        return self.baselines.speedup("eager", self.latency_ms)
+
+    @property
+    def speedup_compile(self) -> float | None:
+        return self.baselines.speedup("compile", self.latency_ms)
 
     def effective_latency_ms(self) -> float:
         """Infinite unless feasible and timed: what rewards and rankings compare."""
@@ -72,8 +152,7 @@ class EvalResult:
         d = dataclasses.asdict(self)
         d["status"] = self.status.value
         d["speedup_eager"] = self.speedup_eager
-        compile_ms = self.baselines.get("compile_ms")
-        d["speedup_compile"] = compile_ms / self.latency_ms if compile_ms and self.latency_ms else None
+        d["speedup_compile"] = self.speedup_compile
         return d
 
     @classmethod
@@ -81,4 +160,17 @@ class EvalResult:
         fields = {f.name for f in dataclasses.fields(cls)}
         kwargs = {k: v for k, v in d.items() if k in fields}
         kwargs["status"] = Verdict(kwargs["status"])
+        legacy = d.get("compile") if isinstance(d.get("compile"), dict) else {}
+        kwargs["baselines"] = Baselines(**{k: v for k, v in (d.get("baselines") or {}).items() if k in ("eager_ms", "compile_ms")})
+        kwargs["kernels"] = [KernelFacts.from_dict(k) for k in (d.get("kernels") or legacy.get("kernels") or []) if isinstance(k, dict)]
+        roof = d.get("roofline")
+        if isinstance(roof, dict):
+            kwargs["roofline"] = Roofline(**{k: roof.get(k) for k in ("copy_bandwidth_gbps", "min_bytes_moved", "achieved_gbps", "input_read_floor_ms")})
+        elif legacy.get("copy_bandwidth_gbps") and legacy.get("achieved_gbps") is not None:
+            kwargs["roofline"] = Roofline(legacy["copy_bandwidth_gbps"], int(legacy.get("min_bytes_moved") or 0),
+                                          legacy["achieved_gbps"], legacy.get("input_read_floor_ms"))
+        if "timing_method" not in d and legacy.get("timing_method"):
+            kwargs["timing_method"] = legacy["timing_method"]
+        if "compile_seconds" not in d and legacy.get("seconds"):
+            kwargs["compile_seconds"] = float(legacy["seconds"])
         return cls(**kwargs)

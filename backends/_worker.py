@@ -68,10 +68,8 @@ def main() -> int:
                 cache=cache,
                 compile_only=compile_only,
             )
-            retire = "cuda-error" in result.warnings
-            result.warnings = [w for w in result.warnings if w and w != "cuda-error"]
             result.sandbox = sandbox.info
-            send({"result": result.to_dict(), "retire": retire})
+            send({"result": result.to_dict(), "retire": result.retire_worker})
         except Exception as exc:  # a broken job must still get an answer
             send({"error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc(limit=6), "retire": True})
     return 0

@@ -67,7 +67,7 @@ def suite(device: str, options: EvalOptions) -> dict:
         for name, (want, task, source) in expected.items():
             r = ex.evaluate(CASES / task, source, options=options)
             rows[name] = {"expected": want, "got": r.status.value, "latency_ms": r.latency_ms,
-                          "latency_source": r.latency_source, "baselines": r.baselines, "message": r.message[:300]}
+                          "latency_source": r.latency_source, "baselines": r.baselines.present(), "message": r.message[:300]}
             log(f"  {name:40s} want {want:14s} got {r.status.value:14s} {r.latency_ms or ''}")
     matched = sum(r["expected"] == r["got"] for r in rows.values())
     return {"cases": rows, "matched": matched, "total": len(rows)}
@@ -94,10 +94,10 @@ def spread(device: str, repeats: int, options: EvalOptions) -> dict:
                 out[name] = {
                     "medians_ms": medians,
                     "max_over_min": max(medians) / min(medians),
-                    "eager_ms": first.baselines.get("eager_ms"),
-                    "compile_ms": first.baselines.get("compile_ms"),
+                    "eager_ms": first.baselines.eager_ms,
+                    "compile_ms": first.baselines.compile_ms,
                     "iqr_ms_first": first.latency_iqr_ms,
-                    "timing_method": first.compile.get("timing_method"),
+                    "timing_method": first.timing_method,
                     "warnings": first.warnings,
                 }
                 log(f"  {name}: medians {['%.4f' % m for m in medians]} max/min {out[name]['max_over_min']:.4f}")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from backends import EvalOptions, Executor, Verdict
+from backends import EvalOptions, Executor, KernelFacts, Verdict
 
 from executor_candidates import FAILURES, HACKS, HANG, HONEST
 
@@ -34,8 +34,7 @@ def test_honest_kernel_passes(executor, name):
     assert result.latency_source == "interpreted-cpu"
     assert result.latency_ms is not None and result.latency_ms > 0
     assert result.launches, "the executor must record the candidate's launches"
-    kernels = result.compile["kernels"]
-    assert kernels and kernels[0].get("registers"), "the sm_90 compile must report registers"
+    assert result.kernels and result.kernels[0].registers, "the sm_90 compile must report registers"
 
 
 @pytest.mark.parametrize("name", sorted(HACKS))
@@ -137,4 +136,4 @@ def test_triton_gpu_compile_report_comes_from_this_forward_call():
     log.record("triton", "k", mode="gpu", registers=32, spills=0, shared_bytes=1024, num_warps=4)
     log.record("triton", "k", mode="gpu", registers=32, spills=0, shared_bytes=1024, num_warps=4)
     report = backend.compile_check(None, log)
-    assert report.ok and report.kernels == [{"name": "k", "registers": 32, "spills": 0, "shared_bytes": 1024, "num_warps": 4}]
+    assert report.ok and report.kernels == [KernelFacts("k", registers=32, spills=0, shared_bytes=1024, num_warps=4)]

@@ -70,11 +70,10 @@ def _render(result, task_name: str, backend: str) -> None:
         table.add_row("max abs error", f"{result.max_abs_error:.3g}")
     if result.latency_ms is not None:
         table.add_row("latency", f"{result.latency_ms:.4f} ms (IQR {result.latency_iqr_ms or 0:.4f}, {result.latency_source})")
-    for name, ms in result.baselines.items():
+    for name, ms in result.baselines.present().items():
         table.add_row(name.replace("_ms", ""), f"{ms:.4f} ms (speedup {ms / result.latency_ms:.2f}x)" if result.latency_ms else f"{ms:.4f} ms")
-    for k in result.compile.get("kernels", []):
-        facts = ", ".join(f"{n}={k[n]}" for n in ("registers", "spills", "shared_bytes") if k.get(n) is not None)
-        table.add_row("kernel", f"{k.get('name')} {facts}")
+    for k in result.kernels:
+        table.add_row("kernel", f"{k.name} {k.summary()}")
     for w in result.warnings:
         table.add_row("warning", f"[yellow]{w}[/]")
     out = out_console()

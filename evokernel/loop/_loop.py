@@ -124,9 +124,8 @@ class Runner:
             for step in self.store.steps(self.run_id, st.key):
                 item = self.store.get_item(step["result_item_id"]) if step["result_item_id"] else None
                 if item is not None:
-                    compile_info = (item.feedback or {}).get("compile") or {}
-                    info = {**(item.extra or {}), **((item.feedback or {}).get("baselines") or {}),
-                            **{k: compile_info[k] for k in ("achieved_gbps", "copy_bandwidth_gbps") if k in compile_info}}
+                    report = EvalResult.from_dict({"status": item.status or "runtime_error", **(item.feedback or {})})
+                    info = {**(item.extra or {}), **_measured(report)}
                     self._account(st, step["stage"], item.status or "", item.latency_ms, info, item.id)
                     st.feedback = (item.feedback or {}).get("feedback")
 
@@ -229,9 +228,8 @@ class Runner:
         reward = draft_reward(feasible_now) if stage == "draft" else refine_reward(feasible_now, result.latency_ms, best_ms)
         context_ids = [m.id for m in memories] if proposal.used_memory_ids is None else list(proposal.used_memory_ids)
         item_id = self._commit(st, stage, proposal, result, reward, context_ids, start, iteration)
-        bandwidth = {k: result.compile[k] for k in ("achieved_gbps", "copy_bandwidth_gbps") if k in result.compile}
         self._account(st, stage, result.status.value, result.latency_ms,
-                      {"latency_source": result.latency_source, **result.baselines, **bandwidth}, item_id)
+                      {"latency_source": result.latency_source, **_measured(result)}, item_id)
         out.tokens_in += proposal.tokens_in
         out.tokens_out += proposal.tokens_out
         out.cost_usd += proposal.cost_usd or 0.0
@@ -245,18 +243,13 @@ class Runner:
     def _start_view(self, start: Item | None) -> StartPointView | None:
         if start is None:
             return None
-        fb = start.feedback or {}
-        baselines = fb.get("baselines") or {}
+        report = EvalResult.from_dict({"status": start.status or "ok", **(start.feedback or {})})
         lat = start.latency_ms
-        facts = []
-        for k in (fb.get("compile") or {}).get("kernels", [])[:4]:
-            bits = ", ".join(f"{n} {k[n]}" for n in ("registers", "spills", "shared_bytes") if k.get(n) is not None)
-            if bits:
-                facts.append(f"kernel {k.get('name')}: {bits}")
+        facts = [f"kernel {k.name}: {k.summary()}" for k in report.kernels[:4] if k.summary()]
         return StartPointView(
             id=start.id, code=start.content, latency_ms=lat,
-            speedup_eager=(baselines.get("eager_ms") / lat) if lat and baselines.get("eager_ms") else None,
-            speedup_compile=(baselines.get("compile_ms") / lat) if lat and baselines.get("compile_ms") else None,
+            speedup_eager=report.baselines.speedup("eager", lat),
+            speedup_compile=report.baselines.speedup("compile", lat),
             extra=dict(start.extra or {}), facts=tuple(facts),
         )
 
@@ -363,8 +356,16 @@ def _summary(task_name: str, backend: str, stage: str, result: EvalResult) -> st
     return facts_summary(StepFacts(
         task_name=task_name, backend=backend, stage=stage, status=result.status.value, message=result.message,
         max_abs_error=result.max_abs_error, latency_ms=result.latency_ms, speedup_eager=result.speedup_eager,
-        speedup_compile=(result.baselines.get("compile_ms") / result.latency_ms) if result.latency_ms and result.baselines.get("compile_ms") else None,
+        speedup_compile=result.speedup_compile,
     ))
+
+
+def _measured(result: EvalResult) -> dict[str, Any]:
+    """The baselines and bandwidth facts of a result, as `_account` takes them."""
+    info: dict[str, Any] = dict(result.baselines.present())
+    if result.roofline is not None:
+        info.update(achieved_gbps=result.roofline.achieved_gbps, copy_bandwidth_gbps=result.roofline.copy_bandwidth_gbps)
+    return info
 
 
 def run_tasks(
