@@ -67,6 +67,9 @@ class CompileReport:
 class Backend(Protocol):
     name: str
     language: str  # what the kernel itself is written in, for prompts and static checks
+    title: str  # the target as prompts name it ("Triton", "CUDA C++")
+    prompt_rules: str  # this backend's rules for a model writing a candidate, as prompt text
+    kernel_marker: str  # a regex matching candidate source that holds a kernel of this kind
 
     def mode(self) -> dict[str, Any]:
         """How this backend runs here: {'mode': ..., 'can_run': bool, 'detail': ...}."""

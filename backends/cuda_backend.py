@@ -112,6 +112,15 @@ class _NotBuilt:
 class CudaBackend:
     name = "cuda"
     language = "cuda-cpp"
+    title = "CUDA C++"
+    kernel_marker = r"__global__"  # a kernel of this kind in a candidate's source (for the LLM answer parser)
+    prompt_rules = """\
+CUDA rules:
+- Build the kernels with `torch.utils.cpp_extension.load_inline(name=..., cpp_sources=..., cuda_sources=..., functions=[...])`; the CUDA source is a Python string in the file and holds `__global__` kernels plus C++ launcher functions taking and returning `torch::Tensor`.
+- Build once, at module import, and call the built functions from `forward`.
+- In each launcher check device, dtype and contiguity (`TORCH_CHECK`), allocate outputs with `torch::empty`, compute the grid by ceiling division and launch on the current stream (`at::cuda::getCurrentCUDAStream()`); never create streams.
+- Accumulate reductions in float; use shared memory and warp shuffles where they pay; check bounds in every thread.
+"""
 
     def __init__(self) -> None:
         self.captured: list[dict[str, Any]] = []

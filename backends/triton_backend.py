@@ -43,6 +43,17 @@ def _describe_arg(value: Any) -> Any:
 class TritonBackend:
     name = "triton"
     language = "python-triton"
+    title = "Triton"
+    # A kernel of this kind in a candidate's source (the LLM answer parser tells whole files from pieces by it).
+    kernel_marker = r"@(?:triton\.)?jit\b"
+    prompt_rules = """\
+Triton rules:
+- `import triton` and `import triton.language as tl`; every kernel is a `@triton.jit` function defined at module level.
+- The kernel only computes offsets, loads, computes and stores; a Python launcher checks the inputs, allocates outputs and launches on a grid built with `triton.cdiv`.
+- Name pointer arguments `*_ptr`, pass strides explicitly (`stride_*`), make block sizes `tl.constexpr`.
+- Mask every `tl.load` and `tl.store`. Load fp16/bf16 values and convert them to `tl.float32` before arithmetic; accumulate reductions in fp32 and cast when storing.
+- Stay within the language of Triton 3.x (no experimental or brand-new APIs): the kernel must run on Triton 3.6 and later.
+"""
 
     def __init__(self) -> None:
         self._specs: dict[tuple[str, str], dict[str, Any]] = {}

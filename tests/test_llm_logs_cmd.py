@@ -65,3 +65,45 @@ def test_logs_missing_database(tmp_path):
 def test_logs_has_help():
     result = CliRunner().invoke(_app(), ["logs", "--help"])
     assert result.exit_code == 0 and "--run" in result.stdout and "--json" in result.stdout
+
+
+def _store_with_a_parsed_call() -> FakeLog:
+    log = FakeLog()
+    log.log_llm_call(
+        provider="openai", model="qwen3", response_text="<think>\nplan\n</think>\n```triton\n...\n```",
+        prompt={"system": "SYSTEM-RULES", "messages": [{"role": "user", "content": [
+            {"type": "text", "text": "TASK-PART", "cache_control": {"type": "ephemeral"}},
+            {"type": "text", "text": "VARIABLE-PART"}]}],
+            "finish_reason": "stop", "cached_tokens_in": 800, "reasoning_tokens": 40,
+            "parse": {"outcome": "candidate", "source": "answer", "decision": "took block 1: the last whole module",
+                      "chosen": [1], "blocks": [{"index": 1, "language": "triton", "lines": [4, 6],
+                                                  "role": "whole module", "detail": ""}],
+                      "reasoning_sections": 1, "reasoning_chars": 5, "notes": []}},
+        tokens_in=1000, tokens_out=90, cost_usd=None, latency_ms=10.0, run_id=1, step_id=None, error=None,
+    )
+    return log
+
+
+def test_logs_table_shows_how_each_answer_was_read(tmp_path, monkeypatch):
+    db = tmp_path / "memory.db"
+    db.touch()
+    monkeypatch.setattr(logs_cmd, "_open_store", lambda path: _store_with_a_parsed_call())
+    monkeypatch.setenv("COLUMNS", "200")
+    result = CliRunner().invoke(_app(), ["logs", "--memory", str(db)])
+    assert result.exit_code == 0, result.output
+    assert "block 1 of 1" in result.stdout
+
+
+def test_logs_one_call_in_full(tmp_path, monkeypatch):
+    db = tmp_path / "memory.db"
+    db.touch()
+    monkeypatch.setattr(logs_cmd, "_open_store", lambda path: _store_with_a_parsed_call())
+    result = CliRunner().invoke(_app(), ["logs", "--memory", str(db), "--call", "1"])
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    assert "parse: candidate from the answer: took block 1" in out
+    assert "*block 1 ```triton lines 4-6: whole module" in out
+    assert "in 1000 (cached 800), out 90 (reasoning 40)" in out
+    assert out.index("SYSTEM-RULES") < out.index("TASK-PART") < out.index("VARIABLE-PART") < out.index("--- answer ---")
+    missing = CliRunner().invoke(_app(), ["logs", "--memory", str(db), "--call", "9"])
+    assert missing.exit_code == 1 and "no LLM call with id 9" in missing.stderr

@@ -128,3 +128,28 @@ def test_estimate_counter_is_reported(llm_env):
     report = build_prompt(_inputs(), counter=estimate).report
     assert report.counter == "estimate:chars/4" and not report.counter_exact
     assert any("estimate" in note for note in report.notes)
+
+
+class ToyBackend:
+    """A plugin backend that brings its own prompt rules."""
+
+    name = "toy"
+    language = "toy-lang"
+    title = "Toy Accelerator"
+    prompt_rules = "Toy rules:\n- Every kernel is decorated with `@toy.kernel`.\n"
+    kernel_marker = r"@toy\.kernel"
+
+
+def test_plugin_backend_brings_its_rules(llm_env, monkeypatch):
+    import backends._backend as registry
+    from evokernel.llm._prompts import backend_prompt_facts
+
+    known = registry._entry_points()
+    monkeypatch.setattr(registry, "_entry_points", lambda: {**known, "toy": "test_llm_prompts:ToyBackend"})
+    backend_prompt_facts.cache_clear()
+    try:
+        prompt = build_prompt(_inputs(backend="toy", stage="draft", start_point=None))
+        assert "Toy Accelerator kernels" in prompt.system and "`@toy.kernel`" in prompt.system
+        assert "Triton rules" not in prompt.system
+    finally:
+        backend_prompt_facts.cache_clear()

@@ -68,7 +68,8 @@ def test_anthropic_success_wire_format(server, llm_env):
     assert out.finish_reason == "end_turn" and not out.truncated
     (request,) = server.requests
     assert request.path == "/v1/messages"
-    assert request.body["system"] == "rules"
+    # The system prompt is the stable prefix: sent as a block marked for prompt caching.
+    assert request.body["system"] == [{"type": "text", "text": "rules", "cache_control": {"type": "ephemeral"}}]
     assert request.body["max_tokens"] == 64
     # SDK releases differ in how they send the key; either header is the key.
     sent = request.headers.get("x-api-key") or request.headers.get("authorization", "")

@@ -36,6 +36,18 @@ def _without_python_comments(source: str) -> str:
 class AscendCBackend:
     name = "ascendc"
     language = "ascendc"
+    title = "Ascend C"
+    kernel_marker = r"__aicore__"  # a kernel of this kind in a candidate's source (for the LLM answer parser)
+    prompt_rules = """\
+Ascend C rules:
+- The answer is still one Python file. Put the Ascend C source in a module-level string `KERNEL_SOURCE = r\"\"\"...\"\"\"`.
+- Build it with `from backends.ascendc import load_inline` and `ops = load_inline(name="...", source=KERNEL_SOURCE, functions=["kernel_name", ...])`, once, at import or in `__init__`.
+- In `forward`, allocate outputs with `torch.empty` and launch with `ops.kernel_name(*tensors_and_scalars, block_dim=N)`: tensors arrive in the kernel as `GM_ADDR` arguments and scalars as plain integer or float parameters, in the order you pass them.
+- The source starts with `#include "kernel_operator.h"` and has one `extern "C" __global__ __aicore__ void kernel_name(...)` entry per launched function.
+- Use the Ascend C vector programming model: `AscendC::TPipe`, `TQue<QuePosition::VECIN/VECOUT, depth>`, `GlobalTensor`/`LocalTensor`, `AllocTensor`/`EnQue`/`DeQue`/`FreeTensor`, `DataCopy`, vector instructions such as `Add`, `Mul`, `Exp`, `Muls`, `ReduceMax`; split the work across cores with `GetBlockIdx()` and handle the tail.
+- Use only APIs you are certain exist (the API notes below are authoritative); invented APIs are the most common reason Ascend C fails to compile.
+- Every `DataCopy` moves a multiple of 32 bytes; everything a core keeps in the Unified Buffer must fit in 192 KB; every `DeQue` matches an `EnQue`, and a queue never holds more tensors than its depth.
+"""
 
     def __init__(self) -> None:
         self._compile_only = False

@@ -32,10 +32,12 @@ def _render_table(rows: list[dict]) -> None:
     for name, justify in (
         ("id", "right"), ("time (UTC)", "left"), ("run", "right"), ("step", "right"),
         ("model", "left"), ("in", "right"), ("out", "right"), ("cost $", "right"),
-        ("ms", "right"), ("error", "left"),
+        ("ms", "right"), ("parse", "left"), ("error", "left"),
     ):
         # Model names are what one scans for: never wrap them.
         table.add_column(name, justify=justify, no_wrap=name == "model")  # type: ignore[arg-type]
+
+    from evokernel.llm import parse_summary
 
     def cell(value: Any, fmt: str = "{}") -> str:
         return "" if value is None else fmt.format(value)
@@ -51,6 +53,7 @@ def _render_table(rows: list[dict]) -> None:
             cell(row.get("tokens_out")),
             cell(row.get("cost_usd"), "{:.4f}"),
             cell(row.get("latency_ms"), "{:.0f}"),
+            parse_summary(row),
             cell(row.get("error"))[:60],
         )
     Console().print(table)
@@ -65,11 +68,15 @@ def register(app: typer.Typer) -> None:
         run: Annotated[Optional[int], typer.Option("--run", help="Only calls of this run (its id).")] = None,
         limit: Annotated[int, typer.Option("--limit", min=1, help="Most recent N calls.")] = 20,
         as_json: Annotated[bool, typer.Option("--json", help="Print JSON only.")] = False,
+        call: Annotated[
+            Optional[int],
+            typer.Option("--call", min=1, help="Show one call in full: prompt as sent, answer, how it was parsed."),
+        ] = None,
     ) -> None:
         """List the LLM calls logged in the memory database, newest first."""
         from rich.console import Console
 
-        from evokernel.llm import mask_obj
+        from evokernel.llm import format_call, mask_obj
 
         err = Console(stderr=True)
         path = memory or _default_memory_path()
@@ -77,14 +84,20 @@ def register(app: typer.Typer) -> None:
             err.print(f"no memory database at {path}", style="red", markup=False)
             raise typer.Exit(1)
         try:
-            # The store lists oldest first; we want the newest `limit`.
-            rows = _open_store(path).llm_calls(run_id=run)[-limit:]
+            rows = _open_store(path).llm_calls(run_id=run)  # oldest first
         except ValueError as exc:  # MemoryStoreError: an unusable file or bad id
             err.print(str(exc), style="red", markup=False)
             raise typer.Exit(1) from exc
-        rows.reverse()
-        # Masked again on the way out: the database may predate the masking.
-        rows = [mask_obj(dict(row)) for row in rows]
+        if call is not None:
+            found = [r for r in rows if r.get("id") == call]
+            if not found:
+                err.print(f"no LLM call with id {call} in {path}", style="red", markup=False)
+                raise typer.Exit(1)
+            # Masked again on the way out: the database may predate the masking.
+            one = mask_obj(dict(found[0]))
+            typer.echo(json.dumps(one, indent=2, default=str) if as_json else format_call(one))
+            return
+        rows = [mask_obj(dict(row)) for row in reversed(rows[-limit:])]
         if as_json:
             typer.echo(json.dumps(rows, indent=2, default=str))
         else:

@@ -7,9 +7,22 @@ the answer into a candidate (`parse_candidate`). Providers are plugins in the
 `evokernel.providers` entry-point group; SDKs load only when one is built.
 """
 
+from ._calls import format_call, parse_summary
 from ._client import CallLog, LLMClient, request_hash
-from ._parse import Candidate, CodeBlock, ParseError, extract_blocks, parse_candidate, split_files
-from ._prices import BUILTIN_PRICES, PriceTable
+from ._parse import (
+    BlockNote,
+    BlockRole,
+    Candidate,
+    CodeBlock,
+    ParseError,
+    ParseErrorKind,
+    ParseReport,
+    extract_blocks,
+    parse_candidate,
+    split_files,
+)
+from ._prices import BUILTIN_PRICES, Price, PriceTable
+from ._reasoning import ReasoningSplit, split_reasoning
 from ._prompts import (
     MemoryView,
     Prompt,
@@ -29,15 +42,16 @@ from ._registry import (
     unregister_provider,
 )
 from ._retry import RetryPolicy, call_with_retries
-from ._rules import BACKENDS, STAGES
+from ._rules import STAGES
 from ._secrets import mask_obj, mask_secrets
 from ._summary import StepFacts, StepSummary, facts_summary, summarize_step
 from ._tokens import TokenCounter, get_token_counter, seed_tiktoken_cache
 from ._types import Completion, LLMError, Provider, ProviderCallError
 
 __all__ = [
-    "BACKENDS",
     "BUILTIN_PRICES",
+    "BlockNote",
+    "BlockRole",
     "ENTRY_POINT_GROUP",
     "STAGES",
     "CallLog",
@@ -48,10 +62,14 @@ __all__ = [
     "LLMError",
     "MemoryView",
     "ParseError",
+    "ParseErrorKind",
+    "ParseReport",
+    "Price",
     "PriceTable",
     "Prompt",
     "PromptInputs",
     "PromptReport",
+    "ReasoningSplit",
     "Provider",
     "ProviderCallError",
     "RetryPolicy",
@@ -63,6 +81,7 @@ __all__ = [
     "call_with_retries",
     "extract_blocks",
     "facts_summary",
+    "format_call",
     "format_memory",
     "get_provider",
     "get_token_counter",
@@ -70,11 +89,13 @@ __all__ = [
     "mask_secrets",
     "parse_candidate",
     "parse_spec",
+    "parse_summary",
     "provider_names",
     "register_provider",
     "request_hash",
     "seed_tiktoken_cache",
     "split_files",
+    "split_reasoning",
     "summarize_step",
     "system_prompt",
     "unregister_provider",

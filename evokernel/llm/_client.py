@@ -13,7 +13,7 @@ import json
 import random
 import time
 from dataclasses import replace
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Callable, Protocol, runtime_checkable
 
 from ._prices import PriceTable
 from ._prompts import Prompt
@@ -26,7 +26,8 @@ DEFAULT_MAX_TOKENS = 8192
 DEFAULT_TEMPERATURE = 0.7
 
 # The fields of a Completion that a cache entry keeps; the rest describe the call.
-_CACHED_FIELDS = ("text", "tokens_in", "tokens_out", "finish_reason", "truncated", "model", "latency_ms")
+_CACHED_FIELDS = ("text", "tokens_in", "tokens_out", "finish_reason", "truncated", "model", "latency_ms",
+                  "reasoning", "reasoning_tokens", "cached_tokens_in", "cache_write_tokens")
 
 
 @runtime_checkable
@@ -134,7 +135,10 @@ class LLMClient:
         step_id: Any = None,
         cache_salt: str | None = None,
         log_extra: dict | None = None,
+        annotate: Callable[[Completion], dict] | None = None,
     ) -> Completion:
+        """One call. `annotate(completion)` runs before the call is logged and its
+        dict is logged with it (the policy records its parse decisions this way)."""
         params = {
             "max_tokens": self.max_tokens if max_tokens is None else max_tokens,
             "temperature": self.temperature if temperature is None else temperature,
@@ -159,7 +163,7 @@ class LLMClient:
                 completion = Completion(
                     **{f: hit.get(f) for f in _CACHED_FIELDS}, cost_usd=0.0, cached=True, attempts=0
                 )
-                call_id = self._log(record | {"cache_hit": True}, completion, run_id, step_id)
+                call_id = self._log(record | {"cache_hit": True}, completion, run_id, step_id, annotate=annotate)
                 return replace(completion, call_id=call_id)
 
         start = time.perf_counter()
@@ -188,17 +192,18 @@ class LLMClient:
             )
             raise
 
-        cost = self.prices.cost_usd(
-            self.provider_name, self.model, completion.tokens_in, completion.tokens_out
-        )
-        if cost is None and completion.model != self.model:
+        cost = None
+        for model in dict.fromkeys((self.model, completion.model)):
             cost = self.prices.cost_usd(
-                self.provider_name, completion.model, completion.tokens_in, completion.tokens_out
+                self.provider_name, model, completion.tokens_in, completion.tokens_out,
+                cached_in=completion.cached_tokens_in, cache_write=completion.cache_write_tokens,
             )
+            if cost is not None:
+                break
         completion = replace(completion, cost_usd=cost, attempts=attempts)
         if self.cache:
             self._cache_put(key, {f: getattr(completion, f) for f in _CACHED_FIELDS})
-        call_id = self._log(record | {"attempts": attempts}, completion, run_id, step_id)
+        call_id = self._log(record | {"attempts": attempts}, completion, run_id, step_id, annotate=annotate)
         return replace(completion, call_id=call_id)
 
     def _cache_get(self, key: str) -> dict | None:
@@ -217,6 +222,7 @@ class LLMClient:
         *,
         error: str | None = None,
         latency_ms: float | None = None,
+        annotate: Callable[[Completion], dict] | None = None,
     ) -> int | None:
         if completion is not None:
             record = record | {
@@ -224,6 +230,15 @@ class LLMClient:
                 "truncated": completion.truncated,
                 "response_model": completion.model,
             }
+            # The reasoning is kept with the call (its tokens are in tokens_out), apart from the answer.
+            for name in ("reasoning", "reasoning_tokens", "cached_tokens_in", "cache_write_tokens"):
+                if getattr(completion, name) is not None:
+                    record[name] = getattr(completion, name)
+            if annotate is not None:
+                try:
+                    record = record | annotate(completion)
+                except Exception as exc:  # a bug in the annotation must not lose a paid answer
+                    logger.error("annotating the LLM call failed: %s", exc)
             if completion.tokens_in is None or completion.tokens_out is None:
                 # Some local servers omit usage; the log's token columns are
                 # required, so 0 goes there and this flag says it is unknown.

@@ -10,6 +10,7 @@ since the value update must credit only the memories the model actually saw.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from typing import Sequence
@@ -123,20 +124,25 @@ def _fmt_x(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.3g}x"
 
 
+@functools.lru_cache(maxsize=None)
+def backend_prompt_facts(backend: str) -> tuple[str, str]:
+    """(title, rules) of a backend as it describes itself; a plugin without them gets its name and no rules."""
+    from backends import UnknownBackend, get_backend
+
+    try:
+        impl = get_backend(backend)
+    except UnknownBackend as exc:
+        raise ValueError(str(exc)) from exc
+    return getattr(impl, "title", None) or backend, (getattr(impl, "prompt_rules", None) or "").rstrip()
+
+
 def system_prompt(backend: str, stage: str) -> str:
-    if backend not in _rules.BACKENDS:
-        raise ValueError(f"unknown backend {backend!r}; expected one of {_rules.BACKENDS}")
     if stage not in _rules.STAGES:
         raise ValueError(f"unknown stage {stage!r}; expected one of {_rules.STAGES}")
-    return "\n\n".join(
-        [
-            _rules.ROLE.format(backend_title=_rules.BACKEND_TITLES[backend]),
-            _rules.CONTRACT.rstrip(),
-            _rules.BACKEND_RULES[backend].rstrip(),
-            _rules.STAGE_GOALS[stage],
-            _rules.ANSWER_FORMAT.rstrip(),
-        ]
-    )
+    title, rules = backend_prompt_facts(backend)
+    parts = [_rules.ROLE.format(backend_title=title), _rules.CONTRACT.rstrip(), rules,
+             _rules.STAGE_GOALS[stage], _rules.ANSWER_FORMAT.rstrip()]
+    return "\n\n".join(p for p in parts if p)
 
 
 def format_memory(memory: MemoryView) -> str:

@@ -101,12 +101,36 @@ def _translate(sdk: Any, exc: BaseException) -> ProviderCallError | None:
     return None
 
 
+def _text_of(content: Any) -> str:
+    """A message's content as plain text: parts (Anthropic-style blocks) joined."""
+    if isinstance(content, str):
+        return content
+    return "\n\n".join(part.get("text", "") for part in content if isinstance(part, dict))
+
+
+def _plain_messages(messages: list[dict]) -> list[dict]:
+    """Messages with string content, for servers that take nothing else."""
+    return [{"role": m["role"], "content": _text_of(m["content"])} for m in messages]
+
+
+def _int_or_none(value: Any) -> int | None:
+    return value if isinstance(value, int) else None
+
+
 class OpenAIProvider:
     """OpenAI chat completions, or any server speaking that wire format.
 
     `OPENAI_BASE_URL` points it at vLLM, Ollama, llama.cpp or a gateway. The
     key comes from `OPENAI_API_KEY`; without one, a dummy key is used when a
     base URL is set or `EVOKERNEL_OPENAI_ALLOW_NO_KEY=1`.
+
+    `reasoning_effort` goes to reasoning models as the SDK's parameter of that
+    name. OpenAI caches prompt prefixes by itself; what keeps it hitting is a
+    prefix that does not change between calls (the prompt builder puts the
+    stable parts first) and, on the official API, `prompt_cache_key`, which
+    routes requests with the same prefix together. A separate reasoning field
+    (`reasoning_content` from vLLM and DeepSeek, `reasoning` from others) is
+    read back into `Completion.reasoning`.
     """
 
     name = "openai"
@@ -119,6 +143,8 @@ class OpenAIProvider:
         timeout_s: float = DEFAULT_TIMEOUT_S,
         max_tokens_param: str | None = None,
         send_temperature: bool | None = None,
+        reasoning_effort: str | None = None,
+        prompt_cache_key: bool | None = None,
     ) -> None:
         self.model = model
         self.base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
@@ -132,7 +158,10 @@ class OpenAIProvider:
         )
         if send_temperature is None:
             send_temperature = bool(self.base_url) or not _OPENAI_REASONING.match(model)
-        self.send_temperature = send_temperature
+        self.send_temperature = send_temperature and reasoning_effort is None
+        self.reasoning_effort = reasoning_effort
+        # Local servers may reject parameters they do not know; the key only helps OpenAI's routing.
+        self.prompt_cache_key = (not self.base_url) if prompt_cache_key is None else prompt_cache_key
 
         import openai  # lazy: see module docstring
 
@@ -147,15 +176,18 @@ class OpenAIProvider:
     def complete(
         self, messages: list[dict], *, system: str, max_tokens: int, temperature: float
     ) -> Completion:
+        plain = _plain_messages(messages)
         kwargs: dict[str, Any] = {
             "model": self.model,
-            "messages": [{"role": "system", "content": system}, *messages]
-            if system
-            else list(messages),
+            "messages": [{"role": "system", "content": system}, *plain] if system else plain,
             self.max_tokens_param: max_tokens,
         }
         if self.send_temperature:
             kwargs["temperature"] = temperature
+        if self.reasoning_effort:
+            kwargs["reasoning_effort"] = self.reasoning_effort
+        if self.prompt_cache_key:
+            kwargs["prompt_cache_key"] = _cache_key(system, messages)
         response, latency_ms = _timed_call(
             self._sdk, lambda: self._client.chat.completions.create(**kwargs)
         )
@@ -165,22 +197,56 @@ class OpenAIProvider:
                 "response has no choices", status="malformed_response", retryable=False
             )
         choice = choices[0]
+        message = choice.message
         usage = getattr(response, "usage", None)  # some local servers omit it
+        prompt_details = getattr(usage, "prompt_tokens_details", None)
+        out_details = getattr(usage, "completion_tokens_details", None)
+        reasoning = None
+        if message is not None:
+            reasoning = getattr(message, "reasoning_content", None) or getattr(message, "reasoning", None)
         finish = choice.finish_reason
         return Completion(
-            text=(choice.message.content if choice.message else None) or "",
+            text=(message.content if message else None) or "",
             tokens_in=getattr(usage, "prompt_tokens", None),
             tokens_out=getattr(usage, "completion_tokens", None),
             finish_reason=finish,
             truncated=finish == "length",
             model=getattr(response, "model", None) or self.model,
             latency_ms=latency_ms,
+            reasoning=reasoning if isinstance(reasoning, str) and reasoning else None,
+            reasoning_tokens=_int_or_none(getattr(out_details, "reasoning_tokens", None)),
+            cached_tokens_in=_int_or_none(getattr(prompt_details, "cached_tokens", None)),
         )
+
+
+def _cache_key(system: str, messages: list[dict]) -> str:
+    """A routing key from the cached prefix: the system prompt and the first marked part."""
+    import hashlib
+
+    prefix = [system]
+    for message in messages:
+        content = message["content"]
+        if isinstance(content, list):
+            for part in content:
+                prefix.append(part.get("text", ""))
+                if part.get("cache_control"):
+                    return "evokernel-" + hashlib.sha256("\0".join(prefix).encode()).hexdigest()[:32]
+        break
+    return "evokernel-" + hashlib.sha256(system.encode()).hexdigest()[:32]
 
 
 class AnthropicProvider:
     """Anthropic messages API. Key from `ANTHROPIC_API_KEY` (or
-    `ANTHROPIC_AUTH_TOKEN`), endpoint from `ANTHROPIC_BASE_URL`."""
+    `ANTHROPIC_AUTH_TOKEN`), endpoint from `ANTHROPIC_BASE_URL`.
+
+    Prompt caching: the system prompt goes as a text block marked
+    `cache_control`, and message parts the prompt builder marked (the task's
+    stable prefix; in a multi-turn conversation, the last earlier turn) keep
+    their marks, so the repeated prefix is billed at the cache-read price.
+    `thinking_tokens` turns on extended thinking with that budget; the answer
+    keeps its own `max_tokens` on top. Thinking blocks come back as
+    `Completion.reasoning`.
+    """
 
     name = "anthropic"
 
@@ -190,6 +256,8 @@ class AnthropicProvider:
         *,
         base_url: str | None = None,
         timeout_s: float = DEFAULT_TIMEOUT_S,
+        thinking_tokens: int | None = None,
+        prompt_caching: bool = True,
     ) -> None:
         self.model = model
         self.base_url = base_url or os.environ.get("ANTHROPIC_BASE_URL") or None
@@ -197,6 +265,11 @@ class AnthropicProvider:
         token = os.environ.get("ANTHROPIC_AUTH_TOKEN")
         if not key and not token:
             key = _dummy_key_or_fail(self.name, model, self.base_url)
+        if thinking_tokens is not None and thinking_tokens < 1024:
+            raise LLMError(f"thinking_tokens must be at least 1024 (Anthropic's minimum), got {thinking_tokens}",
+                           provider=self.name, model=model, status="bad_option")
+        self.thinking_tokens = thinking_tokens
+        self.prompt_caching = prompt_caching
 
         import anthropic  # lazy: see module docstring
 
@@ -218,17 +291,35 @@ class AnthropicProvider:
     def __repr__(self) -> str:
         return f"AnthropicProvider(model={self.model!r}, base_url={self.base_url!r})"
 
+    def _messages(self, messages: list[dict]) -> list[dict]:
+        out = []
+        for m in messages:
+            content = m["content"]
+            if isinstance(content, list):
+                content = [
+                    {k: v for k, v in part.items() if self.prompt_caching or k != "cache_control"}
+                    for part in content
+                ]
+            out.append({"role": m["role"], "content": content})
+        return out
+
     def complete(
         self, messages: list[dict], *, system: str, max_tokens: int, temperature: float
     ) -> Completion:
         kwargs: dict[str, Any] = {
             "model": self.model,
-            "messages": list(messages),
-            "max_tokens": max_tokens,
+            "messages": self._messages(messages),
+            "max_tokens": max_tokens + (self.thinking_tokens or 0),
         }
         if system:
-            kwargs["system"] = system
-        if self._accepts_temperature:
+            kwargs["system"] = (
+                [{"type": "text", "text": system, "cache_control": {"type": "ephemeral"}}]
+                if self.prompt_caching else system
+            )
+        if self.thinking_tokens:
+            # Extended thinking allows no temperature but the default.
+            kwargs["thinking"] = {"type": "enabled", "budget_tokens": self.thinking_tokens}
+        elif self._accepts_temperature:
             kwargs["temperature"] = temperature
         response, latency_ms = _timed_call(
             self._sdk, lambda: self._client.messages.create(**kwargs)
@@ -241,14 +332,25 @@ class AnthropicProvider:
         text = "".join(
             getattr(block, "text", "") for block in content if getattr(block, "type", "") == "text"
         )
+        thinking = "\n\n".join(
+            getattr(block, "thinking", "") or "" for block in content if getattr(block, "type", "") == "thinking"
+        )
         usage = getattr(response, "usage", None)
+        plain_in = _int_or_none(getattr(usage, "input_tokens", None))
+        read = _int_or_none(getattr(usage, "cache_read_input_tokens", None)) or 0
+        written = _int_or_none(getattr(usage, "cache_creation_input_tokens", None)) or 0
         stop = getattr(response, "stop_reason", None)
         return Completion(
             text=text,
-            tokens_in=getattr(usage, "input_tokens", None),
+            # Anthropic's input_tokens leaves out what was read from or written to
+            # the cache; tokens_in is the whole prompt, as for every provider.
+            tokens_in=None if plain_in is None else plain_in + read + written,
             tokens_out=getattr(usage, "output_tokens", None),
             finish_reason=stop,
             truncated=stop == "max_tokens",
             model=getattr(response, "model", None) or self.model,
             latency_ms=latency_ms,
+            reasoning=thinking or None,
+            cached_tokens_in=read if usage is not None else None,
+            cache_write_tokens=written if usage is not None else None,
         )

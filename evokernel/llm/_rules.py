@@ -1,12 +1,13 @@
-"""The words of the system prompt: shared rules, per-backend rules, stage goals.
+"""The words of the system prompt that every backend shares: role, contract, stage goals.
 
-Kept apart from the builder so that prompt wording can be tuned (and diffed)
-without touching the trimming logic.
+Each backend's own rules are the backend's to say (`Backend.prompt_rules`,
+`Backend.title`), so a plugin backend brings its rules with it. Kept apart
+from the builder so that prompt wording can be tuned (and diffed) without
+touching the trimming logic.
 """
 
 from __future__ import annotations
 
-BACKENDS = ("triton", "cuda", "ascendc")
 STAGES = ("draft", "refine")
 
 ROLE = (
@@ -24,36 +25,6 @@ The contract your answer is checked against:
 - Do not call, import or subclass `Model`. No try/except fallbacks, no threads or processes, no extra streams, no changes to timers or synchronisation, no caching of outputs between calls, no tensor subclasses.
 - Guard every memory access against the bounds of the data: sizes need not be multiples of your block size.
 """
-
-BACKEND_RULES: dict[str, str] = {
-    "triton": """\
-Triton rules:
-- `import triton` and `import triton.language as tl`; every kernel is a `@triton.jit` function defined at module level.
-- The kernel only computes offsets, loads, computes and stores; a Python launcher checks the inputs, allocates outputs and launches on a grid built with `triton.cdiv`.
-- Name pointer arguments `*_ptr`, pass strides explicitly (`stride_*`), make block sizes `tl.constexpr`.
-- Mask every `tl.load` and `tl.store`. Load fp16/bf16 values and convert them to `tl.float32` before arithmetic; accumulate reductions in fp32 and cast when storing.
-- Stay within the language of Triton 3.x (no experimental or brand-new APIs): the kernel must run on Triton 3.6 and later.
-""",
-    "cuda": """\
-CUDA rules:
-- Build the kernels with `torch.utils.cpp_extension.load_inline(name=..., cpp_sources=..., cuda_sources=..., functions=[...])`; the CUDA source is a Python string in the file and holds `__global__` kernels plus C++ launcher functions taking and returning `torch::Tensor`.
-- Build once, at module import, and call the built functions from `forward`.
-- In each launcher check device, dtype and contiguity (`TORCH_CHECK`), allocate outputs with `torch::empty`, compute the grid by ceiling division and launch on the current stream (`at::cuda::getCurrentCUDAStream()`); never create streams.
-- Accumulate reductions in float; use shared memory and warp shuffles where they pay; check bounds in every thread.
-""",
-    "ascendc": """\
-Ascend C rules:
-- The answer is still one Python file. Put the Ascend C source in a module-level string `KERNEL_SOURCE = r\"\"\"...\"\"\"`.
-- Build it with `from backends.ascendc import load_inline` and `ops = load_inline(name="...", source=KERNEL_SOURCE, functions=["kernel_name", ...])`, once, at import or in `__init__`.
-- In `forward`, allocate outputs with `torch.empty` and launch with `ops.kernel_name(*tensors_and_scalars, block_dim=N)`: tensors arrive in the kernel as `GM_ADDR` arguments and scalars as plain integer or float parameters, in the order you pass them.
-- The source starts with `#include "kernel_operator.h"` and has one `extern "C" __global__ __aicore__ void kernel_name(...)` entry per launched function.
-- Use the Ascend C vector programming model: `AscendC::TPipe`, `TQue<QuePosition::VECIN/VECOUT, depth>`, `GlobalTensor`/`LocalTensor`, `AllocTensor`/`EnQue`/`DeQue`/`FreeTensor`, `DataCopy`, vector instructions such as `Add`, `Mul`, `Exp`, `Muls`, `ReduceMax`; split the work across cores with `GetBlockIdx()` and handle the tail.
-- Use only APIs you are certain exist (the API notes below are authoritative); invented APIs are the most common reason Ascend C fails to compile.
-- Every `DataCopy` moves a multiple of 32 bytes; everything a core keeps in the Unified Buffer must fit in 192 KB; every `DeQue` matches an `EnQue`, and a queue never holds more tensors than its depth.
-""",
-}
-
-BACKEND_TITLES = {"triton": "Triton", "cuda": "CUDA C++", "ascendc": "Ascend C"}
 
 STAGE_GOALS: dict[str, str] = {
     "draft": (

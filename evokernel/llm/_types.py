@@ -18,8 +18,17 @@ class Completion:
 
     `truncated` is the provider-neutral reading of `finish_reason` ("length" for
     OpenAI, "max_tokens" for Anthropic): the parser needs it to tell a cut-off
-    answer from one that simply has no code. The last four fields are filled
-    by `LLMClient`, not by providers.
+    answer from one that simply has no code.
+
+    `reasoning` is the provider's separate reasoning (OpenAI-compatible
+    servers' `reasoning_content`/`reasoning`, Anthropic's thinking blocks):
+    kept for the record, never searched for code unless the answer holds none.
+    `tokens_out` includes reasoning tokens (they are billed);
+    `reasoning_tokens` says how many, where the provider reports it.
+    `cached_tokens_in` is the part of `tokens_in` read from the provider's
+    prompt cache and `cache_write_tokens` the part written to it (Anthropic
+    bills both apart from plain input). The fields from `cost_usd` on are
+    filled by `LLMClient`, not by providers.
     """
 
     text: str
@@ -29,6 +38,10 @@ class Completion:
     truncated: bool
     model: str
     latency_ms: float
+    reasoning: str | None = None
+    reasoning_tokens: int | None = None
+    cached_tokens_in: int | None = None
+    cache_write_tokens: int | None = None
     cost_usd: float | None = None
     cached: bool = False
     attempts: int = 1

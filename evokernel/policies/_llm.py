@@ -28,7 +28,8 @@ class LLMPolicy:
         self.token_budget = token_budget
 
     def propose(self, ctx: StepContext) -> Proposal:
-        from evokernel.llm import LLMError, MemoryView, ParseError, PromptInputs, StartPoint, build_prompt, parse_candidate
+        from evokernel.llm import (Candidate, LLMError, MemoryView, ParseError, PromptInputs, StartPoint, build_prompt,
+                                   parse_candidate)
 
         views = [
             MemoryView(kind=m.kind, title=_title(m), content=m.content, status=m.status, latency_ms=m.latency_ms,
@@ -53,19 +54,44 @@ class LLMPolicy:
             token_budget=self.token_budget, model=self.client.model,
         )
         shown = tuple(views[i].id for i in prompt.report.included_memories if views[i].id is not None)
+        marker = getattr(_backend(ctx.backend), "kernel_marker", None)
+        parsed: list[Candidate | ParseError] = []
+
+        def parse(completion) -> dict:
+            # Parsed before the call is logged, so the log row carries the decisions too.
+            try:
+                parsed.append(parse_candidate(
+                    completion.text, reasoning=completion.reasoning, finish_reason=completion.finish_reason,
+                    truncated=completion.truncated, kernel_marker=marker, max_tokens=self.client.max_tokens,
+                ))
+            except ParseError as exc:
+                parsed.append(exc)
+            return {"parse": parsed[-1].report.as_dict()} if parsed[-1].report else {}
+
         try:
-            completion = self.client.ask(prompt, run_id=ctx.run_id)
+            completion = self.client.ask(prompt, run_id=ctx.run_id, annotate=parse)
         except LLMError as exc:
             return Proposal(None, error=f"LLM call failed: {exc}", used_memory_ids=shown)
         usage = dict(tokens_in=completion.tokens_in or 0, tokens_out=completion.tokens_out or 0, cost_usd=completion.cost_usd)
-        try:
-            candidate = parse_candidate(completion.text, finish_reason=completion.finish_reason, truncated=completion.truncated)
-        except ParseError as exc:
-            return Proposal(None, error=exc.feedback, used_memory_ids=shown, **usage)
+        outcome = parsed[-1] if parsed else ParseError("no_code", "answer not parsed", "Your previous answer was not read.")
+        extra = {"model": self.name, "call_id": completion.call_id}
+        if outcome.report is not None:
+            extra["parse"] = outcome.report.as_dict()
+        if isinstance(outcome, ParseError):
+            return Proposal(None, error=outcome.feedback, extra=extra, used_memory_ids=shown, **usage)
         return Proposal(
-            candidate.code,
+            outcome.code,
             key_text=f"{ctx.task_name} {ctx.category} {ctx.backend}\n{ctx.stage} by {self.name}",
-            extra={"model": self.name, "call_id": completion.call_id},
+            extra=extra,
             used_memory_ids=shown,
             **usage,
         )
+
+
+def _backend(name: str):
+    from backends import UnknownBackend, get_backend
+
+    try:
+        return get_backend(name)
+    except UnknownBackend:
+        return None
