@@ -87,6 +87,35 @@ def _parse_param(text: str, entry: str, position: int) -> Param:
     return Param(name, ctype, False, bare)
 
 
+# Kernel types (the values kernel_operator.h's KERNEL_TYPE_* macros and the launch wrapper use).
+KERNEL_TYPES = {"KERNEL_TYPE_AIV_ONLY": 0, "KERNEL_TYPE_AIC_ONLY": 1, "KERNEL_TYPE_MIX_AIC_1_2": 2,
+                "KERNEL_TYPE_MIX_AIC_1_1": 3, "KERNEL_TYPE_MIX_AIV_1_0": 4, "KERNEL_TYPE_MIX_AIC_1_0": 5}
+KERNEL_TYPE_NAMES = {v: k for k, v in KERNEL_TYPES.items()}
+_CUBE = re.compile(r"\b(?:Mmad|LoadData|LoadDataWithTranspose|Fixpipe|Nd2NzParams)\b|"
+                   r"\b(?:TPosition|QuePosition)::(?:A1|A2|B1|B2|C1|C2|CO1|TSCM)\b")
+_MATMUL_API = re.compile(r"\bREGIST_MATMUL_OBJ\b|\bMatmul\s*<")
+_VECTOR = re.compile(r"\b(?:TPosition|QuePosition)::VEC(?:IN|OUT|CALC)\b|\bTBuf\s*<\s*>|\bTBuf\s+\w")
+
+
+def kernel_type(source: str) -> int:
+    """Which cores a launch of this source occupies, as the NPU compiler decides it:
+    an explicit KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_...) wins; otherwise cube
+    work (Mmad, LoadData, Fixpipe, A1/B1/A2/B2/CO1 queues) with vector work is a
+    MIX kernel (one AIC and two AIVs per block), cube work alone an AIC-only
+    kernel, and the Matmul API a MIX kernel unless ASCENDC_CUBE_ONLY is defined."""
+    clean = strip_comments(source)
+    explicit = re.search(r"KERNEL_TASK_TYPE_DEFAULT\s*\(\s*(KERNEL_TYPE_\w+)\s*\)", clean)
+    if explicit and explicit.group(1) in KERNEL_TYPES:
+        return KERNEL_TYPES[explicit.group(1)]
+    if _MATMUL_API.search(clean):
+        return KERNEL_TYPES["KERNEL_TYPE_AIC_ONLY" if re.search(r"#\s*define\s+ASCENDC_CUBE_ONLY\b", clean)
+                            else "KERNEL_TYPE_MIX_AIC_1_2"]
+    cube, vector = bool(_CUBE.search(clean)), bool(_VECTOR.search(clean))
+    if cube and vector:
+        return KERNEL_TYPES["KERNEL_TYPE_MIX_AIC_1_2"]
+    return KERNEL_TYPES["KERNEL_TYPE_AIC_ONLY" if cube else "KERNEL_TYPE_AIV_ONLY"]
+
+
 def parse_entries(source: str, functions: list[str] | tuple[str, ...]) -> dict[str, Entry]:
     """Find each named `__global__ __aicore__ void NAME(...)` definition in the source."""
     clean = strip_comments(source)

@@ -14,5 +14,8 @@
 #include "evk_ascendc/vector.h"
 #include "evk_ascendc/cast.h"
 #include "evk_ascendc/reduce.h"
+#include "evk_ascendc/sync.h"
+#include "evk_ascendc/cube.h"
+#include "evk_ascendc/matmul.h"
 #include "evk_ascendc/debug.h"
 #include "evk_ascendc/runtime.h"

@@ -85,41 +85,134 @@ inline uint64_t round32(uint64_t n) { return (n + kBlockBytes - 1) / kBlockBytes
 namespace AscendC {
 
 // ---- DataCopy ----------------------------------------------------------------
+}  // namespace AscendC
+
+namespace evk {
+
+// Copy `count` elements to GM for the current core: plain, or added to what
+// is there when SetAtomicAdd is on (then other cores' adds are not a race).
+template <typename T>
+inline void gm_store(T* dst, const T* src, uint64_t count, Site site) {
+    if (core().atomic_add) {
+        std::vector<T> sum(count);
+        for (uint64_t i = 0; i < count; ++i) sum[i] = static_cast<T>(acc_t<T>(dst[i]) + acc_t<T>(src[i]));
+        gm_write(dst, sum.data(), count * sizeof(T), sizeof(T), site);
+    } else {
+        gm_write(dst, src, count * sizeof(T), sizeof(T), site);
+    }
+}
+
+// Which copy a DataCopy(local, gm) / DataCopy(gm, local) is, from the local
+// tensor's position; the ones the 910B has no path for are named with the call to use.
+enum class Path { UB, L1, NONE };
+
+template <typename T>
+inline Path gm_path(const AscendC::LocalTensor<T>& t, bool into_local, const char* api, Site site) {
+    t.check_live(site, api);
+    Phys p = phys(t);
+    if (p == Phys::UB) return Path::UB;
+    if (p == Phys::L1) return Path::L1;
+    std::string loc = t.where();
+    if (into_local && (p == Phys::L0A || p == Phys::L0B))
+        hazard("wrong_position",
+               std::string(api) + " into " + loc +
+                   ": DataCopy cannot fill L0A/L0B. Copy the matrix into L1 first (DataCopy(a1Local, aGm, "
+                   "Nd2NzParams{...}) for a row-major matrix), then LoadData(a2Local, a1Local, LoadData2DParams{...})",
+               site);
+    if (!into_local && p == Phys::L0C)
+        hazard("wrong_position",
+               std::string(api) + " from " + loc +
+                   ": results leave L0C with Fixpipe<T, float, CFG_ROW_MAJOR>(cGm, c1Local, FixpipeParamsV220{...}) "
+                   "(it also converts NZ to row-major and float to half)",
+               site);
+    hazard("wrong_position", std::string(api) + (into_local ? " into " : " from ") + loc +
+                                 ": the 910B has no DataCopy path between GM and that buffer (GM <-> UB and "
+                                 "GM <-> L1 only; L0C goes out with Fixpipe, L0A/L0B are filled with LoadData)",
+           site);
+}
+
+inline void count_gm_in(Path p, uint64_t bytes) {
+    CoreState& c = core();
+    if (p == Path::UB) {
+        c.gm_to_ub_bytes += bytes;
+        c.gm_to_ub_copies++;
+    } else {
+        c.gm_to_l1_bytes += bytes;
+        c.l1_copies++;
+    }
+}
+
+inline void count_gm_out(Path p, uint64_t bytes) {
+    CoreState& c = core();
+    if (p == Path::UB) {
+        c.ub_to_gm_bytes += bytes;
+        c.ub_to_gm_copies++;
+    } else {
+        c.l1_to_gm_bytes += bytes;
+    }
+}
+
+}  // namespace evk
+
+namespace AscendC {
+
 template <typename T>
 inline void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, uint32_t count,
                      evk::Site site = evk::Site()) {
-    evk::check_copy_len<T>(count, "DataCopy(GM->UB)", site);
-    dst.check_span(0, count, site, "DataCopy(GM->UB)", "the destination");
-    dst.check_aligned(site, "DataCopy(GM->UB)", "the destination");
-    src.check_span(0, count, site, "DataCopy(GM->UB)");
+    evk::Path path = evk::gm_path(dst, true, "DataCopy(GM->local)", site);
+    const char* api = path == evk::Path::UB ? "DataCopy(GM->UB)" : "DataCopy(GM->L1)";
+    evk::check_copy_len<T>(count, api, site);
+    dst.check_span(0, count, site, api, "the destination");
+    dst.check_aligned(site, api, "the destination");
+    src.check_span(0, count, site, api);
+    evk::gm_read(src.data_, count * sizeof(T), sizeof(T), site);
     std::memcpy(dst.data_, src.data_, count * sizeof(T));
-    evk::core().gm_to_ub_bytes += count * sizeof(T);
-    evk::core().gm_to_ub_copies++;
+    evk::count_gm_in(path, count * sizeof(T));
 }
 
 template <typename T>
 inline void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, uint32_t count,
                      evk::Site site = evk::Site()) {
-    evk::check_copy_len<T>(count, "DataCopy(UB->GM)", site);
-    src.check_span(0, count, site, "DataCopy(UB->GM)", "the source");
-    src.check_aligned(site, "DataCopy(UB->GM)", "the source");
-    dst.check_span(0, count, site, "DataCopy(UB->GM)");
-    evk::gm_write(dst.data_, src.data_, count * sizeof(T), sizeof(T), site);
-    evk::core().ub_to_gm_bytes += count * sizeof(T);
-    evk::core().ub_to_gm_copies++;
+    evk::Path path = evk::gm_path(src, false, "DataCopy(local->GM)", site);
+    const char* api = path == evk::Path::UB ? "DataCopy(UB->GM)" : "DataCopy(L1->GM)";
+    evk::check_copy_len<T>(count, api, site);
+    src.check_span(0, count, site, api, "the source");
+    src.check_aligned(site, api, "the source");
+    dst.check_span(0, count, site, api);
+    evk::gm_store(dst.data_, src.data_, count, site);
+    evk::count_gm_out(path, count * sizeof(T));
 }
 
 template <typename T>
 inline void DataCopy(const LocalTensor<T>& dst, const LocalTensor<T>& src, uint32_t count,
                      evk::Site site = evk::Site()) {
-    evk::check_copy_len<T>(count, "DataCopy(UB->UB)", site);
-    dst.check_span(0, count, site, "DataCopy(UB->UB)", "the destination");
-    src.check_span(0, count, site, "DataCopy(UB->UB)", "the source");
-    dst.check_aligned(site, "DataCopy(UB->UB)", "the destination");
-    src.check_aligned(site, "DataCopy(UB->UB)", "the source");
+    src.check_live(site, "DataCopy(local->local)");
+    dst.check_live(site, "DataCopy(local->local)");
+    evk::Phys ps = evk::phys(src), pd = evk::phys(dst);
+    const char* api = "DataCopy(UB->UB)";
+    if (ps == evk::Phys::L1 && pd == evk::Phys::BT) {
+        api = "DataCopy(C1->C2)";  // bias into the bias table
+    } else if (ps != evk::Phys::UB || pd != evk::Phys::UB) {
+        std::string hint = (ps == evk::Phys::L1 && (pd == evk::Phys::L0A || pd == evk::Phys::L0B))
+                               ? "L1 -> L0A/L0B is LoadData(dst, src, LoadData2DParams{...})"
+                               : "the 910B copies locally only UB -> UB and L1 (C1) -> bias table (C2); between a "
+                                 "vector core's UB and a cube core's L1 data goes through GM";
+        evk::hazard("wrong_position",
+                    std::string("DataCopy from ") + src.where() + " to " + dst.where() + ": no such path; " + hint,
+                    site);
+    }
+    evk::check_copy_len<T>(count, api, site);
+    dst.check_span(0, count, site, api, "the destination");
+    src.check_span(0, count, site, api, "the source");
+    dst.check_aligned(site, api, "the destination", pd == evk::Phys::BT ? 64 : evk::kBlockBytes);
+    src.check_aligned(site, api, "the source");
     std::memmove(dst.data_, src.data_, count * sizeof(T));
-    evk::core().ub_to_ub_bytes += count * sizeof(T);
-    evk::count_vector_elems("Copy", sizeof(T), count);
+    if (pd == evk::Phys::UB) {
+        evk::core().ub_to_ub_bytes += count * sizeof(T);
+        evk::count_vector_elems("Copy", sizeof(T), count);
+    } else {
+        evk::core().l1_to_l0_bytes += count * sizeof(T);
+    }
 }
 
 namespace detail {
@@ -134,34 +227,41 @@ inline evk::Bursts block_bursts(const DataCopyParams& p) {
 template <typename T>
 inline void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const DataCopyParams& p,
                      evk::Site site = evk::Site()) {
+    evk::Path path = evk::gm_path(dst, true, "DataCopy(GM->local, DataCopyParams)", site);
+    const char* api = path == evk::Path::UB ? "DataCopy(GM->UB, DataCopyParams)" : "DataCopy(GM->L1, DataCopyParams)";
     evk::Bursts b = detail::block_bursts<T>(p);
-    dst.check_span(0, b.dst_extent() / sizeof(T), site, "DataCopy(GM->UB, DataCopyParams)", "the destination");
-    dst.check_aligned(site, "DataCopy(GM->UB, DataCopyParams)", "the destination");
-    src.check_span(0, b.src_extent() / sizeof(T), site, "DataCopy(GM->UB, DataCopyParams)");
-    for (uint64_t i = 0; i < b.count; ++i)
-        std::memcpy(reinterpret_cast<uint8_t*>(dst.data_) + i * b.dst_pitch,
-                    reinterpret_cast<const uint8_t*>(src.data_) + i * b.src_pitch, b.len);
-    evk::core().gm_to_ub_bytes += b.count * b.len;
-    evk::core().gm_to_ub_copies++;
+    dst.check_span(0, b.dst_extent() / sizeof(T), site, api, "the destination");
+    dst.check_aligned(site, api, "the destination");
+    src.check_span(0, b.src_extent() / sizeof(T), site, api);
+    for (uint64_t i = 0; i < b.count; ++i) {
+        const uint8_t* from = reinterpret_cast<const uint8_t*>(src.data_) + i * b.src_pitch;
+        evk::gm_read(from, b.len, sizeof(T), site);
+        std::memcpy(reinterpret_cast<uint8_t*>(dst.data_) + i * b.dst_pitch, from, b.len);
+    }
+    evk::count_gm_in(path, b.count * b.len);
 }
 
 template <typename T>
 inline void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const DataCopyParams& p,
                      evk::Site site = evk::Site()) {
+    evk::Path path = evk::gm_path(src, false, "DataCopy(local->GM, DataCopyParams)", site);
+    const char* api = path == evk::Path::UB ? "DataCopy(UB->GM, DataCopyParams)" : "DataCopy(L1->GM, DataCopyParams)";
     evk::Bursts b = detail::block_bursts<T>(p);
-    src.check_span(0, b.src_extent() / sizeof(T), site, "DataCopy(UB->GM, DataCopyParams)", "the source");
-    src.check_aligned(site, "DataCopy(UB->GM, DataCopyParams)", "the source");
-    dst.check_span(0, b.dst_extent() / sizeof(T), site, "DataCopy(UB->GM, DataCopyParams)");
+    src.check_span(0, b.src_extent() / sizeof(T), site, api, "the source");
+    src.check_aligned(site, api, "the source");
+    dst.check_span(0, b.dst_extent() / sizeof(T), site, api);
     for (uint64_t i = 0; i < b.count; ++i)
-        evk::gm_write(reinterpret_cast<uint8_t*>(dst.data_) + i * b.dst_pitch,
-                      reinterpret_cast<const uint8_t*>(src.data_) + i * b.src_pitch, b.len, sizeof(T), site);
-    evk::core().ub_to_gm_bytes += b.count * b.len;
-    evk::core().ub_to_gm_copies++;
+        evk::gm_store(reinterpret_cast<T*>(reinterpret_cast<uint8_t*>(dst.data_) + i * b.dst_pitch),
+                      reinterpret_cast<const T*>(reinterpret_cast<const uint8_t*>(src.data_) + i * b.src_pitch),
+                      b.len / sizeof(T), site);
+    evk::count_gm_out(path, b.count * b.len);
 }
 
 template <typename T>
 inline void DataCopy(const LocalTensor<T>& dst, const LocalTensor<T>& src, const DataCopyParams& p,
                      evk::Site site = evk::Site()) {
+    evk::require_ub(src, "DataCopy(UB->UB, DataCopyParams)", "the source", site);
+    evk::require_ub(dst, "DataCopy(UB->UB, DataCopyParams)", "the destination", site);
     evk::Bursts b = detail::block_bursts<T>(p);
     src.check_span(0, b.src_extent() / sizeof(T), site, "DataCopy(UB->UB, DataCopyParams)", "the source");
     dst.check_span(0, b.dst_extent() / sizeof(T), site, "DataCopy(UB->UB, DataCopyParams)", "the destination");
@@ -181,6 +281,8 @@ inline void pad_gm_to_ub(const LocalTensor<T>& dst, const GlobalTensor<T>& src, 
                          uint64_t src_gap, uint64_t dst_gap_blocks, bool is_pad, uint32_t left, uint32_t right,
                          T value, evk::Site site) {
     const char* api = "DataCopyPad(GM->UB)";
+    evk::require_ub(dst, api, "the destination (DataCopyPad to L1 exists only on Ascend 950; on the 910B use "
+                              "DataCopy(a1Local, aGm, Nd2NzParams{...}), which pads each row to 32 bytes)", site);
     if (len % sizeof(T) != 0)
         evk::hazard("datacopy_align",
                     evk::fmt("%s blockLen=%llu bytes is not a whole number of %s elements (blockLen is in bytes)",
@@ -199,6 +301,7 @@ inline void pad_gm_to_ub(const LocalTensor<T>& dst, const GlobalTensor<T>& src, 
     src.check_span(0, b.src_extent() / sizeof(T), site, api);
     for (uint64_t i = 0; i < count; ++i) {
         uint8_t* d = reinterpret_cast<uint8_t*>(dst.data_) + i * b.dst_pitch;
+        evk::gm_read(reinterpret_cast<const uint8_t*>(src.data_) + i * b.src_pitch, len, sizeof(T), site);
         T* row = reinterpret_cast<T*>(d);
         uint64_t n = len / sizeof(T);
         if (is_pad) {
@@ -217,6 +320,7 @@ template <typename T>
 inline void pad_ub_to_gm(const GlobalTensor<T>& dst, const LocalTensor<T>& src, uint64_t count, uint64_t len,
                          uint64_t src_gap_blocks, uint64_t dst_gap, evk::Site site) {
     const char* api = "DataCopyPad(UB->GM)";
+    evk::require_ub(src, api, "the source", site);
     if (len % sizeof(T) != 0)
         evk::hazard("datacopy_align",
                     evk::fmt("%s blockLen=%llu bytes is not a whole number of %s elements (blockLen is in bytes)",
@@ -227,8 +331,9 @@ inline void pad_ub_to_gm(const GlobalTensor<T>& dst, const LocalTensor<T>& src, 
     src.check_aligned(site, api, "the source");
     dst.check_span(0, b.dst_extent() / sizeof(T), site, api);
     for (uint64_t i = 0; i < count; ++i)
-        evk::gm_write(reinterpret_cast<uint8_t*>(dst.data_) + i * b.dst_pitch,
-                      reinterpret_cast<const uint8_t*>(src.data_) + i * b.src_pitch, len, sizeof(T), site);
+        evk::gm_store(reinterpret_cast<T*>(reinterpret_cast<uint8_t*>(dst.data_) + i * b.dst_pitch),
+                      reinterpret_cast<const T*>(reinterpret_cast<const uint8_t*>(src.data_) + i * b.src_pitch),
+                      len / sizeof(T), site);
     evk::core().ub_to_gm_bytes += count * len;
     evk::core().ub_to_gm_copies++;
 }

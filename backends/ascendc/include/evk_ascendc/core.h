@@ -33,6 +33,16 @@
 #define KERNEL_TYPE_AIV_ONLY 0
 #define KERNEL_TYPE_AIC_ONLY 1
 #define KERNEL_TYPE_MIX_AIC_1_2 2
+#define KERNEL_TYPE_MIX_AIC_1_1 3
+#define KERNEL_TYPE_MIX_AIV_1_0 4
+#define KERNEL_TYPE_MIX_AIC_1_0 5
+// Which core this code runs on: the NPU compiler builds a MIX kernel twice and
+// these are constants there; here each core asks at run time. Written
+// `if ASCEND_IS_AIV { ... }` or `if (ASCEND_IS_AIV) { ... }`.
+#define ASCEND_IS_AIV (evk::core().kind == evk::CoreKind::AIV)
+#define ASCEND_IS_AIC (evk::core().kind == evk::CoreKind::AIC)
+#define ASCEND_IS_NOT_AIV (!ASCEND_IS_AIV)
+#define ASCEND_IS_NOT_AIC (!ASCEND_IS_AIC)
 #define KERNEL_TASK_TYPE_DEFAULT(x)
 #define KERNEL_TASK_TYPE(key, x)
 
@@ -44,6 +54,27 @@ constexpr uint64_t kUbBytes = 196608;
 constexpr uint32_t kBlockBytes = 32;
 constexpr uint32_t kRepeatBytes = 256;
 constexpr uint32_t kMaxRepeat = 255;
+
+// The on-chip buffers of a 910B AI Core. The vector core (AIV) has the
+// Unified Buffer; the cube core (AIC) has L1 (A1/B1/C1), L0A (A2), L0B (B2),
+// L0C (CO1) and the bias table (C2). Capacities from DESIGN section 7; the
+// bias table's 1 KB from the public Ascend C documentation of Mmad with bias.
+enum class Phys : int { UB = 0, L1, L0A, L0B, L0C, BT, COUNT };
+constexpr uint64_t kPhysBytes[] = {196608, 524288, 65536, 65536, 131072, 1024};
+constexpr const char* kPhysName[] = {"Unified Buffer", "L1 Buffer", "L0A Buffer", "L0B Buffer", "L0C Buffer",
+                                     "BiasTable Buffer"};
+constexpr const char* kPhysShort[] = {"UB", "L1", "L0A", "L0B", "L0C", "BT"};
+// Start-address alignment a tensor operand needs in each buffer (bytes).
+constexpr uint64_t kPhysAlign[] = {32, 32, 512, 512, 64, 64};
+constexpr const char* kPhysOverflowKind[] = {"ub_overflow", "l1_overflow", "l0a_overflow", "l0b_overflow",
+                                             "l0c_overflow", "bt_overflow"};
+
+enum class CoreKind : int { AIV = 0, AIC = 1 };
+inline const char* kind_name(CoreKind k) { return k == CoreKind::AIC ? "AIC (cube core)" : "AIV (vector core)"; }
+
+// Kernel types, as the launch wrapper passes them (backends/ascendc/_build.py).
+enum class KernelType : int { AIV_ONLY = 0, AIC_ONLY = 1, MIX_AIC_1_2 = 2, MIX_AIC_1_1 = 3, MIX_AIV_1_0 = 4,
+                              MIX_AIC_1_0 = 5 };
 
 // Where in the candidate's source a call was made: the default argument is
 // evaluated at the call site, so messages can name the kernel's own line.
@@ -93,39 +124,91 @@ struct QueueUse {
     uint32_t distinct;  // distinct buffers handed out
 };
 
+// A vector clock: what this core knows of every other core's progress.
+// Sparse, because an AIV-only launch may have thousands of blocks that never
+// synchronise.
+using Clock = std::map<int, uint64_t>;
+inline void merge_clock(Clock& into, const Clock& from) {
+    for (const auto& kv : from) {
+        uint64_t& v = into[kv.first];
+        if (kv.second > v) v = kv.second;
+    }
+}
+
 struct CoreState {
+    int index = 0;  // position in the launch (all cores of all kinds)
+    CoreKind kind = CoreKind::AIV;
     int64_t block_idx = 0;
     int64_t block_num = 1;
-    std::vector<uint8_t> ub;
-    uint64_t ub_used = 0;
-    std::string ub_calls;                // "InitBuffer(...) at line N: B bytes\n" ...
+    int64_t group = 0;     // the AI Core (one AIC and its AIVs) this core belongs to
+    int64_t sub_block = 0; // GetSubBlockIdx(): which AIV of its AI Core
+    int64_t task_ration = 1;
+    std::vector<uint8_t> mem[static_cast<int>(Phys::COUNT)];
+    uint64_t used[static_cast<int>(Phys::COUNT)] = {};
+    std::string calls[static_cast<int>(Phys::COUNT)];  // "line N: InitBuffer(...) ... bytes\n" ...
+    std::vector<uint8_t>& ub = mem[0];
+    uint64_t& ub_used = used[0];
     uint64_t gm_to_ub_bytes = 0, ub_to_gm_bytes = 0, ub_to_ub_bytes = 0;
     uint64_t gm_to_ub_copies = 0, ub_to_gm_copies = 0;
     uint64_t scalar_ub = 0, scalar_gm = 0;
+    // cube work (AIC): MTE2 into L1/L0, MTE1 L1 -> L0A/L0B, cube fractal cycles, FIXPIPE out of L0C
+    uint64_t gm_to_l1_bytes = 0, l1_to_l0_bytes = 0, gm_to_l0_bytes = 0, fixpipe_bytes = 0, l1_to_gm_bytes = 0;
+    uint64_t mmad_cycles = 0, mmad_calls = 0, loaddata_calls = 0, fixpipe_calls = 0, l1_copies = 0;
     std::map<std::string, OpCount> ops; // "Add:2" -> counts (2 = bytes per element)
     std::vector<std::shared_ptr<QueueUse>> queues;
     std::map<std::pair<int, int>, int64_t> flags;  // (HardEvent, id) -> pending SetFlag count
     void* pipe = nullptr;
+    bool atomic_add = false;  // SetAtomicAdd: UB/L0C -> GM copies accumulate
+    bool matmul_registered = false;
+    Clock clock;  // clock[index] is this core's own epoch
 
-    void reset(int64_t idx, int64_t num) {
-        block_idx = idx;
+    void reset(int idx, CoreKind k, int64_t block, int64_t num, int64_t grp, int64_t sub, int64_t ration) {
+        index = idx;
+        kind = k;
+        block_idx = block;
         block_num = num;
-        ub.assign(kUbBytes, 0);
-        ub_used = 0;
-        ub_calls.clear();
+        group = grp;
+        sub_block = sub;
+        task_ration = ration;
+        for (int p = 0; p < static_cast<int>(Phys::COUNT); ++p) {
+            bool here = (p == static_cast<int>(Phys::UB)) == (k == CoreKind::AIV);
+            mem[p].assign(here ? kPhysBytes[p] : 0, 0);
+            used[p] = 0;
+            calls[p].clear();
+        }
         gm_to_ub_bytes = ub_to_gm_bytes = ub_to_ub_bytes = 0;
         gm_to_ub_copies = ub_to_gm_copies = 0;
         scalar_ub = scalar_gm = 0;
+        gm_to_l1_bytes = l1_to_l0_bytes = gm_to_l0_bytes = fixpipe_bytes = l1_to_gm_bytes = 0;
+        mmad_cycles = mmad_calls = loaddata_calls = fixpipe_calls = l1_copies = 0;
         ops.clear();
         queues.clear();
         flags.clear();
         pipe = nullptr;
+        atomic_add = false;
+        matmul_registered = false;
+        clock.clear();
+        clock[idx] = 1;
+    }
+    std::string who() const {
+        return kind == CoreKind::AIC ? evk::fmt("AIC %lld", (long long)block_idx)
+                                     : evk::fmt("AIV %lld", (long long)block_idx);
     }
 };
 
-inline CoreState& core() {
-    static CoreState state;
+// The core the calling thread runs (runtime.h runs each core on its own thread,
+// one at a time).
+inline CoreState*& current_core() {
+    static thread_local CoreState* state = nullptr;
     return state;
+}
+inline CoreState& core() {
+    CoreState* c = current_core();
+    if (c == nullptr) {
+        static thread_local CoreState outside;  // kernel code called outside a launch
+        return outside;
+    }
+    return *c;
 }
 
 inline std::vector<GmRegion>& gm_regions() {
@@ -164,72 +247,178 @@ inline const GmRegion* region_below(const void* p) {
     return best;
 }
 
-// GM bytes written so far in this launch, by block: [lo, hi) -> (hi, block).
-// Blocks run one after another here but at the same time on the NPU, so two
-// blocks writing different values to the same bytes is a race the model must
-// report; writing the same values (redundant work) is allowed.
-struct GmWrites {
-    std::map<const uint8_t*, std::pair<const uint8_t*, int64_t>> spans;
-    void clear() { spans.clear(); }
+// Every GM byte a launch touched, as disjoint segments: who wrote it last (at
+// which epoch of its clock) and who read it since. All cores of a launch run
+// at the same time on the NPU, so an access is safe only when the other
+// core's conflicting access happened before it through a synchronisation
+// (CrossCoreSetFlag/CrossCoreWaitFlag or SyncAll); the model runs cores one at
+// a time and would otherwise hide the race.
+struct GmSegment {
+    const uint8_t* hi;
+    int writer = -1;          // core index, -1: not written in this launch
+    uint64_t write_epoch = 0;
+    int write_line = 0;
+    std::map<int, std::pair<uint64_t, int>> readers;  // core -> (epoch, line), reads since the last write
 };
 
-inline GmWrites& gm_writes() {
-    static GmWrites w;
-    return w;
+struct GmAccess {
+    std::map<const uint8_t*, GmSegment> segs;
+    std::vector<std::string> names;  // core index -> "AIV 3" / "AIC 0"
+    std::vector<CoreKind> kinds;
+    std::vector<int64_t> blocks;
+    bool mixed = false;  // cores of both kinds in this launch
+    void clear() {
+        segs.clear();
+        names.clear();
+        kinds.clear();
+        blocks.clear();
+        mixed = false;
+    }
+    // Split so that [lo, hi) is covered by whole segments, creating empty ones for gaps.
+    void cover(const uint8_t* lo, const uint8_t* hi) {
+        split_at(lo);
+        split_at(hi);
+        const uint8_t* at = lo;
+        auto it = segs.lower_bound(lo);
+        while (at < hi) {
+            if (it == segs.end() || it->first > at) {
+                const uint8_t* end = (it == segs.end() || it->first > hi) ? hi : it->first;
+                it = segs.emplace_hint(it, at, GmSegment{end});
+                at = end;
+                ++it;
+            } else {
+                at = it->second.hi;
+                ++it;
+            }
+        }
+    }
+    void split_at(const uint8_t* p) {
+        auto it = segs.upper_bound(p);
+        if (it == segs.begin()) return;
+        --it;
+        if (it->first < p && p < it->second.hi) {
+            GmSegment right = it->second;
+            it->second.hi = p;
+            segs.emplace(p, right);
+        }
+    }
+};
+
+inline GmAccess& gm_access() {
+    static GmAccess a;
+    return a;
 }
 
-[[noreturn]] inline void report_race(const uint8_t* at, uint32_t elem_bytes, int64_t first_block, Site site);
+[[noreturn]] inline void report_race(const uint8_t* at, uint32_t elem_bytes, int first_core, Site site);
+[[noreturn]] inline void report_unsynced(const char* what, const uint8_t* at, uint32_t elem_bytes, int other,
+                                         int other_line, Site site);
 
-// Copy `bytes` to GM at `dst` for the current block, checking other blocks' writes.
+inline bool happened_before(int other, uint64_t epoch, const CoreState& me) {
+    auto it = me.clock.find(other);
+    return it != me.clock.end() && it->second > epoch;
+}
+
+// Record a GM read of [p, p + bytes) by the current core; a byte another core
+// wrote in this launch without a synchronisation in between is a race.
+inline void gm_read(const void* p, uint64_t bytes, uint32_t elem_bytes, Site site) {
+    if (bytes == 0) return;
+    CoreState& me = core();
+    auto lo = static_cast<const uint8_t*>(p);
+    const uint8_t* hi = lo + bytes;
+    GmAccess& acc = gm_access();
+    acc.cover(lo, hi);
+    for (auto it = acc.segs.lower_bound(lo); it != acc.segs.end() && it->first < hi; ++it) {
+        GmSegment& s = it->second;
+        if (s.writer >= 0 && s.writer != me.index && !happened_before(s.writer, s.write_epoch, me))
+            report_unsynced("reads", it->first, elem_bytes, s.writer, s.write_line, site);
+        auto& r = s.readers[me.index];
+        r = {me.clock[me.index], site.line};
+    }
+}
+
+// Copy `bytes` to GM at `dst` for the current core, checking other cores' accesses.
+// Two cores writing the same values (redundant work) is allowed; different
+// values, or overwriting what another core read, without synchronisation, is a race.
 inline void gm_write(void* dst, const void* src, uint64_t bytes, uint32_t elem_bytes, Site site) {
     if (bytes == 0) return;
+    CoreState& me = core();
     auto lo = static_cast<const uint8_t*>(dst);
     const uint8_t* hi = lo + bytes;
-    const int64_t me = core().block_idx;
-    auto& spans = gm_writes().spans;
-    auto it = spans.upper_bound(lo);
-    if (it != spans.begin()) --it;
-    for (; it != spans.end() && it->first < hi; ++it) {
-        const uint8_t* a = std::max(lo, it->first);
-        const uint8_t* b = std::min(hi, it->second.first);
-        if (a >= b || it->second.second == me) continue;
-        const uint8_t* fresh = static_cast<const uint8_t*>(src) + (a - lo);
-        if (std::memcmp(a, fresh, static_cast<size_t>(b - a)) != 0) {
-            const uint8_t* diff = a;
-            while (*diff == fresh[diff - a]) ++diff;
-            report_race(diff, elem_bytes, it->second.second, site);
+    GmAccess& acc = gm_access();
+    acc.cover(lo, hi);
+    for (auto it = acc.segs.lower_bound(lo); it != acc.segs.end() && it->first < hi; ++it) {
+        GmSegment& s = it->second;
+        for (const auto& r : s.readers)
+            if (r.first != me.index && !happened_before(r.first, r.second.first, me))
+                report_unsynced("overwrites what", it->first, elem_bytes, r.first, r.second.second, site);
+        if (s.writer >= 0 && s.writer != me.index && !happened_before(s.writer, s.write_epoch, me)) {
+            const uint8_t* a = it->first;
+            const uint8_t* b = s.hi;
+            const uint8_t* fresh = static_cast<const uint8_t*>(src) + (a - lo);
+            if (!me.atomic_add && std::memcmp(a, fresh, static_cast<size_t>(b - a)) != 0) {
+                const uint8_t* diff = a;
+                while (*diff == fresh[diff - a]) ++diff;
+                report_race(diff, elem_bytes, s.writer, site);
+            }
         }
     }
     std::memmove(dst, src, bytes);
-    // Record [lo, hi) for this block, merging with its own neighbouring spans.
-    auto next = spans.lower_bound(lo);
-    if (next != spans.begin()) {
-        auto prev = std::prev(next);
-        if (prev->second.second == me && prev->second.first >= lo) {
-            lo = prev->first;
-            hi = std::max(hi, prev->second.first);
-            next = spans.erase(prev);
-        }
+    for (auto it = acc.segs.lower_bound(lo); it != acc.segs.end() && it->first < hi; ++it) {
+        GmSegment& s = it->second;
+        s.writer = me.index;
+        s.write_epoch = me.clock[me.index];
+        s.write_line = site.line;
+        s.readers.clear();
     }
-    while (next != spans.end() && next->first <= hi && next->second.second == me) {
-        hi = std::max(hi, next->second.first);
-        next = spans.erase(next);
-    }
-    spans[lo] = {hi, me};
 }
 
-inline void report_race(const uint8_t* at, uint32_t elem_bytes, int64_t first_block, Site site) {
+inline std::string gm_where(const uint8_t* at, uint32_t elem_bytes) {
     const GmRegion* r = find_region(at);
-    std::string where = r ? evk::fmt("element %lld of tensor argument #%d '%s'",
-                                     (long long)((at - r->base) / (elem_bytes ? elem_bytes : 1)), r->arg, r->name)
-                          : std::string("a GM address");
+    return r ? evk::fmt("element %lld of tensor argument #%d '%s'",
+                        (long long)((at - r->base) / (elem_bytes ? elem_bytes : 1)), r->arg, r->name)
+             : std::string("a GM address");
+}
+
+inline std::string core_name(int index) {
+    const GmAccess& acc = gm_access();
+    return index >= 0 && index < static_cast<int>(acc.names.size()) ? acc.names[index] : "another core";
+}
+
+inline void report_race(const uint8_t* at, uint32_t elem_bytes, int first_core, Site site) {
+    const GmAccess& acc = gm_access();
+    long long first_block = first_core < static_cast<int>(acc.blocks.size()) ? acc.blocks[first_core] : first_core;
+    std::string who = acc.mixed ? core_name(first_core) + " and " + core().who()
+                                : evk::fmt("blocks %lld and %lld", first_block, (long long)core().block_idx);
     hazard("gm_write_race",
-           evk::fmt("blocks %lld and %lld write different values to ", (long long)first_block,
-                    (long long)core().block_idx) +
-               where +
+           who + " write different values to " + gm_where(at, elem_bytes) +
                ": on the NPU all blocks run at the same time, so the result would depend on timing. Give each "
                "block its own slice of the output (offset by GetBlockIdx() * blockLength) and make the slices "
                "disjoint",
+           site);
+}
+
+inline void report_unsynced(const char* what, const uint8_t* at, uint32_t elem_bytes, int other, int other_line,
+                            Site site) {
+    const GmAccess& acc = gm_access();
+    CoreState& me = core();
+    bool cross_kind = other < static_cast<int>(acc.kinds.size()) && acc.kinds[other] != me.kind;
+    std::string other_did = std::string(std::strcmp(what, "reads") == 0 ? "wrote" : "read") +
+                            (other_line > 0 ? " at line " + std::to_string(other_line) : std::string());
+    std::string fix =
+        cross_kind
+            ? (me.kind == CoreKind::AIV
+                   ? "The AIC must signal after its Fixpipe/DataCopy to GM with CrossCoreSetFlag<2, PIPE_FIX>(id) "
+                     "and the AIV wait with CrossCoreWaitFlag(id) before reading (mode 2 pairs an AIC with its "
+                     "AIVs)"
+                   : "The AIV must signal after its DataCopy to GM with CrossCoreSetFlag<2, PIPE_MTE3>(id) and the "
+                     "AIC wait with CrossCoreWaitFlag(id) before reading (mode 2 pairs an AIC with its AIVs)")
+            : "Synchronise the cores in between (SyncAll(), or CrossCoreSetFlag/CrossCoreWaitFlag), or let each "
+              "block read only what it wrote itself";
+    hazard("cross_core_race",
+           me.who() + " " + what + " " + gm_where(at, elem_bytes) + ", which " + core_name(other) + " " +
+               other_did + " without a synchronisation in between: on the NPU both run at the same time, so " +
+               (std::strcmp(what, "reads") == 0 ? "the read may see old data. " : "the other core may read the new data. ") +
+               fix,
            site);
 }
 
@@ -263,7 +452,9 @@ using TEventID = int8_t;
 // ---- where this block runs ---------------------------------------------------
 inline int64_t GetBlockIdx() { return evk::core().block_idx; }
 inline int64_t GetBlockNum() { return evk::core().block_num; }
-inline int64_t GetTaskRation() { return 1; }
+inline int64_t GetTaskRation() { return evk::core().task_ration; }
+inline int64_t GetSubBlockIdx() { return evk::core().sub_block; }
+inline int64_t GetSubBlockNum() { return evk::core().kind == evk::CoreKind::AIV ? evk::core().task_ration : 1; }
 
 }  // namespace AscendC
 

@@ -11,8 +11,66 @@ inline const char* position_name(AscendC::TPosition p) {
         case AscendC::TPosition::VECIN: return "VECIN";
         case AscendC::TPosition::VECOUT: return "VECOUT";
         case AscendC::TPosition::VECCALC: return "VECCALC";
-        default: return "non-vector";
+        case AscendC::TPosition::A1: return "A1";
+        case AscendC::TPosition::A2: return "A2";
+        case AscendC::TPosition::B1: return "B1";
+        case AscendC::TPosition::B2: return "B2";
+        case AscendC::TPosition::C1: return "C1";
+        case AscendC::TPosition::C2: return "C2";
+        case AscendC::TPosition::CO1: return "CO1";
+        case AscendC::TPosition::CO2: return "CO2";
+        case AscendC::TPosition::TSCM: return "TSCM";
+        case AscendC::TPosition::GM: return "GM";
+        default: return "SPM";
     }
+}
+
+// The physical buffer behind a queue position on the 910B, or COUNT for one
+// that has no local buffer there.
+inline Phys phys_of(AscendC::TPosition p) {
+    using AscendC::TPosition;
+    switch (p) {
+        case TPosition::VECIN: case TPosition::VECOUT: case TPosition::VECCALC: return Phys::UB;
+        case TPosition::A1: case TPosition::B1: case TPosition::C1: case TPosition::TSCM: return Phys::L1;
+        case TPosition::A2: return Phys::L0A;
+        case TPosition::B2: return Phys::L0B;
+        case TPosition::CO1: return Phys::L0C;
+        case TPosition::C2: return Phys::BT;
+        default: return Phys::COUNT;
+    }
+}
+
+inline const char* phys_short(AscendC::TPosition p) {
+    Phys ph = phys_of(p);
+    return ph == Phys::COUNT ? "no buffer" : kPhysShort[static_cast<int>(ph)];
+}
+
+}  // namespace evk
+
+namespace AscendC {
+template <typename T>
+inline std::string LocalTensor<T>::where() const {
+    if (in_ub()) return "UB";
+    return std::string(evk::phys_short(position_)) + " (" + evk::position_name(position_) + ")";
+}
+}  // namespace AscendC
+
+namespace evk {
+
+template <typename T>
+inline Phys phys(const AscendC::LocalTensor<T>& t) { return phys_of(t.position_); }
+
+// A vector instruction or UB copy given a tensor of a cube buffer.
+template <typename T>
+inline void require_ub(const AscendC::LocalTensor<T>& t, const char* api, const char* role, Site site) {
+    t.check_live(site, api);
+    if (!t.in_ub())
+        hazard("wrong_position",
+               std::string(api) + " works on Unified Buffer tensors (TPosition VECIN/VECOUT/VECCALC), but " + role +
+                   " is in " + t.where() +
+                   ". Cube results leave L0C (CO1) with Fixpipe to GM; a vector core then reads them with "
+                   "DataCopy into a VECIN queue",
+               site);
 }
 
 // The UB buffers behind one TQue or TBuf.
@@ -20,6 +78,25 @@ class BufferGroup {
 public:
     void init(AscendC::TPosition pos, uint32_t num, uint32_t len, const char* what, Site site) {
         CoreState& c = core();
+        Phys ph = phys_of(pos);
+        if (ph == Phys::COUNT)
+            hazard("wrong_position",
+                   evk::fmt("%s with TPosition::%s: that position has no local buffer on the 910B. On this chip the "
+                            "result of Mmad leaves L0C (TPosition::CO1) straight to GM with Fixpipe (there is no CO2 "
+                            "buffer); vector data lives in VECIN/VECOUT/VECCALC (Unified Buffer), cube operands in "
+                            "A1/B1 (L1), A2 (L0A), B2 (L0B), CO1 (L0C) and C2 (bias table)",
+                            what, position_name(pos)),
+                   site);
+        bool vec = ph == Phys::UB;
+        if (vec != (c.kind == CoreKind::AIV))
+            hazard("core_type",
+                   evk::fmt("%s with TPosition::%s on the %s: the %s buffer exists only on the %s. In a kernel "
+                            "with both cube and vector work, guard each side's code with `if ASCEND_IS_AIC { ... }` "
+                            "and `if ASCEND_IS_AIV { ... }` (the NPU compiler builds the kernel once for each kind "
+                            "of core)",
+                            what, position_name(pos), kind_name(c.kind), kPhysName[static_cast<int>(ph)],
+                            vec ? "vector core (AIV)" : "cube core (AIC)"),
+                   site);
         if (num_ != 0)
             hazard("queue_misuse", evk::fmt("%s at line %d initialises a queue or buffer that InitBuffer "
                                             "already set up at line %d",
@@ -28,25 +105,36 @@ public:
         if (num == 0 || len == 0)
             hazard("queue_misuse", evk::fmt("%s with num=%u and len=%u bytes: both must be positive", what, num, len),
                    site);
+        int pi = static_cast<int>(ph);
         uint64_t aligned = (static_cast<uint64_t>(len) + kBlockBytes - 1) / kBlockBytes * kBlockBytes;
         uint64_t total = aligned * num;
-        c.ub_calls += evk::fmt("  line %d: %s %s x %u buffer(s) x %llu bytes = %llu bytes\n", site.line, what,
-                               position_name(pos), num, (unsigned long long)aligned, (unsigned long long)total);
-        if (c.ub_used + total > kUbBytes)
-            hazard("ub_overflow",
-                   evk::fmt("Unified Buffer overflow: the InitBuffer calls ask for %llu bytes in total, but a 910B "
-                            "vector core has %llu bytes (192 KB) of UB. InitBuffer calls so far:\n",
-                            (unsigned long long)(c.ub_used + total), (unsigned long long)kUbBytes) +
-                       c.ub_calls +
-                       "Use smaller tiles (fewer elements per tile and per loop iteration) or fewer buffers, so "
-                       "that the sum of num * len over all InitBuffer calls stays within 196608 bytes.",
+        c.calls[pi] += evk::fmt("  line %d: %s %s x %u buffer(s) x %llu bytes = %llu bytes\n", site.line, what,
+                                position_name(pos), num, (unsigned long long)aligned, (unsigned long long)total);
+        if (c.used[pi] + total > kPhysBytes[pi]) {
+            std::string advice =
+                ph == Phys::UB
+                    ? "Use smaller tiles (fewer elements per tile and per loop iteration) or fewer buffers, so that "
+                      "the sum of num * len over all InitBuffer calls stays within 196608 bytes."
+                    : evk::fmt("Use smaller base blocks (baseM/baseN/baseK) or fewer buffers, so that the sum of "
+                               "num * len over the InitBuffer calls on %s stays within %llu bytes.",
+                               kPhysName[pi], (unsigned long long)kPhysBytes[pi]);
+            const char* label = ph == Phys::UB ? "Unified Buffer" : kPhysName[pi];
+            hazard(kPhysOverflowKind[pi],
+                   evk::fmt("%s overflow: the InitBuffer calls ask for %llu bytes in total, but a 910B %s has %llu "
+                            "bytes (%llu KB) of %s. InitBuffer calls so far:\n",
+                            label, (unsigned long long)(c.used[pi] + total),
+                            ph == Phys::UB ? "vector core" : "cube core", (unsigned long long)kPhysBytes[pi],
+                            (unsigned long long)(kPhysBytes[pi] / 1024), ph == Phys::UB ? "UB" : kPhysShort[pi]) +
+                       c.calls[pi] + advice,
                    site);
+        }
         pos_ = pos;
+        phys_ = ph;
         num_ = num;
         len_ = static_cast<uint32_t>(aligned);
         line_ = site.line;
-        ub_offset_ = c.ub_used;
-        c.ub_used += total;
+        ub_offset_ = c.used[pi];
+        c.used[pi] += total;
         slots_.clear();
         for (uint32_t i = 0; i < num; ++i) slots_.emplace_back(new SlotState());
         use_ = std::make_shared<QueueUse>(QueueUse{static_cast<int>(pos), num, 0, 0});
@@ -63,7 +151,7 @@ public:
     AscendC::LocalTensor<T> view(uint32_t slot, uint32_t offset_bytes, uint32_t bytes) {
         AscendC::LocalTensor<T> t;
         uint64_t off = ub_offset_ + static_cast<uint64_t>(slot) * len_ + offset_bytes;
-        t.data_ = reinterpret_cast<T*>(core().ub.data() + off);
+        t.data_ = reinterpret_cast<T*>(core().mem[static_cast<int>(phys_)].data() + off);
         t.size_ = static_cast<uint32_t>(bytes / sizeof(T));
         t.limit_ = static_cast<uint32_t>((len_ - offset_bytes) / sizeof(T));
         t.ub_offset_ = off;
@@ -182,6 +270,7 @@ private:
     }
 
     AscendC::TPosition pos_ = AscendC::TPosition::VECCALC;
+    Phys phys_ = Phys::UB;
     uint32_t num_ = 0, len_ = 0, next_ = 0;
     int line_ = 0;
     uint64_t ub_offset_ = 0;

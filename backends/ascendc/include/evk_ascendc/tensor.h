@@ -98,24 +98,31 @@ public:
                             "FreeTensor, or AllocTensor a new one",
                         site);
     }
+    bool in_ub() const {
+        return position_ == TPosition::VECIN || position_ == TPosition::VECOUT || position_ == TPosition::VECCALC;
+    }
+    // The buffer this tensor lives in, for messages: "UB", "L1 (A1)", "L0A (A2)"...
+    std::string where() const;
     void check_span(uint64_t first, uint64_t count, evk::Site site, const char* api, const char* role) const {
         check_live(site, api);
         if (first + count > size_)
-            evk::hazard("ub_out_of_bounds",
+            evk::hazard(in_ub() ? "ub_out_of_bounds" : "buffer_out_of_bounds",
                         evk::fmt("%s touches elements [%llu, %llu) of %s, a LocalTensor<%s> of only %u "
-                                 "elements (%u bytes of UB)",
+                                 "elements (%u bytes of ",
                                  api, (unsigned long long)first, (unsigned long long)(first + count), role,
-                                 evk::type_name<T>(), size_, size_ * (unsigned)sizeof(T)),
+                                 evk::type_name<T>(), size_, size_ * (unsigned)sizeof(T)) +
+                            where() + ")",
                         site);
     }
-    void check_aligned(evk::Site site, const char* api, const char* role) const {
-        if (ub_offset_ % evk::kBlockBytes != 0)
-            evk::hazard("ub_align",
-                        evk::fmt("%s: %s starts at UB byte %llu, which is not 32-byte aligned (an "
-                                 "operator[] offset of a whole number of 32-byte blocks is needed: "
-                                 "a multiple of %u %s elements)",
-                                 api, role, (unsigned long long)ub_offset_,
-                                 (unsigned)(evk::kBlockBytes / sizeof(T)), evk::type_name<T>()),
+    void check_aligned(evk::Site site, const char* api, const char* role, uint64_t align = evk::kBlockBytes) const {
+        if (ub_offset_ % align != 0)
+            evk::hazard(in_ub() ? "ub_align" : "cube_align",
+                        evk::fmt("%s: %s starts at %s byte %llu, which is not %llu-byte aligned (an "
+                                 "operator[] offset of a whole number of %llu-byte blocks is needed: "
+                                 "a multiple of %llu %s elements)",
+                                 api, role, in_ub() ? "UB" : where().c_str(), (unsigned long long)ub_offset_,
+                                 (unsigned long long)align, (unsigned long long)align,
+                                 (unsigned long long)(align / sizeof(T)), evk::type_name<T>()),
                         site);
     }
     void check_index(uint32_t index, const char* api, evk::Site site) const {
@@ -156,6 +163,7 @@ public:
     T GetValue(uint64_t index, evk::Site site = evk::Site()) const {
         check_span(index, 1, site, "GlobalTensor::GetValue");
         evk::core().scalar_gm++;
+        evk::gm_read(data_ + index, sizeof(T), sizeof(T), site);
         return data_[index];
     }
     template <typename U>

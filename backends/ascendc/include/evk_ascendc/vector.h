@@ -17,6 +17,7 @@ constexpr bool is_float_v = std::is_floating_point<T>::value || std::is_same<T, 
 
 template <typename T>
 inline void vec_operand(const AscendC::LocalTensor<T>& t, uint64_t count, Site site, const char* op, const char* role) {
+    require_ub(t, op, role, site);
     t.check_span(0, count, site, op, role);
     t.check_aligned(site, op, role);
 }
@@ -67,6 +68,7 @@ inline uint64_t repeat_index(uint64_t r, uint64_t j, uint64_t blk_stride, uint64
 template <typename T>
 inline void repeat_operand(const AscendC::LocalTensor<T>& t, const RepeatMask<T>& m, uint64_t repeats,
                            uint64_t blk_stride, uint64_t rep_stride, Site site, const char* op, const char* role) {
+    require_ub(t, op, role, site);
     if (repeats == 0) return;
     uint64_t last = repeat_index<T>(repeats - 1, m.highest - 1, blk_stride, rep_stride);
     t.check_span(0, last + 1, site, op, role);
