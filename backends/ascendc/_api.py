@@ -17,8 +17,18 @@ API_NAMES: tuple[str, ...] = (
     "BinaryRepeatParams", "UnaryRepeatParams",
     # core and synchronisation
     "GetBlockIdx", "GetBlockNum", "GetTPipePtr", "PipeBarrier", "pipe_barrier", "SetFlag", "WaitFlag",
+    "GetSubBlockIdx", "GetSubBlockNum", "GetTaskRation", "ASCEND_IS_AIC", "ASCEND_IS_AIV",
+    "CrossCoreSetFlag", "CrossCoreWaitFlag", "SyncAll", "SetAtomicAdd", "SetAtomicNone", "DisableDmaAtomic",
+    "GetSysWorkSpacePtr", "SetSysWorkspace", "GetUserWorkspace",
     # data movement
     "DataCopy", "DataCopyPad",
+    # cube (AIC): GM -> L1 -> L0A/L0B -> Mmad -> L0C -> Fixpipe -> GM
+    "Nd2NzParams", "LoadData", "LoadData2DParams", "LoadData2dParams", "LoadDataWithTranspose",
+    "LoadData2dTransposeParams", "Mmad", "MmadParams", "Fixpipe", "FixpipeParamsV220", "FixpipeParams",
+    "FixpipeConfig", "CFG_ROW_MAJOR", "CFG_NZ", "QuantMode_t", "CO2Layout", "CubeFormat",
+    # the high-level Matmul API
+    "Matmul", "MatmulType", "TCubeTiling", "REGIST_MATMUL_OBJ", "MatmulConfig", "CFG_NORM", "CFG_MDL",
+    "LayoutMode",
     # vector compute
     "Add", "Sub", "Mul", "Div", "Max", "Min",
     "Exp", "Ln", "Abs", "Sqrt", "Rsqrt", "Reciprocal", "Relu",
@@ -28,7 +38,9 @@ API_NAMES: tuple[str, ...] = (
     "printf", "DumpTensor",
     # constants and kernel-type macros
     "ONE_BLK_SIZE", "ONE_REPEAT_BYTE_SIZE", "MAX_REPEAT_TIMES", "DEFAULT_BLK_NUM", "DEFAULT_BLK_STRIDE",
-    "DEFAULT_REPEAT_STRIDE", "BLOCK_CUBE", "KERNEL_TYPE_AIV_ONLY", "KERNEL_TASK_TYPE_DEFAULT",
+    "DEFAULT_REPEAT_STRIDE", "BLOCK_CUBE", "KERNEL_TYPE_AIV_ONLY", "KERNEL_TYPE_AIC_ONLY",
+    "KERNEL_TYPE_MIX_AIC_1_2", "KERNEL_TYPE_MIX_AIC_1_1", "KERNEL_TYPE_MIX_AIV_1_0", "KERNEL_TYPE_MIX_AIC_1_0",
+    "KERNEL_TASK_TYPE_DEFAULT",
 )
 
 MEMBER_NAMES: dict[str, tuple[str, ...]] = {
@@ -39,13 +51,23 @@ MEMBER_NAMES: dict[str, tuple[str, ...]] = {
     "TQue": ("AllocTensor", "EnQue", "DeQue", "FreeTensor", "GetTensorCountInQue", "HasTensorInQue",
              "VacantInQue", "HasIdleBuffer"),
     "TBuf": ("Get", "GetWithOffset"),
-    "TPosition": ("GM", "VECIN", "VECOUT", "VECCALC", "A1", "A2", "B1", "B2", "C1", "C2", "CO1", "CO2"),
+    "TPosition": ("GM", "VECIN", "VECOUT", "VECCALC", "A1", "A2", "B1", "B2", "C1", "C2", "CO1", "CO2", "TSCM"),
+    "Matmul": ("Init", "SetOrgShape", "SetSingleShape", "SetTail", "SetTensorA", "SetTensorB", "SetBias",
+               "DisableBias", "ClearBias", "IterateAll", "Iterate", "GetTensorC", "End", "SetHF32", "SetWorkspace",
+               "SetLocalWorkspace"),
+    "MmadParams": ("m", "n", "k", "isBias", "fmOffset", "enSsparse", "enWinogradA", "enWinogradB", "unitFlag",
+                   "kDirectionAlign", "cmatrixSource", "cmatrixInitVal"),
+    "Nd2NzParams": ("ndNum", "nValue", "dValue", "srcNdMatrixStride", "srcDValue", "dstNzC0Stride",
+                    "dstNzNStride", "dstNzMatrixStride"),
+    "LoadData2DParams": ("startIndex", "repeatTimes", "srcStride", "sid", "dstGap", "ifTranspose", "addrMode"),
+    "FixpipeParamsV220": ("nSize", "mSize", "srcStride", "dstStride", "quantPre", "deqScalar", "ndNum",
+                          "srcNdStride", "dstNdStride", "reluEn", "unitFlag", "isChannelSplit"),
     "RoundMode": ("CAST_NONE", "CAST_RINT", "CAST_FLOOR", "CAST_CEIL", "CAST_ROUND", "CAST_TRUNC", "CAST_ODD"),
     "ReduceOrder": ("ORDER_VALUE_INDEX", "ORDER_INDEX_VALUE", "ORDER_ONLY_VALUE", "ORDER_ONLY_INDEX"),
 }
 
 COMPUTE_NAMES: tuple[str, ...] = (
-    "DataCopy", "DataCopyPad", "Add", "Sub", "Mul", "Div", "Max", "Min", "Exp", "Ln", "Abs", "Sqrt", "Rsqrt",
+    "DataCopy", "DataCopyPad", "LoadData", "LoadDataWithTranspose", "Mmad", "Fixpipe", "Add", "Sub", "Mul", "Div", "Max", "Min", "Exp", "Ln", "Abs", "Sqrt", "Rsqrt",
     "Reciprocal", "Relu", "Adds", "Muls", "Maxs", "Mins", "LeakyRelu", "Axpy", "Duplicate", "Cast", "ReduceSum",
     "ReduceMax", "ReduceMin", "WholeReduceSum", "WholeReduceMax", "WholeReduceMin",
 )
@@ -55,8 +77,9 @@ COMPUTE_NAMES: tuple[str, ...] = (
 KNOWN_UNMODELLED: tuple[str, ...] = (
     "Compare", "CompareScalar", "Select", "Gather", "Transpose", "BlockReduceSum", "BlockReduceMax",
     "BlockReduceMin", "PairReduceSum", "Brcb", "SetMaskCount", "SetMaskNorm", "SetVectorMask", "ResetMask",
-    "And", "Or", "Not", "ShiftLeft", "ShiftRight", "Mmad", "LoadData", "Fixpipe", "SoftMax", "LayerNorm",
-    "Sort", "Power",
+    "And", "Or", "Not", "ShiftLeft", "ShiftRight", "SoftMax", "LayerNorm", "Sort", "Power",
+    "LoadDataWithSparse", "MmadWithSparse", "LoadData3DParamsV2", "SetFixpipeNz2ndFlag", "SetFixPipeConfig",
+    "IterateBatch", "BatchMatmul", "Conv3D",
 )
 
 _ALL_MEMBERS = tuple(sorted({m for ms in MEMBER_NAMES.values() for m in ms}))
