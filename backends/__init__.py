@@ -8,10 +8,10 @@ from ._backend import Backend, CompileReport, LaunchLog, UnknownBackend, backend
 from ._compare import DEFAULT_TOLERANCE, Comparison, compare
 from ._evaluate import EvalOptions
 from ._executor import Executor, default_device
-from ._result import RULE_SETS, Baselines, EvalResult, KernelFacts, Roofline, Verdict
+from ._result import RULE_SETS, Baselines, EvalResult, KernelFacts, MemoryPlan, Roofline, Verdict
 from ._sandbox import SandboxLimits
 from ._static import StaticFinding, static_findings
-from ._task import Task, TaskError, load_task
+from ._task import Task, TaskError, load_task, load_task_module
 from ._timing import Timing, benchmark
 
 __all__ = [
@@ -26,6 +26,7 @@ __all__ = [
     "Executor",
     "KernelFacts",
     "LaunchLog",
+    "MemoryPlan",
     "SandboxLimits",
     "StaticFinding",
     "Task",
@@ -40,5 +41,6 @@ __all__ = [
     "default_device",
     "get_backend",
     "load_task",
+    "load_task_module",
     "static_findings",
 ]

@@ -98,6 +98,48 @@ class Roofline:
     input_read_floor_ms: float | None = None  # only where inputs are too large to stay in L2
 
 
+@dataclasses.dataclass(frozen=True)
+class MemoryPlan:
+    device: str
+    input_bytes: int  # the input set that needs the most, as drawn
+    output_bytes: int  # the reference's outputs for that set
+    weight_bytes: int  # the reference model's parameters and buffers
+    flush_bytes: int  # the L2 flush buffer (GPU timing)
+    compare_bytes: int
+    outputs_estimated: bool  # the meta run failed: outputs assumed as large as the inputs
+    needed_bytes: int
+    available_bytes: int
+    available_from: str  # what bounded `available_bytes`
+
+    @property
+    def fits(self) -> bool:
+        return self.needed_bytes <= self.available_bytes
+
+    def describe(self) -> str:
+        out = f"outputs {gib(self.output_bytes)}" + (" (estimated)" if self.outputs_estimated else "")
+        return (
+            f"one evaluation needs at least {gib(self.needed_bytes)} on {self.device} (inputs {gib(self.input_bytes)} "
+            f"and a clone of them, reference and candidate {out} each, weights {gib(self.weight_bytes)} twice, "
+            f"comparison {gib(self.compare_bytes)}, L2 flush {gib(self.flush_bytes)}); "
+            f"{gib(self.available_bytes)} available ({self.available_from})"
+        )
+
+    def refusal(self) -> str:
+        return (f"the task does not fit: {self.describe()}; needed {self.needed_bytes} bytes, "
+                f"available {self.available_bytes} bytes")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**dataclasses.asdict(self), "fits": self.fits}
+
+
+def gib(n: int | float) -> str:
+    if n >= 1 << 30:
+        return f"{n / (1 << 30):.2f} GiB"
+    if n >= 1 << 20:
+        return f"{n / (1 << 20):.1f} MiB"
+    return f"{int(n)} B"
+
+
 @dataclasses.dataclass
 class EvalResult:
     status: Verdict
@@ -125,6 +167,8 @@ class EvalResult:
     # The worker that produced this result must not serve another candidate
     # (a CUDA error poisons the context; an allocator may be left broken).
     retire_worker: bool = False
+    # What the evaluation needed and had in memory (backends/_memory.py); None when not planned.
+    memory: MemoryPlan | None = None
     # What isolated the candidate (backends/_sandbox.py): network mode
     # ("netns", "userns+netns", "audit-hook", "none", "allowed"), audit hook,
     # limits applied. {"enabled": False} when it was switched off.
@@ -169,6 +213,10 @@ class EvalResult:
         elif legacy.get("copy_bandwidth_gbps") and legacy.get("achieved_gbps") is not None:
             kwargs["roofline"] = Roofline(legacy["copy_bandwidth_gbps"], int(legacy.get("min_bytes_moved") or 0),
                                           legacy["achieved_gbps"], legacy.get("input_read_floor_ms"))
+        mem = d.get("memory")
+        if isinstance(mem, dict):
+            names = {f.name for f in dataclasses.fields(MemoryPlan)}
+            kwargs["memory"] = MemoryPlan(**{k: v for k, v in mem.items() if k in names})
         if "timing_method" not in d and legacy.get("timing_method"):
             kwargs["timing_method"] = legacy["timing_method"]
         if "compile_seconds" not in d and legacy.get("seconds"):

@@ -1,24 +1,35 @@
-"""Loading a KernelBench-format task file into a Task.
+"""Loading a KernelBench-format task file into a Task: the one loader.
 
 A task file defines `class Model(nn.Module)`, `get_inputs()` and
 `get_init_inputs()`; optionally `get_input_groups()` (several input sets that
 must all pass) and `TOLERANCE = (atol, rtol)`. Task files are the user's own
 code and are trusted; candidates never are.
+
+Size: a task file may read `EVOKERNEL_SIZE` when it is imported ("full", the
+default, or a smaller size such as "small" for the CPU interpreter). The size
+is a value passed to `load_task`/`load_task_module`; the variable is set only
+while the file executes, because that is how the task-file protocol hears it.
+Imported modules are cached by (path, mtime, file size, task size), so the
+executor, the builtin policy and the degenerate filter share one import.
 """
 
 from __future__ import annotations
 
 import ast
+import contextlib
 import dataclasses
 import hashlib
 import importlib.util
 import itertools
+import os
 import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 REQUIRED_NAMES = ("Model", "get_inputs", "get_init_inputs")
+SIZE_VARIABLE = "EVOKERNEL_SIZE"  # what a task file reads at import to pick its size
+FULL = "full"
 
 _counter = itertools.count()
 
@@ -40,11 +51,14 @@ class Task:
     tolerance: tuple[float, float] | None
     has_input_groups: bool
     category: str
+    size: str = FULL
 
     @property
     def key(self) -> str:
-        """Identity of the task for the memory: its name plus a hash of its source."""
-        return f"{self.name}-{hashlib.sha256(self.source.encode()).hexdigest()[:10]}"
+        """Identity of the task for the memory: its name, a hash of its source and,
+        when not full, its size (latencies at two sizes are not comparable)."""
+        base = f"{self.name}-{hashlib.sha256(self.source.encode()).hexdigest()[:10]}"
+        return base if self.size == FULL else f"{base}@{self.size}"
 
 
 def _parse_tolerance(path: Path, value: Any) -> tuple[float, float] | None:
@@ -91,10 +105,45 @@ def import_file(path: Path, prefix: str) -> ModuleType:
     return module
 
 
-def load_task_module(path: Path) -> ModuleType:
-    """Import a task file, turning every failure into a TaskError."""
+@contextlib.contextmanager
+def task_size(size: str):
+    """`EVOKERNEL_SIZE` set to `size` while a task file (or code it defines) runs."""
+    previous = os.environ.get(SIZE_VARIABLE)
+    os.environ[SIZE_VARIABLE] = size
     try:
-        module = import_file(path, "evokernel_task")
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop(SIZE_VARIABLE, None)
+        else:
+            os.environ[SIZE_VARIABLE] = previous
+
+
+def check_size(size: str) -> str:
+    if not isinstance(size, str) or not size or not size.replace("_", "").replace("-", "").isalnum():
+        raise ValueError(f"a task size is a word such as 'full' or 'small', got {size!r}")
+    return size
+
+
+_modules: dict[tuple[str, int, int, str], ModuleType] = {}
+
+
+def load_task_module(path: str | Path, *, size: str = FULL) -> ModuleType:
+    """Import a task file at `size`, once per (path, mtime, file size, size);
+    every failure becomes a TaskError naming the file."""
+    path = Path(path)
+    check_size(size)
+    try:
+        st = path.stat()
+    except OSError:
+        raise TaskError(path, "no such file") from None
+    key = (str(path.resolve()), st.st_mtime_ns, st.st_size, size)
+    cached = _modules.get(key)
+    if cached is not None:
+        return cached
+    try:
+        with task_size(size):
+            module = import_file(path, "evokernel_task")
     except TaskError:
         raise
     except Exception as exc:
@@ -105,15 +154,18 @@ def load_task_module(path: Path) -> ModuleType:
     for name in ("get_inputs", "get_init_inputs"):
         if not callable(getattr(module, name)):
             raise TaskError(path, f"{name} must be a function")
+    _modules[key] = module
     return module
 
 
-def load_task(path: str | Path, *, run_reference: bool = False) -> Task:
-    """Read and check a task file.
+def load_task(path: str | Path, *, size: str = FULL, run_reference: bool = False) -> Task:
+    """Read and check a task file, imported at `size`.
 
     With `run_reference`, the reference is also built and run once on
     `get_inputs()` (and every input group), so a reference that raises is
     reported here, naming the file, rather than as a failure of some candidate.
+    Inputs larger than `REFERENCE_CHECK_BYTES` are checked on the meta device
+    (shapes and dtypes, no data), so a full-size task costs no host memory here.
     """
     path = Path(path)
     if not path.is_file():
@@ -126,11 +178,12 @@ def load_task(path: str | Path, *, run_reference: bool = False) -> Task:
     missing = [n for n in REQUIRED_NAMES if n not in names]
     if missing:
         raise TaskError(path, f"missing required name(s): {', '.join(missing)}")
-    module = load_task_module(path)
+    module = load_task_module(path, size=size)
     tolerance = _parse_tolerance(path, getattr(module, "TOLERANCE", None))
     has_groups = callable(getattr(module, "get_input_groups", None))
     if run_reference:
-        check_reference(path, module)
+        with task_size(size):
+            check_reference(path, module)
     return Task(
         path=path.resolve(),
         name=path.stem,
@@ -138,6 +191,7 @@ def load_task(path: str | Path, *, run_reference: bool = False) -> Task:
         tolerance=tolerance,
         has_input_groups=has_groups,
         category=str(getattr(module, "CATEGORY", "")),
+        size=size,
     )
 
 
@@ -148,6 +202,28 @@ def input_sets(module: ModuleType) -> list[list[Any]]:
     if callable(groups):
         sets.extend(list(g) for g in groups())
     return sets
+
+
+# Above this many bytes in one input set the reference check runs on the meta
+# device: a full-size KernelBench task (6.4 GB inputs) is checked for shape and
+# dtype errors without drawing its inputs on the host.
+REFERENCE_CHECK_BYTES = 256 << 20
+
+
+def tensor_bytes(values: Any) -> int:
+    """Bytes held by the tensors in a (nested) list or tuple."""
+    import torch
+
+    if isinstance(values, torch.Tensor):
+        return values.numel() * values.element_size()
+    if isinstance(values, (list, tuple)):
+        return sum(tensor_bytes(v) for v in values)
+    return 0
+
+
+def meta_inconclusive(exc: BaseException) -> bool:
+    """A failure of the meta device itself (no meta kernel, data-dependent op), not of the task."""
+    return isinstance(exc, NotImplementedError) or "meta" in str(exc).lower()
 
 
 def check_reference(path: Path, module: ModuleType) -> None:
@@ -163,8 +239,19 @@ def check_reference(path: Path, module: ModuleType) -> None:
         raise TaskError(path, f"Model(*get_init_inputs()) raised {type(exc).__name__}: {exc}") from None
     if not isinstance(model, torch.nn.Module):
         raise TaskError(path, "Model must be a torch.nn.Module")
+    meta = False
     try:
-        sets = input_sets(module)
+        with torch.device("meta"):
+            shapes = input_sets(module)
+        meta = max(tensor_bytes(s) for s in shapes) > REFERENCE_CHECK_BYTES
+    except Exception:
+        pass  # the real draw below reports it
+    try:
+        if meta:
+            sets = shapes
+            model = model.to("meta")
+        else:
+            sets = input_sets(module)
     except Exception as exc:
         raise TaskError(path, f"building the inputs raised {type(exc).__name__}: {exc}") from None
     for i, inputs in enumerate(sets):
@@ -172,6 +259,8 @@ def check_reference(path: Path, module: ModuleType) -> None:
             with torch.no_grad():
                 out = model(*inputs)
         except Exception as exc:
+            if meta and meta_inconclusive(exc):
+                return  # cannot be checked without the data; the executor will say
             where = "get_inputs()" if i == 0 else f"input group {i - 1}"
             raise TaskError(path, f"the reference raised on {where}: {type(exc).__name__}: {exc}") from None
         if not _is_tensor_tree(out):

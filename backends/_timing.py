@@ -41,11 +41,17 @@ _flush_buffers: dict[int, torch.Tensor] = {}
 _SPIN_CYCLES = 200_000  # about 0.1 ms at an H200's 1.98 GHz: longer than a Python launch path
 
 
+def l2_flush_bytes(device: torch.device) -> int:
+    """Bytes of the L2 flush buffer on `device`: twice its L2."""
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    l2 = getattr(torch.cuda.get_device_properties(index), "L2_cache_size", 0) or 64 * 2**20
+    return 2 * l2 // 4 * 4
+
+
 def _l2_flush_buffer(device: torch.device) -> torch.Tensor:
     index = device.index if device.index is not None else torch.cuda.current_device()
     if index not in _flush_buffers:
-        l2 = getattr(torch.cuda.get_device_properties(index), "L2_cache_size", 0) or 64 * 2**20
-        _flush_buffers[index] = torch.empty(2 * l2 // 4, dtype=torch.int32, device=device)
+        _flush_buffers[index] = torch.empty(l2_flush_bytes(device) // 4, dtype=torch.int32, device=device)
     return _flush_buffers[index]
 
 
