@@ -8,6 +8,7 @@ from ._backend import Backend, CompileReport, LaunchLog, UnknownBackend, backend
 from ._compare import DEFAULT_TOLERANCE, Comparison, compare
 from ._evaluate import EvalOptions
 from ._executor import Executor, default_device
+from ._pool import DevicePlanError, ExecutorPool, PoolStats, plan_devices, visible_gpu_count
 from ._result import RULE_SETS, Baselines, EvalResult, KernelFacts, MemoryPlan, Roofline, Verdict
 from ._sandbox import SandboxLimits
 from ._static import StaticFinding, static_findings
@@ -21,11 +22,14 @@ __all__ = [
     "CompileReport",
     "Comparison",
     "DEFAULT_TOLERANCE",
+    "DevicePlanError",
     "EvalOptions",
     "EvalResult",
     "Executor",
+    "ExecutorPool",
     "KernelFacts",
     "LaunchLog",
+    "PoolStats",
     "MemoryPlan",
     "SandboxLimits",
     "StaticFinding",
@@ -42,5 +46,7 @@ __all__ = [
     "get_backend",
     "load_task",
     "load_task_module",
+    "plan_devices",
     "static_findings",
+    "visible_gpu_count",
 ]

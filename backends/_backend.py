@@ -70,6 +70,9 @@ class Backend(Protocol):
     title: str  # the target as prompts name it ("Triton", "CUDA C++")
     prompt_rules: str  # this backend's rules for a model writing a candidate, as prompt text
     kernel_marker: str  # a regex matching candidate source that holds a kernel of this kind
+    # Lazy "module:attr" references (backends never import evokernel), or None:
+    builtin_policy: str | None  # the offline generator's class, built as cls(plan_cache)
+    api_notes: str | None  # a function seeding this backend's API notes into a memory bank: f(store) -> count
 
     def mode(self) -> dict[str, Any]:
         """How this backend runs here: {'mode': ..., 'can_run': bool, 'detail': ...}."""
@@ -85,6 +88,10 @@ class Backend(Protocol):
 
     def compile_check(self, module: Any, log: LaunchLog) -> CompileReport:
         """After the candidate ran (or was imported, when compile-only), check its kernels."""
+        ...
+
+    def can_run(self, device: str) -> bool:
+        """Whether candidates run (not only compile) on `device` here."""
         ...
 
     def latency_source(self, device: str) -> str:
@@ -124,3 +131,11 @@ def get_backend(name: str) -> Backend:
 
     cls: Callable[[], Backend] = getattr(importlib.import_module(module_name), attr)
     return cls()
+
+
+def runs_on(backend: Backend, device: str) -> bool:
+    """`backend.can_run(device)`, for plugins written before the protocol had it: their mode's word."""
+    can_run = getattr(backend, "can_run", None)
+    if callable(can_run):
+        return bool(can_run(device))
+    return bool(backend.mode().get("can_run", True))

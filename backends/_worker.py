@@ -33,7 +33,7 @@ def main() -> int:
 
     import torch
 
-    from ._backend import LaunchLog, get_backend
+    from ._backend import LaunchLog, get_backend, runs_on
     from ._evaluate import EvalOptions, TaskCache, evaluate
 
     device = torch.device(os.environ.get("EVOKERNEL_WORKER_DEVICE", "cpu"))
@@ -52,7 +52,7 @@ def main() -> int:
             if name not in backends:
                 backend = get_backend(name)
                 log = LaunchLog()
-                can_run = bool(backend.mode().get("can_run", True)) and (device.type == "cuda" or name != "cuda")
+                can_run = runs_on(backend, str(device))
                 backend.install_hooks(log, compile_only=not can_run)
                 backends[name] = (backend, log, not can_run)
             backend, log, compile_only = backends[name]

@@ -112,6 +112,8 @@ class _NotBuilt:
 class CudaBackend:
     name = "cuda"
     language = "cuda-cpp"
+    builtin_policy = None  # no builtin generator writes CUDA C++
+    api_notes = None
     title = "CUDA C++"
     kernel_marker = r"__global__"  # a kernel of this kind in a candidate's source (for the LLM answer parser)
     prompt_rules = """\
@@ -137,6 +139,12 @@ CUDA rules:
 
     def modelled_latency_ms(self, log: LaunchLog, device: str) -> float | None:
         return None  # always measured (GPU) or wall-clock interpreted (CPU)
+
+    def can_run(self, device: str) -> bool:
+        """Only on a GPU: without one, the inline build compiles but cannot link."""
+        import torch
+
+        return device.startswith("cuda") and torch.cuda.is_available()
 
     def latency_source(self, device: str) -> str:
         return "measured-gpu" if device.startswith("cuda") else "none"

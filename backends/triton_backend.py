@@ -43,6 +43,8 @@ def _describe_arg(value: Any) -> Any:
 class TritonBackend:
     name = "triton"
     language = "python-triton"
+    builtin_policy = "evokernel.policies._builtin:TritonBuiltinPolicy"  # lazy "module:attr": backends never import evokernel
+    api_notes = None  # no API notes to seed: the language is in every model's training data
     title = "Triton"
     # A kernel of this kind in a candidate's source (the LLM answer parser tells whole files from pieces by it).
     kernel_marker = r"@(?:triton\.)?jit\b"
@@ -79,6 +81,10 @@ Triton rules:
 
     def modelled_latency_ms(self, log: LaunchLog, device: str) -> float | None:
         return None  # always measured (GPU) or wall-clock interpreted (CPU)
+
+    def can_run(self, device: str) -> bool:
+        """Kernels run on a GPU, and in the interpreter on a CPU, wherever triton is installed."""
+        return bool(self.mode()["can_run"])
 
     def latency_source(self, device: str) -> str:
         return "measured-gpu" if device.startswith("cuda") else "interpreted-cpu"

@@ -29,7 +29,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from evokernel.loop import RunConfig, run_tasks  # noqa: E402
+import evokernel  # noqa: E402
+from evokernel.loop import RunOptions  # noqa: E402
 from evokernel.policies import get_policy  # noqa: E402
 from memory_store import MemoryStore  # noqa: E402
 
@@ -66,14 +67,14 @@ def _run(paths, store, backend: str, budget: int, port_from: tuple[str, ...]) ->
     started = time.perf_counter()
     # Correctness is checked on every input group and 2 seeded trials; 5 timing repetitions suffice
     # since Ascend C latencies are modelled (deterministic) and Triton's are interpreted on the CPU.
-    config = RunConfig(backend=backend, budget=budget, port_from=port_from, device="cpu", baselines=False,
-                       trials=2, reps=5)
+    options = RunOptions(backend=backend, budget=budget, port_from=port_from, device="cpu", baselines=False,
+                         trials=2, reps=5, size=os.environ.get("EVOKERNEL_SIZE") or None, jobs=1)
 
     def show(event):
         if event["type"] == "step_done":
             log(f"  {backend} {event['task']} step {event['step']}: {event['status']}")
 
-    result = run_tasks(paths, get_policy(policy="builtin"), store, config, on_event=show)
+    result = evokernel.run(paths, options, policy=get_policy(policy="builtin"), store=store, on_event=show)
     tasks = {}
     for t in result.tasks:
         first_config = first_from = None

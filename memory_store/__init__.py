@@ -12,6 +12,7 @@ sqlite-utils and numpy only: nothing here imports `evokernel` or `backends`.
                       reward=1.0, context_item_ids=[p.item.id for p in picks])
 """
 
+from ._check import check_memory_file
 from ._embed import Embedder
 from ._schema import schema_sql
 from ._store import MemoryStore
@@ -19,9 +20,11 @@ from ._types import (
     KINDS,
     MODES,
     STAGES,
+    CheckReport,
     ImportReport,
     Item,
     MemoryConfig,
+    MemoryCorruptError,
     MemoryStoreError,
     Retrieved,
     default_memory_path,
@@ -32,15 +35,18 @@ __all__ = [
     "KINDS",
     "MODES",
     "STAGES",
+    "CheckReport",
     "Embedder",
     "ImportReport",
     "Item",
     "MemoryConfig",
+    "MemoryCorruptError",
     "MemoryStore",
     "MemoryStoreError",
     "Retrieved",
     "RewardStats",
     "ValueState",
+    "check_memory_file",
     "default_memory_path",
     "q_update",
     "schema_sql",

@@ -16,7 +16,7 @@ from typing import TypeVar
 
 import sqlite_utils
 
-from ._types import MemoryStoreError
+from ._types import MemoryCorruptError, MemoryStoreError
 
 T = TypeVar("T")
 
@@ -188,7 +188,7 @@ def connect(path: Path, *, busy_timeout_s: float, synchronous: str, cache_mib: i
             str(path), timeout=busy_timeout_s, isolation_level=None, check_same_thread=False
         )
     except sqlite3.Error as exc:
-        raise MemoryStoreError(f"cannot open memory file {path}: {exc}") from exc
+        raise database_error(path, exc) from exc
     try:
         conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
         # Switching a fresh file to WAL needs a moment of exclusive access; two
@@ -201,7 +201,7 @@ def connect(path: Path, *, busy_timeout_s: float, synchronous: str, cache_mib: i
         conn.execute(f"PRAGMA cache_size = -{int(cache_mib) * 1024}")
     except sqlite3.DatabaseError as exc:
         conn.close()
-        raise MemoryStoreError(f"{path} is not a usable memory file: {exc}") from exc
+        raise database_error(path, exc) from exc
     return conn
 
 
@@ -277,3 +277,23 @@ def schema_sql() -> str:
 def applied_migrations(conn: sqlite3.Connection) -> list[str]:
     db = sqlite_utils.Database(conn, execute_plugins=False)
     return [m.name for m in migrations.applied(db)]
+
+
+def migration_names() -> list[str]:
+    """The names of every migration this version knows, in order."""
+    return [m.name for m in migrations.pending(sqlite_utils.Database(memory=True))]
+
+
+# Words in SQLite's messages that mean the file itself is damaged or is not a bank.
+_DAMAGE = ("malformed", "not a database", "disk i/o", "encrypted", "corrupt", "no such table", "no such column")
+
+
+def database_error(path: Path, exc: sqlite3.Error) -> MemoryStoreError:
+    """A SQLite error as the store's own, naming the file (and the check to run when it is damaged)."""
+    text = str(exc)
+    if any(word in text.lower() for word in _DAMAGE):
+        return MemoryCorruptError(
+            f"{path} is damaged or not an EvoKernel memory ({text}); "
+            f"run `evokernel memory check --memory {path}` for details"
+        )
+    return MemoryStoreError(f"{path}: {text}")

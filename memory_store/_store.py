@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import functools
+import inspect
 import json
 import math
 import random
@@ -31,6 +33,7 @@ from ._rows import (
     row_to_item,
     utc_now,
 )
+from ._schema import database_error
 from ._types import MODES, STAGES, ImportReport, Item, MemoryConfig, MemoryStoreError, Retrieved
 from ._values import RewardStats, StepRecord, ValueState, replay, updated_ids
 
@@ -60,6 +63,9 @@ class MemoryStore:
         self._estimates_items = 0
         try:
             _schema.migrate(self.conn, retries=self.config.write_retries)
+        except sqlite3.Error as exc:
+            self.conn.close()
+            raise database_error(self.path, exc) from exc
         except BaseException:
             self.conn.close()
             raise
@@ -94,14 +100,20 @@ class MemoryStore:
         with self._lock:
             if self.conn.in_transaction:
                 raise MemoryStoreError("transaction() blocks do not nest")
-            self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                self.conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as exc:
+                raise database_error(self.path, exc) from exc
             try:
                 yield self
             except BaseException:
                 if self.conn.in_transaction:
                     self.conn.execute("ROLLBACK")
                 raise
-            self.conn.execute("COMMIT")
+            try:
+                self.conn.execute("COMMIT")
+            except sqlite3.Error as exc:
+                raise database_error(self.path, exc) from exc
 
     def _items_where(self, where: str, params: Sequence[Any] = ()) -> list[Item]:
         return [row_to_item(r) for r in self._read(f"SELECT {ITEM_SELECT} FROM items WHERE {where}", params)]
@@ -209,6 +221,11 @@ class MemoryStore:
             ids.append(int(cur.lastrowid))  # the FTS row comes from a trigger
         return ids
 
+    def last_item_id(self) -> int:
+        """The newest item's id (0 for an empty bank): a snapshot for `retrieve(as_of=...)`."""
+        with self._lock:
+            return self._item_count_estimate()
+
     def get_item(self, item_id: int) -> Item:
         check_id(item_id, "item_id", allow_none=False)
         items = self._items_where("id = ?", (item_id,))
@@ -260,18 +277,21 @@ class MemoryStore:
         rank = {name: i for i, name in reversed(list(enumerate(wanted)))}
         return sorted(found, key=lambda item: (rank[item.name], item.id))
 
-    def feasible_items(self, task_key: str, backend: str) -> list[Item]:
-        """This task's traces whose verdict is feasible, fastest first (untimed last)."""
-        statuses = self.config.feasible_statuses
+    def feasible_items(self, task_key: str, backend: str, *, statuses: Sequence[str]) -> list[Item]:
+        """This task's traces whose status is one of `statuses` (the verdicts the
+        executor calls feasible), fastest first (untimed last)."""
+        statuses = check_names(list(statuses), "statuses")
+        if not statuses:
+            raise MemoryStoreError("statuses must name at least one feasible verdict")
         return self._items_where(
             f"task_key = ? AND backend = ? AND kind = 'trace' AND status IN ({','.join('?' * len(statuses))}) "
             "ORDER BY latency_ms IS NULL, latency_ms, id",
             [task_key, backend, *statuses],
         )
 
-    def best_item(self, task_key: str, backend: str) -> Item | None:
+    def best_item(self, task_key: str, backend: str, *, statuses: Sequence[str]) -> Item | None:
         """The lowest-latency feasible trace, or None when the task has none."""
-        feasible = self.feasible_items(task_key, backend)
+        feasible = self.feasible_items(task_key, backend, statuses=statuses)
         return feasible[0] if feasible else None
 
     # -- retrieval --------------------------------------------------------
@@ -284,9 +304,15 @@ class MemoryStore:
         categories: Sequence[str] | None = None,
         only_task_key: str | None = None,
         exclude_task_keys: Sequence[str] | None = None,
+        visible: tuple[int, str | None] | None = None,
         alias: str = "",
     ) -> tuple[str, list[Any]]:
         clauses, params = ["1"], []
+        if visible is not None:
+            # A snapshot: items up to an id, plus those of one task written since.
+            upto, own_task = visible
+            clauses.append(f"({alias}id <= ? OR {alias}task_key = ?)")
+            params.extend([upto, own_task if own_task is not None else ""])
         for column, values in (("backend", backends), ("kind", kinds), ("category", categories)):
             if values:
                 clauses.append(f"{alias}{column} IN ({','.join('?' * len(values))})")
@@ -432,6 +458,8 @@ class MemoryStore:
         epsilon: float | None = None,
         pool_size: int | None = None,
         embedder: _embed.Embedder | None = None,
+        as_of: int | None = None,
+        as_of_task_key: str | None = None,
     ) -> list[Retrieved]:
         """Two-phase retrieval across all tasks.
 
@@ -440,6 +468,9 @@ class MemoryStore:
         filters, then select n of them by the stage's value (`mode`, see
         `_retrieval.select`). `epsilon` overrides the config's (to decay it);
         `pool_size` overrides K; `rng` makes the picks reproducible.
+        `as_of` (an item id, see `last_item_id`) limits recall to the items that
+        existed then, plus those of `as_of_task_key` written since: concurrent
+        steps of one outer iteration see the same bank.
         """
         check_text(query, "query", allow_empty=True)
         check_stage(stage)
@@ -457,6 +488,7 @@ class MemoryStore:
             "categories": None if categories is None else check_names(categories, "categories"),
             "only_task_key": None if only_task_key is None else check_text(only_task_key, "only_task_key"),
             "exclude_task_keys": None if exclude_task_keys is None else check_names(exclude_task_keys, "exclude_task_keys"),
+            "visible": None if as_of is None else (check_id(as_of, "as_of", allow_none=False), as_of_task_key),
         }
         with self._lock:
             items = self._item_count_estimate()
@@ -791,3 +823,22 @@ class MemoryStore:
         """
         records = _transfer.parse_export(fp)
         return self._write(lambda: _transfer.insert_records(self.conn, records, self._insert_rows))
+
+
+
+def _guarded(fn: Callable[..., T]) -> Callable[..., T]:
+    @functools.wraps(fn)
+    def call(self: MemoryStore, *args: Any, **kwargs: Any) -> T:
+        try:
+            return fn(self, *args, **kwargs)
+        except sqlite3.Error as exc:
+            raise database_error(self.path, exc) from exc
+
+    return call
+
+
+# Every public method speaks MemoryStoreError, never a bare sqlite3 error: a
+# damaged file must give the caller one clear line, not a traceback.
+for _name, _fn in list(vars(MemoryStore).items()):
+    if not _name.startswith("_") and inspect.isfunction(_fn) and _name not in ("transaction", "close"):
+        setattr(MemoryStore, _name, _guarded(_fn))

@@ -20,6 +20,25 @@ class MemoryStoreError(ValueError):
     """
 
 
+class MemoryCorruptError(MemoryStoreError):
+    """SQLite found the file damaged (or not a database at all): the message
+    names the file and points at `evokernel memory check`."""
+
+
+@dataclass(frozen=True)
+class CheckReport:
+    """What `check_memory_file` found: `problems` empty means the file is sound."""
+
+    path: str
+    problems: tuple[str, ...]
+    notes: tuple[str, ...] = ()
+    migrations: tuple[str, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
 @dataclass(frozen=True)
 class MemoryConfig:
     """Everything that shapes learning and retrieval, frozen so a run can record it.
@@ -67,7 +86,6 @@ class MemoryConfig:
     reward_momentum: float = 0.99
     reward_sigma_floor: float = 0.1
     normalized_stages: tuple[str, ...] = ("refine",)
-    feasible_statuses: tuple[str, ...] = ("ok", "compiled")
     busy_timeout_s: float = 30.0
     write_retries: int = 8
     # NORMAL in WAL mode survives a killed process (the OS keeps the written

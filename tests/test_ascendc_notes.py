@@ -8,7 +8,8 @@ from pathlib import Path
 from backends import EvalResult, Verdict
 from backends.ascendc import API_NAMES
 from evokernel.ascendc import API_NOTES, api_names_in, seed_api_notes
-from evokernel.loop import Proposal, RunConfig, run_tasks
+import evokernel
+from evokernel.loop import Proposal, RunOptions
 from memory_store import MemoryStore
 
 TASK = Path(__file__).parent / "executor_cases" / "task_add_relu.py"
@@ -60,7 +61,7 @@ class _Recording:
 class _UnknownApiExecutor:
     """Answers every candidate with the CPU model's unknown-API verdict (no build needed)."""
 
-    def evaluate(self, task, source, *, backend, options):
+    def evaluate(self, task, source, *, backend, options, timeout_s=None):
         return EvalResult(Verdict.COMPILE_ERROR, UNKNOWN, feedback=UNKNOWN, device="cpu")
 
     def close(self):
@@ -70,8 +71,8 @@ class _UnknownApiExecutor:
 def _run(tmp_path, mode):
     policy = _Recording()
     with MemoryStore(tmp_path / f"{mode}.db") as store:
-        run_tasks([TASK], policy, store, RunConfig(backend="ascendc", budget=2, memory_mode=mode, baselines=False),
-                  executor=_UnknownApiExecutor())
+        evokernel.run([TASK], RunOptions(backend="ascendc", budget=2, memory_mode=mode, baselines=False, device="cpu"),
+                      policy=policy, store=store, executor=_UnknownApiExecutor())
     return policy.contexts
 
 

@@ -60,24 +60,20 @@ def get_init_inputs():
     return []
 '''
 
-CONV = '''"""A convolution: outside the builtin policy's families."""
+OUTSIDE = '''"""A QR decomposition: outside the builtin policy's families."""
 import torch
 import torch.nn as nn
 
-CATEGORY = "conv"
+CATEGORY = "linalg"
 
 
 class Model(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.conv = nn.Conv2d(2, 3, 3)
-
     def forward(self, x):
-        return self.conv(x)
+        return torch.linalg.qr(x)[1]
 
 
 def get_inputs():
-    return [torch.randn(1, 2, 6, 6)]
+    return [torch.randn(6, 6)]
 
 
 def get_init_inputs():
@@ -87,9 +83,8 @@ def get_init_inputs():
 
 @pytest.fixture(autouse=True)
 def _size_unset(monkeypatch):
-    """Each test starts with EVOKERNEL_SIZE unset, and the CLI's choice is undone after it."""
-    monkeypatch.setenv("EVOKERNEL_SIZE", "small")
-    monkeypatch.delenv("EVOKERNEL_SIZE")
+    """The size is the CLI's choice (small without a GPU), never the environment's."""
+    monkeypatch.delenv("EVOKERNEL_SIZE", raising=False)
 
 
 @pytest.fixture
@@ -125,7 +120,7 @@ def test_bench_json_on_cpu(tiny_suite):
     assert env["device"] == "cpu" and env["size"] == "small" and env["trials"] == 5
     assert env["torch"] and "interpreter" in env["timing_method"] and "bench" in env["command"]
     assert env["tolerance"]["default_atol_rtol"]["float32"] == [1e-4, 1e-4]
-    assert "EVOKERNEL_SIZE=small" in res.stderr
+    assert "no GPU: tasks run at size 'small'" in res.stderr
 
 
 @pytest.mark.slow
@@ -141,8 +136,8 @@ def test_bench_limit_and_out(tiny_suite, tmp_path):
 
 
 def test_bench_reports_tasks_outside_the_builtin_families(tmp_path):
-    task = tmp_path / "conv.py"
-    task.write_text(CONV)
+    task = tmp_path / "qr.py"
+    task.write_text(OUTSIDE)
     res = runner.invoke(app, ["bench", str(task), "--budget", "2", "--json"])
     assert res.exit_code == 0, res.output
     data = _json_line(res)
@@ -153,11 +148,11 @@ def test_bench_reports_tasks_outside_the_builtin_families(tmp_path):
 
 
 def test_bench_table_without_json(tmp_path):
-    task = tmp_path / "conv.py"
-    task.write_text(CONV)
+    task = tmp_path / "qr.py"
+    task.write_text(OUTSIDE)
     res = runner.invoke(app, ["bench", str(task), "--budget", "1"])
     assert res.exit_code == 0, res.output
-    assert "conv" in res.stdout and "correct" in res.stdout
+    assert "qr" in res.stdout and "correct" in res.stdout
 
 
 def test_bench_unknown_suite_exit_2():
@@ -168,16 +163,16 @@ def test_bench_unknown_suite_exit_2():
 
 
 def test_bench_unknown_backend_and_policy_exit_2(tmp_path):
-    task = tmp_path / "conv.py"
-    task.write_text(CONV)
+    task = tmp_path / "qr.py"
+    task.write_text(OUTSIDE)
     assert runner.invoke(app, ["bench", str(task), "--backend", "nope"]).exit_code == 2
     res = runner.invoke(app, ["bench", str(task), "--policy", "nope"])
     assert res.exit_code == 2 and "unknown policy" in res.stderr
 
 
 def test_ablate_arms_json(tmp_path):
-    task = tmp_path / "conv.py"
-    task.write_text(CONV)
+    task = tmp_path / "qr.py"
+    task.write_text(OUTSIDE)
     res = runner.invoke(app, ["ablate", str(task), "--budget", "3", "--json"])
     assert res.exit_code == 0, res.output
     data = _json_line(res)

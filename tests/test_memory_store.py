@@ -23,9 +23,11 @@ from memory_store import (
     KINDS,
     Item,
     MemoryConfig,
+    MemoryCorruptError,
     MemoryStore,
     MemoryStoreError,
     Retrieved,
+    check_memory_file,
     default_memory_path,
     schema_sql,
 )
@@ -69,8 +71,42 @@ def test_creates_wal_file_with_migrations_and_reopens(tmp_path):
 def test_a_file_that_is_not_sqlite_is_a_clear_error(tmp_path):
     path = tmp_path / "notes.db"
     path.write_bytes(b"this is not a database" * 100)
-    with pytest.raises(MemoryStoreError, match="not a usable memory file"):
+    with pytest.raises(MemoryCorruptError, match=r"notes.db is damaged or not an EvoKernel memory .*evokernel memory check"):
         MemoryStore(path)
+    assert path.read_bytes() == b"this is not a database" * 100, "the file is left as it was"
+
+
+def test_a_damaged_page_is_a_clear_error_on_every_call(tmp_path):
+    path = tmp_path / "bank.db"
+    with MemoryStore(path) as s:
+        for i in range(200):
+            add(s, f"softmax row {i} " + "x" * 200)
+        s.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2: len(data) // 2 + 4096] = bytes(4096)  # one page of zeros in the middle
+    path.write_bytes(bytes(data))
+    with pytest.raises(MemoryCorruptError, match="evokernel memory check"):
+        with MemoryStore(path) as s:
+            s.list_items(limit=None)
+    report = check_memory_file(path)
+    assert not report.ok and all(p.startswith("integrity:") for p in report.problems)
+
+
+def test_check_memory_file_on_sound_foreign_and_missing_files(tmp_path):
+    sound = tmp_path / "m.db"
+    with MemoryStore(sound) as s:
+        add(s, "softmax row")
+    assert check_memory_file(sound).ok and check_memory_file(sound).migrations == ("m001_initial",)
+    foreign = tmp_path / "other.db"
+    conn = sqlite3.connect(foreign)
+    conn.execute("CREATE TABLE t (x)")
+    conn.commit()
+    conn.close()
+    problems = check_memory_file(foreign).problems
+    assert any("table 'items' is missing" in p for p in problems)
+    assert check_memory_file(tmp_path / "none.db").problems == ("no such file",)
+    (tmp_path / "empty.db").write_bytes(b"")
+    assert check_memory_file(tmp_path / "empty.db").problems == ("an empty file",)
 
 
 def test_item_round_trip_and_defaults(store):
@@ -378,6 +414,19 @@ def test_store_exploration_rate_and_determinism(store):
     assert len({tuple(again(s)) for s in range(20)}) > 1
 
 
+def test_retrieval_as_of_a_snapshot_sees_older_items_and_its_own_task(store):
+    old = add(store, "softmax row fp32", task_key="a")
+    snapshot = store.last_item_id()
+    newer_other = add(store, "softmax row fp32 newer", task_key="b")
+    newer_own = add(store, "softmax row fp32 mine", task_key="c")
+    everything = {r.item.id for r in store.retrieve("softmax row", stage="draft", n=10, epsilon=0.0)}
+    assert everything == {old, newer_other, newer_own}
+    seen = {r.item.id for r in store.retrieve("softmax row", stage="draft", n=10, epsilon=0.0,
+                                             as_of=snapshot, as_of_task_key="c")}
+    assert seen == {old, newer_own}
+    assert store.last_item_id() == newer_own
+
+
 def test_retrieved_carries_similarity_and_stage_value(store):
     run = store.start_run({})
     a = add(store, "softmax row")
@@ -404,9 +453,11 @@ def test_feasible_and_best_items(store):
     untimed = add(store, "k", kind="trace", task_key="s", status="compiled")
     add(store, "k", kind="experience", task_key="s", status="ok", latency_ms=0.01)
     add(store, "k", kind="trace", task_key="s", backend="cuda", status="ok", latency_ms=0.01)
-    assert [i.id for i in store.feasible_items("s", "triton")] == [fast, slow, untimed]
-    assert store.best_item("s", "triton").id == fast
-    assert store.best_item("nothing", "triton") is None
+    feasible = ("ok", "compiled")
+    assert [i.id for i in store.feasible_items("s", "triton", statuses=feasible)] == [fast, slow, untimed]
+    assert [i.id for i in store.feasible_items("s", "triton", statuses=["ok"])] == [fast, slow]
+    assert store.best_item("s", "triton", statuses=feasible).id == fast
+    assert store.best_item("nothing", "triton", statuses=feasible) is None
 
 
 # -- LLM log and cache ----------------------------------------------------

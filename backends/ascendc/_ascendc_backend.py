@@ -36,6 +36,8 @@ def _without_python_comments(source: str) -> str:
 class AscendCBackend:
     name = "ascendc"
     language = "ascendc"
+    builtin_policy = "evokernel.ascendc:AscendCBuiltinPolicy"  # lazy "module:attr": backends never import evokernel
+    api_notes = "evokernel.ascendc:seed_api_notes"  # seeds the API notes into a bank (store) -> count
     title = "Ascend C"
     kernel_marker = r"__aicore__"  # a kernel of this kind in a candidate's source (for the LLM answer parser)
     prompt_rules = """\
@@ -167,6 +169,10 @@ Ascend C rules:
         if self.latency_source(device) != MODELLED_SOURCE:
             return None
         return modelled_latency_ms(log.launches)
+
+    def can_run(self, device: str) -> bool:
+        """The CPU model runs every kernel; CANN modes decide by what they detected."""
+        return bool(self.mode()["can_run"])
 
     def latency_source(self, device: str) -> str:
         mode = detect_mode()["mode"]

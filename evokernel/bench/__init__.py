@@ -1,4 +1,4 @@
-"""Benchmark-suite tooling: checks on task files and, later, the benchmark runner."""
+"""Benchmarks: the loop (`evokernel.run`) over a suite, its metrics, the ablation and the report."""
 
 from ._ablate import ARM_NAMES, ARMS, AblationResult, Arm, ArmResult, run_ablation
 from ._metrics import FAST_PS, compute_metrics, fast_key, geomean, speed_comparability, task_row
@@ -6,7 +6,6 @@ from ._report import ReportError, ReportFiles, write_report
 from ._runner import (
     BUNDLED_SUITES,
     BenchError,
-    BenchOptions,
     BenchResult,
     SuiteError,
     benchmarks_root,
@@ -23,7 +22,6 @@ __all__: list[str] = [
     "ArmResult",
     "BUNDLED_SUITES",
     "BenchError",
-    "BenchOptions",
     "BenchResult",
     "FAST_PS",
     "ReportError",

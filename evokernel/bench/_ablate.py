@@ -5,7 +5,7 @@ temporary memory (or its own copy of a given one, so no arm learns from
 another):
 
 - `independent`: independent samples (pass@k). No memory, no feedback, no
-  start point: every step is a fresh draft (`RunConfig.independent_samples`),
+  start point: every step is a fresh draft (`RunOptions.independent_samples`),
   and the task counts as solved if any sample is correct. The builtin policy is deterministic: with a fresh context it writes the same
   kernel at every step, so for it this arm is pass@1 repeated.
 - `refine`: the draft/refine loop with feedback and start points, memory off.
@@ -22,14 +22,12 @@ from typing import Any, Callable, Sequence
 from ._metrics import compute_metrics, task_row
 from ._runner import (
     BenchError,
-    BenchOptions,
+    bench_options,
+    check_options,
     environment,
-    execute,
-    load_tasks,
-    make_policy,
-    open_memory,
-    resolve_device,
     resolve_tasks,
+    run_suite,
+    temporary_memory,
 )
 
 ABLATION_KIND = "evokernel-ablation"
@@ -106,8 +104,10 @@ class AblationResult:
 
 def run_ablation(
     source: str | os.PathLike[str],
-    options: BenchOptions = BenchOptions(),
+    options: Any = None,
     *,
+    limit: int | None = None,
+    memory: str | os.PathLike[str] | None = None,
     arms: Sequence[str] | None = None,
     policy_factory: Callable[[Any], Any] | None = None,
     on_event: Callable[[dict[str, Any]], None] | None = None,
@@ -115,27 +115,30 @@ def run_ablation(
 ) -> AblationResult:
     """Run each arm over the suite at `options.budget` steps per task.
 
-    `options.memory`, when set, is copied into each arm and never written;
+    `memory`, when set, is copied into each arm and never written;
     `policy_factory(store)` overrides the policy `options` names (a fresh one per arm).
     """
-    options.validate()
+    from evokernel.loop import RunOptions
+
+    options = options or RunOptions()
+    check_options(options)
     chosen = arms_named(arms)
-    paths = resolve_tasks(source, limit=options.limit)
-    device = resolve_device(options.device)
-    tasks, broken = load_tasks(paths)
+    paths = resolve_tasks(source, limit=limit)
+    if memory is not None and not os.path.isfile(memory):
+        raise BenchError(f"no memory at {memory}")
     results: list[ArmResult] = []
-    policy_name, is_llm = "", False
+    policy_name, is_llm, device, size, jobs = "", False, "", "", 1
     for arm in chosen:
-        config = options.run_config(device, memory_mode=arm.memory_mode, independent_samples=arm.independent)
+        arm_options = options.replace(memory_mode=arm.memory_mode, independent_samples=arm.independent, resume=False)
 
         def tagged(event: dict[str, Any], arm_name: str = arm.name) -> None:
             if on_event is not None:
                 on_event({**event, "arm": arm_name})
 
-        with open_memory(None, copy_from=options.memory) as store:
-            policy = policy_factory(store) if policy_factory else make_policy(options, store)
-            policy_name, is_llm = policy.name, policy.is_llm
-            run = execute(tasks, broken, policy, store, config, on_event=tagged, resume=False)
+        with temporary_memory(copy_from=memory) as store:
+            policy = policy_factory(store) if policy_factory else None
+            run = run_suite(paths, arm_options, store=store, policy=policy, on_event=tagged)
+        policy_name, is_llm, device, size, jobs = run.policy, run.policy_is_llm, run.device, run.size, run.jobs
         results.append(ArmResult(
             arm=arm,
             metrics=compute_metrics(run.tasks, device=device, is_llm=is_llm),
@@ -148,9 +151,10 @@ def run_ablation(
             f"the {policy_name} policy is deterministic: its independent samples are one kernel written "
             f"{options.budget} times, so the independent arm is pass@1, not pass@{options.budget}"
         )
-    if options.memory:
-        notes.append(f"each arm started from its own copy of {options.memory}")
+    if memory:
+        notes.append(f"each arm started from its own copy of {memory}")
     return AblationResult(
         suite=os.fspath(source), policy=policy_name, policy_is_llm=is_llm, arms=results,
-        environment=environment(device, options, tasks, command=command), options=options.to_dict(), notes=notes,
+        environment=environment(device, options, paths, size=size, jobs=jobs, command=command),
+        options=bench_options(options, limit=limit, memory=os.fspath(memory) if memory else None), notes=notes,
     )

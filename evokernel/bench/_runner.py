@@ -1,14 +1,15 @@
 """Run the loop over a benchmark suite and record the numbers with the
 conditions they were measured under.
 
-    result = run_bench("level1", BenchOptions(budget=2, limit=4))
+    result = run_bench("level1", RunOptions(budget=2), limit=4)
     result.metrics["correct_rate"], result.to_dict()
 
 A suite is a bundled name (`level1`, `level2`, `level3`, `npu`, found in the
-checkout's `benchmarks/` folder), a directory of task files or one task file.
-By default each run starts from a fresh temporary memory, so its numbers do
-not depend on what an earlier run taught the memory; `BenchOptions.memory`
-names a memory to use (and grow) instead.
+checkout's `benchmarks/` folder), a bundled example task (`softmax`), a
+directory of task files or one task file. By default each run starts from a
+fresh temporary memory, so its numbers do not depend on what an earlier run
+taught the memory; `memory=` names a memory to use (and grow) instead. The
+loop itself is `evokernel.run`.
 """
 
 from __future__ import annotations
@@ -53,9 +54,13 @@ def resolve_tasks(source: str | os.PathLike[str], *, limit: int | None = None) -
     """Task files for a suite name, a directory or a single file; the first `limit` in sorted order."""
     if limit is not None and limit < 1:
         raise SuiteError(f"--limit must be at least 1, got {limit}")
+    from evokernel.tasks import bundled_task_names, bundled_task_path
+
     text = os.fspath(source)
     path = Path(text)
-    if text in BUNDLED_SUITES and not path.exists():
+    if text in bundled_task_names() and not path.exists():
+        path = bundled_task_path(text)
+    elif text in BUNDLED_SUITES and not path.exists():
         path = benchmarks_root() / text
         if not path.is_dir():
             raise SuiteError(
@@ -63,7 +68,8 @@ def resolve_tasks(source: str | os.PathLike[str], *, limit: int | None = None) -
                 "checkout of the repository (pip install -e .), not with a wheel; pass a directory of task files instead."
             )
     elif not path.exists():
-        raise SuiteError(f"{text!r} is neither a bundled suite ({', '.join(BUNDLED_SUITES)}) nor an existing file or directory")
+        raise SuiteError(f"{text!r} is neither a bundled suite ({', '.join(BUNDLED_SUITES)}), a bundled task "
+                         f"({', '.join(bundled_task_names())}) nor an existing file or directory")
     if path.is_file():
         files = [path]
     else:
@@ -71,52 +77,6 @@ def resolve_tasks(source: str | os.PathLike[str], *, limit: int | None = None) -
         if not files:
             raise SuiteError(f"{path} holds no task files (*.py)")
     return files[:limit] if limit else files
-
-
-@dataclasses.dataclass(frozen=True)
-class BenchOptions:
-    """Everything that shapes a benchmark run; recorded in its result."""
-
-    policy: str = "builtin"
-    model: str | None = None  # PROVIDER:MODEL; overrides `policy`
-    backend: str = "triton"
-    budget: int = 30
-    limit: int | None = None
-    memory: str | None = None  # None: a fresh temporary memory
-    memory_mode: str = "value"
-    n_memories: int = 5
-    seed: int = 0
-    device: str | None = None
-    timeout_s: float = 300.0
-    trials: int = 5
-    reps: int = 100
-    baselines: bool = True
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-    def validate(self) -> None:
-        """Raise BenchError for options the loop would reject, before any work starts."""
-        from evokernel.loop import MEMORY_MODES
-
-        if self.budget < 1:
-            raise BenchError(f"budget must be at least 1 step per task, got {self.budget}")
-        if self.limit is not None and self.limit < 1:
-            raise BenchError(f"limit must be at least 1, got {self.limit}")
-        if self.memory_mode not in MEMORY_MODES:
-            raise BenchError(f"memory mode must be one of {', '.join(MEMORY_MODES)}, got {self.memory_mode!r}")
-        if self.model is None and self.policy != "builtin":
-            raise BenchError(f"unknown policy {self.policy!r}: use --policy builtin or --model PROVIDER:MODEL")
-
-    def run_config(self, device: str, **changes: Any):
-        from evokernel.loop import RunConfig
-
-        config = RunConfig(
-            backend=self.backend, budget=self.budget, memory_mode=self.memory_mode, n_memories=self.n_memories,
-            seed=self.seed, device=device, timeout_s=self.timeout_s, trials=self.trials, reps=self.reps,
-            baselines=self.baselines,
-        )
-        return dataclasses.replace(config, **changes) if changes else config
 
 
 @dataclasses.dataclass
@@ -152,90 +112,59 @@ class BenchResult:
 # --- pieces shared with the ablation ------------------------------------------
 
 
-def resolve_device(device: str | None) -> str:
-    from backends import default_device
-
-    return device or default_device()
-
-
-def load_tasks(paths: Sequence[Path]) -> tuple[list[Any], list[Any]]:
-    """Loaded tasks, and an outcome saying why for each file that did not load
-    (it stays in the denominator: a broken task is a task not solved)."""
-    from backends import TaskError, load_task
-    from evokernel.loop import TaskOutcome
-
-    tasks, broken = [], []
-    for p in paths:
-        try:
-            tasks.append(load_task(p))
-        except TaskError as exc:
-            broken.append(TaskOutcome(name=Path(p).stem, task_key="", path=str(p), stopped=f"task did not load: {exc.problem}"))
-    return tasks, broken
+def bench_options(options: Any, *, limit: int | None, memory: str | None) -> dict[str, Any]:
+    """What a result records as its options: the run's, plus the suite's limit and memory."""
+    return {**options.to_dict(), "limit": limit, "memory": memory}
 
 
 @contextlib.contextmanager
-def open_memory(path: str | os.PathLike[str] | None, *, copy_from: str | os.PathLike[str] | None = None) -> Iterator[Any]:
-    """The store a run writes to: `path` itself, or a fresh temporary one
-    (started as a copy of `copy_from` when given), removed afterwards."""
+def temporary_memory(copy_from: str | os.PathLike[str] | None = None) -> Iterator[Any]:
+    """A fresh memory in a temporary directory (a copy of `copy_from` when given), removed afterwards."""
     from memory_store import MemoryStore
 
-    if path is not None:
-        store = MemoryStore(path)
-        try:
-            yield store
-        finally:
-            store.close()
-        return
     with tempfile.TemporaryDirectory(prefix="evokernel-bench-") as tmp:
         db = Path(tmp) / "memory.db"
         if copy_from is not None:
             _copy_sqlite(Path(copy_from), db)
-        store = MemoryStore(db)
-        try:
+        with MemoryStore(db) as store:
             yield store
-        finally:
-            store.close()
 
 
 def _copy_sqlite(src: Path, dst: Path) -> None:
     """A consistent copy even while another process writes (WAL): SQLite's backup API."""
     if not src.is_file():
         raise SuiteError(f"no memory at {src}")
-    with contextlib.closing(sqlite3.connect(str(src))) as a, contextlib.closing(sqlite3.connect(str(dst))) as b:
-        a.backup(b)
+    try:
+        with contextlib.closing(sqlite3.connect(str(src))) as a, contextlib.closing(sqlite3.connect(str(dst))) as b:
+            a.backup(b)
+    except sqlite3.DatabaseError as exc:
+        raise BenchError(f"{src}: cannot copy the memory ({exc}); run `evokernel memory check --memory {src}`") from None
 
 
-def execute(tasks: Sequence[Any], broken: Sequence[Any], policy: Any, store: Any, config: Any, *,
-            executor: Any = None, on_event: Callable[[Event], None] | None = None, resume: bool = True):
-    """Run the loop over loaded tasks; the outcomes of unloadable ones are appended."""
-    from evokernel.loop import RunResult, Runner
-
-    if tasks:
-        run = Runner(tasks, policy, store, config, executor=executor, on_event=on_event, resume=resume).run()
-    else:
-        run = RunResult(0, policy.name, policy.is_llm, config, [], memory_path=str(store.path))
-    if broken:  # the loop's accuracy counts the tasks it ran; the suite's counts them all
-        scale = len(run.tasks) / (len(run.tasks) + len(broken))
-        run.accuracy_by_iteration = [a * scale for a in run.accuracy_by_iteration]
-    run.tasks = [*run.tasks, *broken]
-    return run
-
-
-def make_policy(options: BenchOptions, store: Any) -> Any:
-    """The policy `options` names, logging to `store`; BenchError when it cannot be made."""
-    from evokernel.llm import LLMError
-    from evokernel.policies import get_policy
+def run_suite(paths: Sequence[Path], options: Any, *, memory: Any = None, store: Any = None, policy: Any = None,
+              executor: Any = None, on_event: Callable[[Event], None] | None = None):
+    """`evokernel.run` over a suite's files: a file that does not load counts as a task not solved."""
+    from evokernel.loop import RunError, run
 
     try:
-        return get_policy(model=options.model, policy=options.policy, log=store)
-    except (ValueError, ImportError, LLMError) as exc:
-        raise BenchError(str(exc)) from exc
+        return run(paths, options, policy=policy, executor=executor, memory=memory, store=store, on_event=on_event,
+                   skip_broken=True)
+    except RunError as exc:
+        raise BenchError(str(exc)) from None
+
+
+def check_options(options: Any) -> None:
+    """A bench or ablation needs a policy it can name: the builtin one or an LLM."""
+    if options.model is None and options.policy != "builtin":
+        raise BenchError(f"unknown policy {options.policy!r}: use --policy builtin or --model PROVIDER:MODEL")
 
 
 def run_bench(
     source: str | os.PathLike[str],
-    options: BenchOptions = BenchOptions(),
+    options: Any = None,
     *,
+    limit: int | None = None,
+    memory: str | os.PathLike[str] | None = None,
     policy: Any = None,
     executor: Any = None,
     on_event: Callable[[Event], None] | None = None,
@@ -243,29 +172,33 @@ def run_bench(
 ) -> BenchResult:
     """Run `options.budget` steps on each task of a suite and compute its metrics.
 
-    `policy` overrides `options.policy`/`options.model` (tests, wrappers);
-    `command` is recorded as the command line (default: this process's argv).
-    Raises BenchError (SuiteError for the suite) before any work when it cannot start.
+    `options` is a `RunOptions`; `memory` names a bank to use and grow (default:
+    a fresh temporary one, so the numbers do not depend on earlier runs);
+    `policy` overrides the one `options` names (tests, wrappers); `command` is
+    recorded as the command line (default: this process's argv). Raises
+    BenchError (SuiteError for the suite) before any work when it cannot start.
     """
-    options.validate()
-    paths = resolve_tasks(source, limit=options.limit)
-    device = resolve_device(options.device)
-    config = options.run_config(device)
-    tasks, broken = load_tasks(paths)
-    with open_memory(options.memory) as store:
-        pol = policy or make_policy(options, store)
-        run = execute(tasks, broken, pol, store, config, executor=executor, on_event=on_event)
+    from evokernel.loop import RunOptions
+
+    options = options or RunOptions()
+    check_options(options)
+    paths = resolve_tasks(source, limit=limit)
+    if memory is not None:
+        run = run_suite(paths, options, memory=memory, policy=policy, executor=executor, on_event=on_event)
+    else:
+        with temporary_memory() as store:
+            run = run_suite(paths, options, store=store, policy=policy, executor=executor, on_event=on_event)
     return BenchResult(
         suite=os.fspath(source),
-        metrics=compute_metrics(run.tasks, device=device, is_llm=run.policy_is_llm),
+        metrics=compute_metrics(run.tasks, device=run.device, is_llm=run.policy_is_llm),
         tasks=[task_row(o) for o in run.tasks],
-        environment=environment(device, options, tasks, command=command),
-        options=options.to_dict(),
+        environment=environment(run.device, options, paths, size=run.size, jobs=run.jobs, command=command),
+        options=bench_options(options, limit=limit, memory=os.fspath(memory) if memory else None),
         policy=run.policy,
         policy_is_llm=run.policy_is_llm,
         accuracy_by_iteration=list(run.accuracy_by_iteration),
         run_id=run.run_id or None,
-        memory=str(Path(options.memory).resolve()) if options.memory else "fresh temporary memory",
+        memory=str(Path(memory).resolve()) if memory else "fresh temporary memory",
     )
 
 
@@ -304,18 +237,27 @@ def _git_commit() -> str | None:
     return out.stdout.strip() or None
 
 
-def _tolerance_policy(tasks: Sequence[Any]) -> dict[str, Any]:
-    # The verifier's defaults; backends does not export them yet, so read the module that applies them.
-    from backends import DEFAULT_TOLERANCE
+def _tolerance_policy(paths: Sequence[Path], size: str) -> dict[str, Any]:
+    from backends import DEFAULT_TOLERANCE, TaskError
 
+    from evokernel.loop import load_tasks
+
+    overrides = {}
+    for p in paths:
+        try:
+            ((task, _),), _ = load_tasks([p], size)
+        except (TaskError, ValueError):
+            continue  # a broken task is reported with its row
+        if task.tolerance is not None:
+            overrides[task.name] = list(task.tolerance)
     return {
         "default_atol_rtol": {str(dtype).replace("torch.", ""): list(tol) for dtype, tol in DEFAULT_TOLERANCE.items()},
-        "task_overrides": {t.name: list(t.tolerance) for t in tasks if t.tolerance is not None},
+        "task_overrides": overrides,
         "nan": "never passes",
     }
 
 
-def _timing_method(device: str, options: BenchOptions) -> str:
+def _timing_method(device: str, options: Any) -> str:
     from backends import EvalOptions
 
     eo = EvalOptions()
@@ -330,8 +272,9 @@ def _timing_method(device: str, options: BenchOptions) -> str:
     )
 
 
-def environment(device: str, options: BenchOptions, tasks: Sequence[Any], *, command: str | None = None) -> dict[str, Any]:
-    """Hardware, versions, tolerance, trials and timing method: what DESIGN.md section 8 asks to keep with numbers."""
+def environment(device: str, options: Any, paths: Sequence[Path], *, size: str, jobs: int,
+                command: str | None = None) -> dict[str, Any]:
+    """Hardware, versions, tolerance, trials, rules and timing method: what is kept with the numbers."""
     import torch
 
     return {
@@ -344,9 +287,11 @@ def environment(device: str, options: BenchOptions, tasks: Sequence[Any], *, com
         "triton": _version("triton"),
         "evokernel": _version("evokernel"),
         "git_commit": _git_commit(),
-        "size": os.environ.get("EVOKERNEL_SIZE", "full"),
+        "size": size,
         "backend": options.backend,
-        "tolerance": _tolerance_policy(tasks),
+        "rules": options.rules,
+        "jobs": jobs,
+        "tolerance": _tolerance_policy(paths, size),
         "trials": options.trials,
         "timing_method": _timing_method(device, options),
         "command": command if command is not None else " ".join(["evokernel", *sys.argv[1:]]),

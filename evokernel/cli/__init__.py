@@ -2,35 +2,83 @@
 
 Each command group lives in its own module and only parses, calls one library
 function and renders. Heavy imports (torch, SDKs) happen inside commands so that
-`evokernel --help` stays instant.
+`evokernel --help` stays instant. Usage errors are one line on stderr (exit 2).
 """
 
 from __future__ import annotations
 
+import sys
+from typing import Annotated, Any
+
 import typer
+from typer.core import TyperGroup
+
+from ._common import EXIT_INTERRUPTED, EXIT_USAGE, one_line
+
+
+class _Group(TyperGroup):
+    """Click's own error output is a usage block plus the error; here it is one line."""
+
+    def main(self, args: Any = None, prog_name: Any = None, complete_var: Any = None,
+             standalone_mode: bool = True, **extra: Any) -> Any:
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        try:
+            code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except typer.Abort:
+            sys.exit(EXIT_INTERRUPTED)
+        except Exception as exc:
+            # Click's errors (typer may ship its own copy of click): they format a message and carry an exit code.
+            if not (hasattr(exc, "format_message") and hasattr(exc, "exit_code")):
+                raise
+            kinds = {c.__name__ for c in type(exc).__mro__}
+            if "NoArgsIsHelpError" in kinds:  # a bare `evokernel` or `evokernel memory`: the help itself
+                sys.stderr.write(exc.format_message().rstrip() + "\n")
+                sys.exit(exc.exit_code)
+            message = one_line(exc.format_message())
+            if "UsageError" in kinds:
+                ctx = getattr(exc, "ctx", None)
+                message += f" (see `{ctx.command_path if ctx is not None else 'evokernel'} --help`)"
+            sys.stderr.write(f"error: {message}\n")
+            sys.exit(exc.exit_code)
+        sys.exit(code if isinstance(code, int) else 0)
+
 
 app = typer.Typer(
     name="evokernel",
+    cls=_Group,
     help="A frozen LLM writes and refines kernels, guided by a value-learning episodic memory.",
     no_args_is_help=True,
+    rich_markup_mode=None,  # plain help: whole lines when piped, no <bool> on flags
     pretty_exceptions_show_locals=False,  # keys live in locals; never print them
     add_completion=False,
 )
 
 
+def _version(value: bool) -> None:
+    if value:
+        from evokernel import __version__
+
+        typer.echo(f"evokernel {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                          help="Print the version and exit.")] = False,
+) -> None:
+    """A frozen LLM writes and refines kernels, guided by a value-learning episodic memory."""
+
+
 def _register() -> None:
-    from . import eval_cmd, run_cmd
+    from . import bench_cmd, eval_cmd, logs_cmd, memory_cmd, run_cmd
+
 
     run_cmd.register(app)
     eval_cmd.register(app)
-    from . import logs_cmd
-
     logs_cmd.register(app)
-    from . import memory_cmd
-
     memory_cmd.register(app)
-    from . import bench_cmd
-
     bench_cmd.register(app)
 
 

@@ -1,29 +1,41 @@
-"""Helpers shared by the command modules: consoles, exit codes, JSON output."""
+"""Helpers shared by the command modules: consoles, exit codes, errors, options.
+
+Data goes to stdout (only JSON with `--json`), everything else to stderr. An
+error is one line on stderr, `error: ...`, with exit code 2 for bad usage or
+bad input, 1 for a domain failure, 130 on Ctrl-C.
+"""
 
 from __future__ import annotations
 
 import json
-import os
 import sys
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any, Callable, Optional, TypeVar
 
 import typer
 
 EXIT_OK = 0
 EXIT_REJECTED = 1  # a domain failure: the candidate or run did not succeed
 EXIT_USAGE = 2  # bad usage or bad input file
+EXIT_INTERRUPTED = 130
+
+T = TypeVar("T")
+
+# A table printed to a pipe or a file keeps every value whole: no terminal
+# width to fit, so rich gets a width it never reaches.
+_UNBOUNDED = 100_000
 
 
 def err_console():
     from rich.console import Console
 
-    return Console(stderr=True)
+    return Console(stderr=True, soft_wrap=True, highlight=False)
 
 
 def out_console():
     from rich.console import Console
 
-    return Console()
+    console = Console()
+    return console if console.is_terminal else Console(width=_UNBOUNDED)
 
 
 def print_json(obj: Any) -> None:
@@ -32,38 +44,97 @@ def print_json(obj: Any) -> None:
     sys.stdout.flush()
 
 
+def one_line(message: str) -> str:
+    return " ".join(part.strip() for part in str(message).splitlines() if part.strip())
+
+
 def fail_usage(message: str) -> "typer.Exit":
-    err_console().print(f"[bold red]error:[/] {message}", highlight=False)
+    """Say what is wrong on one stderr line; the exit to raise (code 2)."""
+    sys.stderr.write(f"error: {one_line(message)}\n")
+    sys.stderr.flush()
     return typer.Exit(EXIT_USAGE)
 
 
-def default_size_for(device: str) -> str | None:
-    """On a CPU, tasks run at their small size unless the user chose one."""
-    if device == "cpu" and "EVOKERNEL_SIZE" not in os.environ:
-        os.environ["EVOKERNEL_SIZE"] = "small"
-        return "small"
-    return None
+def interrupted(what: str = "interrupted") -> "typer.Exit":
+    sys.stderr.write(f"{what}\n")
+    sys.stderr.flush()
+    return typer.Exit(EXIT_INTERRUPTED)
+
+
+def call(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """A library call as a command makes it: a run that cannot start is a usage
+    error (one line, exit 2); Ctrl-C exits 130 and says the memory is safe."""
+    from evokernel.loop import RunError
+
+    try:
+        return fn(*args, **kwargs)
+    except RunError as exc:
+        raise fail_usage(str(exc)) from None
+    except KeyboardInterrupt:
+        raise interrupted("interrupted: every completed step is in the memory; run the same command to resume") from None
+
+
+def prepare_device(backend: str, device: str | None) -> str:
+    """Check the backend and pick the device (the first GPU, else the CPU)."""
+    from backends import backend_names, default_device
+
+    if backend not in backend_names():
+        raise fail_usage(f"unknown backend {backend!r}; known: {', '.join(backend_names())}")
+    return device or default_device()
+
+
+def size_note(device: str, size: str | None) -> str | None:
+    """What a user on a CPU should know about the sizes and latencies they will see."""
+    if device.startswith("cuda"):
+        return None
+    chosen = size or "small"
+    return f"no GPU: tasks run at size {chosen!r} (--size to choose); latencies are not GPU numbers"
+
+
+def parse_gpus(text: str | None) -> tuple[int, ...] | None:
+    """`--gpus 0,1` -> (0, 1)."""
+    if text is None:
+        return None
+    try:
+        gpus = tuple(int(p) for p in text.split(",") if p.strip())
+    except ValueError:
+        raise fail_usage(f"--gpus takes device indices such as 0,1; got {text!r}") from None
+    if not gpus:
+        raise fail_usage("--gpus needs at least one device index")
+    return gpus
+
+
+def run_options(**fields: Any):
+    """`RunOptions` from the parsed options; a bad combination is a usage error."""
+    from evokernel.loop import RunError, RunOptions
+
+    try:
+        return RunOptions(**fields)
+    except RunError as exc:
+        raise fail_usage(str(exc)) from None
 
 
 # Options shared by several commands, so each reads and helps the same way.
 ModelOpt = Annotated[Optional[str], typer.Option(help="LLM as PROVIDER:MODEL (openai:..., anthropic:...).")]
 BackendOpt = Annotated[str, typer.Option(help="Executor backend: triton, cuda or ascendc (see `evokernel backends`).")]
 BudgetOpt = Annotated[int, typer.Option(min=1, help="Steps per task.")]
-DeviceOpt = Annotated[Optional[str], typer.Option(help="cuda:N or cpu; default: the first GPU if any.")]
-TimeoutOpt = Annotated[float, typer.Option(help="Wall-clock limit per candidate, in seconds.")]
+DeviceOpt = Annotated[Optional[str], typer.Option(help="cuda:N or cpu; default: every visible GPU, else the CPU.")]
+def _positive(value: float) -> float:
+    if not value > 0:
+        raise typer.BadParameter(f"{value:g} is not a positive number of seconds")
+    return value
+
+
+TimeoutOpt = Annotated[float, typer.Option(callback=_positive, help="Wall-clock limit per candidate, in seconds (> 0).")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout, and nothing else there.")]
-
-
-def prepare_device(backend: str, device: str | None) -> str:
-    """Check the backend, pick the device and, on a CPU, the small task size (said on stderr)."""
-    from backends import backend_names, default_device
-
-    if backend not in backend_names():
-        raise fail_usage(f"unknown backend {backend!r}; known: {', '.join(backend_names())}")
-    device = device or default_device()
-    if default_size_for(device):
-        err_console().print(
-            "no GPU: tasks run at EVOKERNEL_SIZE=small (set EVOKERNEL_SIZE to choose); latencies are not GPU numbers",
-            style="dim",
-        )
-    return device
+SeedOpt = Annotated[int, typer.Option(help="Seed of the loop's random choices.")]
+TrialsOpt = Annotated[int, typer.Option(min=1, help="Correctness trials with fresh seeded inputs.")]
+RepsOpt = Annotated[int, typer.Option(min=1, help="Timed runs per candidate on a GPU.")]
+SizeOpt = Annotated[Optional[str], typer.Option(
+    help="Task size: full or small; default: small without a GPU, full on one.")]
+RulesOpt = Annotated[str, typer.Option(help="Rule set: strict (own kernels only) or kernelbench (partial replacement).")]
+JobsOpt = Annotated[Optional[int], typer.Option(
+    min=1, help="Steps in flight at once; default: up to 16 with an LLM, the CPU cores (or GPUs) otherwise.")]
+GpusOpt = Annotated[Optional[str], typer.Option(help="GPUs to evaluate on, e.g. 0,1 (one worker each); default: all.")]
+EngineOpt = Annotated[str, typer.Option(help="local (worker processes here) or ray (Ray tasks; pip install 'evokernel[ray]').")]
+MemoryModeOpt = Annotated[str, typer.Option("--memory-mode", help="off, task-only, similarity or value (ablations).")]

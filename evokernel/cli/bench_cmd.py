@@ -15,25 +15,33 @@ from ._common import (
     BackendOpt,
     BudgetOpt,
     DeviceOpt,
+    EngineOpt,
+    GpusOpt,
+    JobsOpt,
     JsonOpt,
+    MemoryModeOpt,
     ModelOpt,
+    RepsOpt,
+    RulesOpt,
+    SeedOpt,
+    SizeOpt,
     TimeoutOpt,
+    TrialsOpt,
     err_console,
     fail_usage,
+    interrupted,
     out_console,
+    parse_gpus,
     prepare_device,
     print_json,
+    run_options,
+    size_note,
 )
 
-EXIT_INTERRUPTED = 130
-
 SuiteArg = Annotated[str, typer.Argument(
-    help="A bundled suite (level1, level2, level3, npu), a directory of task files, or one task file.")]
+    help="A bundled suite (level1, level2, level3, npu), a bundled task, a directory of task files, or one task file.")]
 PolicyOpt = Annotated[str, typer.Option(help="Offline policy when no --model is given.")]
 LimitOpt = Annotated[Optional[int], typer.Option(min=1, help="Only the first K tasks, in sorted order.")]
-SeedOpt = Annotated[int, typer.Option(help="Seed of the loop's random choices.")]
-TrialsOpt = Annotated[int, typer.Option(min=1, help="Correctness trials with fresh seeded inputs.")]
-RepsOpt = Annotated[int, typer.Option(min=1, help="Timed runs per candidate on a GPU.")]
 OutOpt = Annotated[Optional[Path], typer.Option(
     help="Also write the JSON result here; a directory (or a path ending in /) gets a generated file name, "
          "e.g. --out benchmarks/results/.")]
@@ -65,67 +73,29 @@ def _command_line(ctx: typer.Context) -> str:
     return shlex.join(words)
 
 
-class _Progress:
-    """A progress bar on stderr, fed by the loop's events."""
-
-    def __init__(self, total_steps: int, budget: int):
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-        self.budget = budget
-        self.done: dict[tuple[str, str], int] = {}
-        self.progress = Progress(
-            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-            console=err_console(), transient=False,
-        )
-        self.bar = self.progress.add_task("starting", total=total_steps)
-
-    def __enter__(self) -> "_Progress":
-        self.progress.__enter__()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.progress.__exit__(*exc)
-
-    def __call__(self, event: dict[str, Any]) -> None:
-        key = (event.get("arm", ""), event.get("task", ""))
-        prefix = f"[{event['arm']}] " if event.get("arm") else ""
-        if event["type"] == "step_start":
-            self.progress.update(self.bar, description=f"{prefix}{event['task']} step {event['step']} ({event['stage']})")
-        elif event["type"] == "step_done":
-            self.done[key] = self.done.get(key, 0) + 1
-            self.progress.advance(self.bar)
-        elif event["type"] == "stopped":
-            left = self.budget - self.done.get(key, 0)
-            self.done[key] = self.budget
-            self.progress.advance(self.bar, left)
-            self.progress.console.print(f"{prefix}{event['task']}: stopped: {event['reason']}", style="yellow",
-                                        highlight=False, markup=False, soft_wrap=True)
-
-
-def _options(**kw: Any):
-    from evokernel.bench import BenchOptions
-
-    return BenchOptions(**kw)
-
-
-def _count_tasks(suite: str, options: Any) -> int:
-    """Check the options and the suite before any work starts; the number of tasks, for the progress bar."""
-    from evokernel.bench import BenchError, resolve_tasks
-
-    try:
-        options.validate()
-        return len(resolve_tasks(suite, limit=options.limit))
-    except BenchError as exc:
-        raise fail_usage(str(exc))
-
-
 def _write(data: dict[str, Any], out: Optional[Path]) -> None:
     if out is None:
         return
     from evokernel.bench import write_result
 
     path = write_result(data, out)
-    err_console().print(f"wrote {path}", style="dim", highlight=False, soft_wrap=True)
+    err_console().print(f"wrote {path}", style="dim", markup=False)
+
+
+def _call(fn: Any, *args: Any, budget: int, backend: str, device: str | None, size: str | None, **kwargs: Any) -> Any:
+    """The library call with a live view on stderr; a bench that cannot start is a usage error."""
+    from evokernel.bench import BenchError
+
+    from ._progress import RunProgress
+
+    note = size_note(prepare_device(backend, device), size)
+    try:
+        with RunProgress(err_console(), budget, preamble=[note] if note else []) as progress:
+            return fn(*args, on_event=progress, **kwargs)
+    except KeyboardInterrupt:
+        raise interrupted() from None
+    except BenchError as exc:
+        raise fail_usage(str(exc)) from None
 
 
 def bench_command(
@@ -138,8 +108,13 @@ def bench_command(
     limit: LimitOpt = None,
     memory: Annotated[Optional[Path], typer.Option(
         help="Memory to use and grow; default: a fresh temporary memory, so the numbers do not depend on earlier runs.")] = None,
-    memory_mode: Annotated[str, typer.Option(help="off, task-only, similarity or value.")] = "value",
+    memory_mode: MemoryModeOpt = "value",
     device: DeviceOpt = None,
+    gpus: GpusOpt = None,
+    size: SizeOpt = None,
+    rules: RulesOpt = "strict",
+    jobs: JobsOpt = None,
+    engine: EngineOpt = "local",
     seed: SeedOpt = 0,
     timeout: TimeoutOpt = 300.0,
     trials: TrialsOpt = 5,
@@ -153,21 +128,13 @@ def bench_command(
     metrics are marked as not comparable (interpreted latencies, no baselines).
     Nothing is written unless --out says where (e.g. --out benchmarks/results/).
     """
-    from evokernel.bench import BenchError, run_bench
+    from evokernel.bench import run_bench
 
-    device = prepare_device(backend, device)
-    options = _options(policy=policy, model=model, backend=backend, budget=budget, limit=limit,
-                       memory=str(memory) if memory else None, memory_mode=memory_mode, seed=seed, device=device,
-                       timeout_s=timeout, trials=trials, reps=reps)
-    n = _count_tasks(suite, options)
-    try:
-        with _Progress(n * budget, budget) as progress:
-            result = run_bench(suite, options, on_event=progress, command=_command_line(ctx))
-    except KeyboardInterrupt:
-        err_console().print("interrupted", style="yellow")
-        raise typer.Exit(EXIT_INTERRUPTED)
-    except BenchError as exc:
-        raise fail_usage(str(exc))
+    options = run_options(policy=policy, model=model, backend=backend, budget=budget, memory_mode=memory_mode,
+                          device=device, gpus=parse_gpus(gpus), size=size, rules=rules, jobs=jobs, engine=engine,
+                          seed=seed, timeout_s=timeout, trials=trials, reps=reps)
+    result = _call(run_bench, suite, options, limit=limit, memory=memory, command=_command_line(ctx),
+                   budget=budget, backend=backend, device=device, size=size)
     data = result.to_dict()
     _write(data, out)
     if json_output:
@@ -198,14 +165,10 @@ def _render_bench(data: dict[str, Any]) -> None:
     for r in rows:
         table.add_row(r["name"], "[green]yes[/]" if r["correct"] else "[red]no[/]", str(r["attempts"]),
                       str(r["first_correct_attempt"] or "–"), f"{r['best_latency_ms']:.4g}" if r["best_latency_ms"] else "–",
-                      _x(r["speedup_over_first"]), *(_x(r[f"speedup_{b}"]) for b in speeds), _clip(r["stopped"] or "", 40))
+                      _x(r["speedup_over_first"]), *(_x(r[f"speedup_{b}"]) for b in speeds), r["stopped"] or "")
     out = out_console()
     out.print(table)
     _render_metrics(out, data["metrics"])
-
-
-def _clip(text: str, n: int) -> str:
-    return text if len(text) <= n else text[: n - 1] + "…"
 
 
 def _render_metrics(out: Any, m: dict[str, Any]) -> None:
@@ -246,6 +209,10 @@ def ablate_command(
     memory: Annotated[Optional[Path], typer.Option(
         help="Start every arm from its own copy of this memory (never written); default: empty memories.")] = None,
     device: DeviceOpt = None,
+    gpus: GpusOpt = None,
+    size: SizeOpt = None,
+    rules: RulesOpt = "strict",
+    jobs: JobsOpt = None,
     seed: SeedOpt = 0,
     timeout: TimeoutOpt = 300.0,
     trials: TrialsOpt = 5,
@@ -254,31 +221,17 @@ def ablate_command(
     out: OutOpt = None,
 ) -> None:
     """Compare independent samples, refinement without memory, similarity-only and value-driven retrieval at equal budget."""
-    from evokernel.bench import ARM_NAMES, BenchError, run_ablation
+    from evokernel.bench import run_ablation
 
-    device = prepare_device(backend, device)
-    unknown = [a for a in arm or [] if a not in ARM_NAMES]
-    if unknown:
-        raise fail_usage(f"unknown arm(s) {', '.join(unknown)}; known: {', '.join(ARM_NAMES)}")
-    if memory is not None and not memory.is_file():
-        raise fail_usage(f"no memory at {memory}")
-    n_arms = len(arm) if arm else len(ARM_NAMES)
-    options = _options(policy=policy, model=model, backend=backend, budget=budget, limit=limit,
-                       memory=str(memory) if memory else None, seed=seed, device=device, timeout_s=timeout,
-                       trials=trials, reps=reps)
-    n = _count_tasks(suite, options)
-    try:
-        with _Progress(n * budget * n_arms, budget) as progress:
-            result = run_ablation(suite, options, arms=arm, on_event=progress, command=_command_line(ctx))
-    except KeyboardInterrupt:
-        err_console().print("interrupted", style="yellow")
-        raise typer.Exit(EXIT_INTERRUPTED)
-    except BenchError as exc:
-        raise fail_usage(str(exc))
+    options = run_options(policy=policy, model=model, backend=backend, budget=budget, device=device,
+                          gpus=parse_gpus(gpus), size=size, rules=rules, jobs=jobs, seed=seed, timeout_s=timeout,
+                          trials=trials, reps=reps)
+    result = _call(run_ablation, suite, options, limit=limit, memory=memory, arms=arm, command=_command_line(ctx),
+                   budget=budget, backend=backend, device=device, size=size)
     data = result.to_dict()
     _write(data, out)
     for note in data["notes"]:
-        err_console().print(f"note: {note}", style="yellow", highlight=False, soft_wrap=True)
+        err_console().print(f"note: {note}", style="yellow", markup=False)
     if json_output:
         print_json(data)
     else:

@@ -6,17 +6,21 @@ data on stdout (only JSON with `--json`), messages on stderr.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any, Iterator, Optional
 
 import typer
 
+from ._common import err_console, fail_usage, out_console
+
 memory_app = typer.Typer(
     name="memory",
-    help="Inspect, export, import and benchmark the episodic memory.",
+    help="Inspect, check, export, import and benchmark the episodic memory.",
     no_args_is_help=True,
+    rich_markup_mode=None,
     pretty_exceptions_show_locals=False,
 )
 
@@ -32,35 +36,64 @@ def register(app: typer.Typer) -> None:
 
 
 def _stderr():
-    from rich.console import Console
-
-    return Console(stderr=True)
+    return err_console()
 
 
-def _open(memory: Path | None, *, must_exist: bool = True):
-    from memory_store import MemoryStore, default_memory_path
+@contextlib.contextmanager
+def _open(memory: Path | None, *, must_exist: bool = True) -> Iterator[Any]:
+    """The store, for the duration of one command. A missing, unreadable or damaged
+    file, or input the store refuses, is one line on stderr and exit code 2."""
+    from memory_store import MemoryStore, MemoryStoreError, default_memory_path
 
     path = memory or default_memory_path()
     if must_exist and not path.exists():
-        _stderr().print(f"[red]No memory at {path}[/red] (pass --memory or set EVOKERNEL_HOME)", soft_wrap=True)
-        raise typer.Exit(1)
-    return MemoryStore(path)
+        raise _fail(f"no memory at {path} (pass --memory or set EVOKERNEL_HOME)")
+    try:
+        with MemoryStore(path) as store:
+            yield store
+    except MemoryStoreError as exc:
+        raise _fail(str(exc)) from None
 
 
 def _fail(message: str) -> typer.Exit:
-    # soft_wrap: a path or an error must stay on one line for grep and tests.
-    _stderr().print(f"[red]Error:[/red] {message}", highlight=False, soft_wrap=True)
-    return typer.Exit(1)
+    return fail_usage(message)
 
 
 def _print_json(data: Any) -> None:
     typer.echo(json.dumps(data, indent=2, sort_keys=True))
 
 
+@memory_app.command("check")
+def check(memory: MemoryOption = None, as_json: JsonOption = False) -> None:
+    """SQLite's integrity and foreign-key checks, the full-text index check and the schema; exit 1 on problems."""
+    from memory_store import check_memory_file, default_memory_path
+
+    path = memory or default_memory_path()
+    if not path.exists():
+        raise _fail(f"no memory at {path} (pass --memory or set EVOKERNEL_HOME)")
+    report = check_memory_file(path)
+    if as_json:
+        _print_json({"path": report.path, "ok": report.ok, "problems": list(report.problems),
+                     "notes": list(report.notes), "migrations": list(report.migrations)})
+    else:
+        for problem in report.problems:
+            typer.echo(f"problem: {problem}")
+        for note in report.notes:
+            typer.echo(f"note: {note}")
+        verdict = "sound" if report.ok else f"{len(report.problems)} problem(s)"
+        typer.echo(f"{report.path}: {verdict}")
+    if not report.ok:
+        if not as_json:
+            _stderr().print(
+                f"{path} is damaged: keep a copy, then `evokernel memory export --memory {path} > items.jsonl` may save "
+                "what is still readable, and `evokernel memory import items.jsonl --memory NEW.db` rebuilds a bank",
+                markup=False)
+        raise typer.Exit(1)
+
+
 @memory_app.command("stats")
 def stats(memory: MemoryOption = None, as_json: JsonOption = False) -> None:
     """Counts: items, tasks, kinds, backends, value updates, runs, steps."""
-    from rich.console import Console
     from rich.table import Table
 
     with _open(memory) as store:
@@ -75,7 +108,7 @@ def stats(memory: MemoryOption = None, as_json: JsonOption = False) -> None:
         table.add_row(f"kind {kind}", str(count))
     for backend, count in data["by_backend"].items():
         table.add_row(f"backend {backend}", str(count))
-    Console().print(table)
+    out_console().print(table)
 
 
 @memory_app.command("ls")
@@ -88,16 +121,10 @@ def ls(
     limit: Annotated[int, typer.Option("--limit", min=1, help="At most this many, newest first.")] = 50,
 ) -> None:
     """List items, newest first, without their content."""
-    from rich.console import Console
     from rich.table import Table
 
-    from memory_store import MemoryStoreError
-
     with _open(memory) as store:
-        try:
-            items = store.list_items(kinds=kind, backends=backend, task_key=task, limit=limit)
-        except MemoryStoreError as exc:
-            raise _fail(str(exc)) from None
+        items = store.list_items(kinds=kind, backends=backend, task_key=task, limit=limit)
     columns = ("id", "kind", "task_key", "backend", "stage", "status", "latency_ms", "q_draft", "q_refine", "visits_draft", "visits_refine")
     if as_json:
         _print_json([{c: getattr(i, c) for c in columns} for i in items])
@@ -111,7 +138,7 @@ def ls(
             str(i.id), i.kind, i.task_key, i.backend, i.stage, i.status or "", num(i.latency_ms),
             num(i.q_draft), num(i.q_refine), f"{i.visits_draft}/{i.visits_refine}",
         )
-    Console().print(table)
+    out_console().print(table)
 
 
 @memory_app.command("show")
@@ -121,13 +148,8 @@ def show(
     as_json: JsonOption = False,
 ) -> None:
     """One item with all its columns and content."""
-    from memory_store import MemoryStoreError
-
     with _open(memory) as store:
-        try:
-            item = store.get_item(item_id)
-        except MemoryStoreError as exc:
-            raise _fail(str(exc)) from None
+        item = store.get_item(item_id)
     record = {field: getattr(item, field) for field in item.__dataclass_fields__}
     if as_json:
         _print_json(record)
@@ -147,8 +169,7 @@ def export(
 ) -> None:
     """Write every item with its values as JSON lines."""
     if as_json and dest == "-":
-        _stderr().print("[red]--json needs a file destination[/red] (the export itself goes to stdout)")
-        raise typer.Exit(2)
+        raise _fail("--json needs a file destination (the export itself goes to stdout)")
     with _open(memory) as store:
         if dest == "-":
             count = store.export_jsonl(sys.stdout)
@@ -171,15 +192,16 @@ def import_(
     """Merge an export into the memory (ids remapped, duplicates skipped, all or nothing)."""
     from memory_store import MemoryStoreError
 
+    if source != "-":
+        try:
+            fp = open(source, encoding="utf-8")
+        except OSError as exc:
+            raise _fail(f"cannot read {source}: {exc.strerror}") from None
     with _open(memory, must_exist=False) as store:
         try:
             if source == "-":
                 report = store.import_jsonl_report(sys.stdin)
             else:
-                try:
-                    fp = open(source, encoding="utf-8")
-                except OSError as exc:
-                    raise _fail(f"cannot read {source}: {exc.strerror}") from None
                 with fp:
                     report = store.import_jsonl_report(fp)
         except MemoryStoreError as exc:

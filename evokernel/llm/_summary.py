@@ -16,8 +16,6 @@ from ._types import LLMError
 if TYPE_CHECKING:
     from ._client import LLMClient
 
-FEASIBLE_STATUSES = frozenset({"ok", "correct", "success", "passed", "feasible"})
-
 _MAX_CODE_CHARS = 8000
 _MAX_MESSAGE_CHARS = 2000
 
@@ -64,9 +62,19 @@ def _first_line(text: str | None, limit: int = 160) -> str:
     return line[:limit]
 
 
+def _feasible(status: str) -> bool:
+    """What the executor's verdict says (`compiled` is feasible: it compiles where it cannot run)."""
+    from backends import Verdict
+
+    try:
+        return Verdict(status.lower()).feasible
+    except ValueError:
+        return False
+
+
 def facts_summary(facts: StepFacts) -> str:
     """The structured summary: one line per fact that is known."""
-    feasible = facts.status.lower() in FEASIBLE_STATUSES
+    feasible = _feasible(facts.status)
     lines = [
         f"{facts.task_name} on {facts.backend}, {facts.stage} step: "
         f"{'feasible' if feasible else 'infeasible'} (verdict: {facts.status})."

@@ -1,14 +1,21 @@
-"""The draft/refine loop over a batch of tasks, with memory-driven context."""
+"""The draft/refine loop over a batch of tasks, with memory-driven context.
 
-from ._loop import Runner, export_best, run_tasks, task_key_for
+`run(tasks, options)` is the entry point (also `evokernel.run`); `RunOptions`
+holds every setting; `RunResult.tasks` holds one `TaskOutcome` per task, built
+from one `Attempt` per step.
+"""
+
+from ._concurrent import RunMonitor, run_all
+from ._loop import FEASIBLE_STATUSES, Runner, eval_options, export_best
+from ._options import ENGINES, MEMORY_MODES, SIZES, RunError, RunOptions, default_jobs, resolve_device, resolve_size
 from ._rewards import draft_reward, refine_reward
+from ._run import load_tasks, make_executor, make_policy, refine, run
 from ._tasks import resolve_task_args, tasks_in_bank
 from ._types import (
-    MEMORY_MODES,
+    Attempt,
     MemoryNote,
     Policy,
     Proposal,
-    RunConfig,
     RunResult,
     StartPointView,
     StepContext,
@@ -16,21 +23,35 @@ from ._types import (
 )
 
 __all__ = [
+    "ENGINES",
+    "FEASIBLE_STATUSES",
     "MEMORY_MODES",
+    "SIZES",
+    "Attempt",
     "MemoryNote",
     "Policy",
     "Proposal",
-    "RunConfig",
+    "RunError",
+    "RunMonitor",
+    "RunOptions",
     "RunResult",
     "Runner",
     "StartPointView",
     "StepContext",
     "TaskOutcome",
+    "default_jobs",
     "draft_reward",
+    "eval_options",
     "export_best",
+    "load_tasks",
+    "make_executor",
+    "make_policy",
+    "refine",
     "refine_reward",
+    "resolve_device",
+    "resolve_size",
     "resolve_task_args",
-    "run_tasks",
-    "task_key_for",
+    "run",
+    "run_all",
     "tasks_in_bank",
 ]

@@ -8,6 +8,8 @@ from typing import Any
 
 from memory_store import MemoryStore
 
+from ._loop import FEASIBLE_STATUSES
+
 
 def resolve_task_args(args: list[str]) -> list[Path]:
     """Each argument is a task file, or the name of a bundled example task.
@@ -40,7 +42,7 @@ def tasks_in_bank(store: MemoryStore, backend: str, cache_dir: Path) -> tuple[li
             seen.setdefault(t["key"], t)
     paths, notes = [], []
     for key, t in seen.items():
-        if not store.feasible_items(key, backend):
+        if not store.feasible_items(key, backend, statuses=FEASIBLE_STATUSES):
             continue
         path = Path(t["path"])
         source = t.get("source", "")

@@ -1,44 +1,17 @@
-"""Plain data the loop passes around: configuration, a policy's view of a step,
-its proposal, and what a run reports per task."""
+"""Plain data the loop passes around: a policy's view of a step, its proposal,
+the record of each attempt, and what a run reports per task."""
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Protocol, Sequence, runtime_checkable
+import math
+from typing import TYPE_CHECKING, Any, Protocol, Sequence, runtime_checkable
 
-MEMORY_MODES = ("off", "task-only", "similarity", "value")
+from ._options import RunOptions
 
-
-@dataclasses.dataclass(frozen=True)
-class RunConfig:
-    """Everything that shapes a run; recorded with it so a run can be resumed or rebuilt."""
-
-    backend: str = "triton"
-    budget: int = 30  # steps per task
-    memory_mode: str = "value"
-    n_memories: int = 5
-    seed: int = 0
-    device: str | None = None
-    timeout_s: float = 300.0
-    port_from: tuple[str, ...] = ()  # other backends whose memories a step may draw on
-    trials: int = 5
-    reps: int = 100
-    baselines: bool = True
-    epsilon_start_point: float = 0.1
-    # Independent samples (pass@k): every step drafts afresh, with no memories,
-    # no feedback, no start point and a draft reward.
-    independent_samples: bool = False
-
-    def __post_init__(self) -> None:
-        if self.memory_mode not in MEMORY_MODES:
-            raise ValueError(f"memory mode must be one of {', '.join(MEMORY_MODES)}, got {self.memory_mode!r}")
-        if self.budget < 1:
-            raise ValueError(f"budget must be at least 1 step per task, got {self.budget}")
-
-    def to_dict(self) -> dict[str, Any]:
-        d = dataclasses.asdict(self)
-        d["port_from"] = list(self.port_from)
-        return d
+if TYPE_CHECKING:
+    from backends import EvalResult
+    from memory_store import Item
 
 
 @dataclasses.dataclass(frozen=True)
@@ -86,6 +59,8 @@ class StepContext:
     # Backend API notes (kind "api_note") found by exact name in the last feedback and in the
     # code this step sees, plus concept notes by category; reference material, never value-updated.
     api_notes: Sequence[MemoryNote] = ()
+    rules: str = "strict"  # the rule set the candidate is judged under (backends.RULE_SETS)
+    size: str = "full"  # the task size the step runs at ("full" or "small")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -116,6 +91,71 @@ class Policy(Protocol):
     def propose(self, ctx: StepContext) -> Proposal: ...
 
 
+@dataclasses.dataclass(frozen=True)
+class Attempt:
+    """One step's result as the run accounts for it, built from the executor's
+    `EvalResult` (live) or from the trace the step stored (resume): one builder,
+    so a resumed run counts exactly what a straight one does."""
+
+    step: int
+    stage: str
+    verdict: Any  # backends.Verdict
+    message: str
+    latency_ms: float | None
+    latency_source: str
+    baselines: Any  # backends.Baselines
+    kernels: tuple[Any, ...] = ()  # backends.KernelFacts
+    roofline: Any = None  # backends.Roofline | None
+    samples_ms: tuple[float, ...] = ()
+    item_id: int | None = None
+    reward: float | None = None
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost_usd: float | None = None
+
+    @property
+    def feasible(self) -> bool:
+        return self.verdict.feasible
+
+    @property
+    def status(self) -> str:
+        return self.verdict.value
+
+    @property
+    def timed(self) -> bool:
+        return self.feasible and self.latency_ms is not None and math.isfinite(self.latency_ms)
+
+    @classmethod
+    def from_result(cls, result: "EvalResult", *, step: int, stage: str, item_id: int | None = None,
+                    reward: float | None = None, tokens_in: int = 0, tokens_out: int = 0,
+                    cost_usd: float | None = None) -> "Attempt":
+        return cls(
+            step=step, stage=stage, verdict=result.status, message=result.message,
+            latency_ms=result.latency_ms if result.feasible else None, latency_source=result.latency_source,
+            baselines=result.baselines, kernels=tuple(result.kernels), roofline=result.roofline,
+            samples_ms=tuple(result.latency_samples_ms), item_id=item_id, reward=reward,
+            tokens_in=tokens_in, tokens_out=tokens_out, cost_usd=cost_usd,
+        )
+
+    @classmethod
+    def from_item(cls, item: "Item", *, step: int, stage: str, reward: float | None = None) -> "Attempt":
+        """The attempt a stored trace records (its `feedback` is the EvalResult as stored)."""
+        from backends import EvalResult
+
+        result = EvalResult.from_dict({"status": item.status or "runtime_error", **(item.feedback or {})})
+        extra = item.extra or {}
+        return cls.from_result(result, step=step, stage=stage, item_id=item.id, reward=reward,
+                               tokens_in=int(extra.get("tokens_in") or 0), tokens_out=int(extra.get("tokens_out") or 0),
+                               cost_usd=extra.get("cost_usd"))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "step": self.step, "stage": self.stage, "status": self.status, "message": self.message,
+            "latency_ms": self.latency_ms, "latency_source": self.latency_source, "reward": self.reward,
+            "item_id": self.item_id, **self.baselines.present(),
+        }
+
+
 @dataclasses.dataclass
 class TaskOutcome:
     name: str
@@ -139,6 +179,57 @@ class TaskOutcome:
     compile_ok_attempts: int = 0
     achieved_gbps: float | None = None  # of the best kernel: minimum bytes moved over its latency
     copy_gbps: float | None = None  # device copy bandwidth measured in the same worker
+    started_from_item_id: int | None = None  # continual refinement: the memory's best kernel this run started from
+    last_status: str | None = None
+    last_message: str = ""
+    history: list[Attempt] = dataclasses.field(default_factory=list, repr=False)
+
+    def start_from(self, item: "Item") -> None:
+        """Continual refinement: the memory's best kernel (from before this run) is
+        both where this run starts and the one to beat."""
+        from backends import Baselines
+
+        base = (item.feedback or {}).get("baselines") or {}
+        self.first_latency_ms = self.best_latency_ms = item.latency_ms
+        self.best_item_id = self.started_from_item_id = item.id
+        self.latency_source = (item.extra or {}).get("latency_source", self.latency_source)
+        self.correct = True
+        self.stage = "refine"
+        known = Baselines(**{k: base.get(k) for k in ("eager_ms", "compile_ms")})
+        self.eager_ms, self.compile_ms = known.eager_ms, known.compile_ms
+
+    def record(self, attempt: Attempt) -> None:
+        """Account for one attempt: the only place a run's numbers change."""
+        self.history.append(attempt)
+        self.attempts += 1
+        self.statuses.append(attempt.status)
+        self.last_status, self.last_message = attempt.status, attempt.message
+        self.stage = attempt.stage
+        self.tokens_in += attempt.tokens_in
+        self.tokens_out += attempt.tokens_out
+        self.cost_usd += attempt.cost_usd or 0.0
+        if attempt.verdict.compiles:
+            self.compile_ok_attempts += 1
+        if not attempt.feasible:
+            return
+        self.correct = True
+        self.stage = "refine"
+        if self.first_correct_attempt is None and attempt.stage == "draft":
+            self.first_correct_attempt = self.attempts
+        self.latency_source = attempt.latency_source
+        self.eager_ms = attempt.baselines.eager_ms if attempt.baselines.eager_ms is not None else self.eager_ms
+        self.compile_ms = attempt.baselines.compile_ms if attempt.baselines.compile_ms is not None else self.compile_ms
+        if attempt.timed:
+            if self.first_latency_ms is None:
+                self.first_latency_ms = attempt.latency_ms
+            if self.best_latency_ms is None or attempt.latency_ms < self.best_latency_ms:
+                self.best_latency_ms = attempt.latency_ms
+                self.best_item_id = attempt.item_id
+                roof = attempt.roofline
+                self.achieved_gbps = roof.achieved_gbps if roof is not None else None
+                self.copy_gbps = roof.copy_bandwidth_gbps if roof is not None else None
+        elif self.best_item_id is None:
+            self.best_item_id = attempt.item_id
 
     @property
     def speedup_over_first(self) -> float | None:
@@ -155,11 +246,13 @@ class TaskOutcome:
         return self.compile_ms / self.best_latency_ms if self.compile_ms and self.best_latency_ms else None
 
     def to_dict(self) -> dict[str, Any]:
-        d = dataclasses.asdict(self)
+        d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "history"}
+        d["statuses"] = list(self.statuses)
         d.update(
             speedup_over_first=self.speedup_over_first,
             speedup_eager=self.speedup_eager,
             speedup_compile=self.speedup_compile,
+            attempt_log=[a.to_dict() for a in self.history],
         )
         return d
 
@@ -169,20 +262,38 @@ class RunResult:
     run_id: int
     policy: str
     policy_is_llm: bool
-    config: RunConfig
+    options: RunOptions
     tasks: list[TaskOutcome]
     resumed: bool = False
     memory_path: str = ""
     accuracy_by_iteration: list[float] = dataclasses.field(default_factory=list)
+    size: str = "full"
+    device: str = ""
+    jobs: int = 1
+    exported: list[str] = dataclasses.field(default_factory=list)
+    notes: list[str] = dataclasses.field(default_factory=list)
+
+    @property
+    def config(self) -> RunOptions:  # the name older callers used
+        return self.options
+
+    @property
+    def all_correct(self) -> bool:
+        return all(t.correct for t in self.tasks)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "run_id": self.run_id,
             "policy": self.policy,
             "policy_is_llm": self.policy_is_llm,
-            "config": self.config.to_dict(),
+            "config": self.options.to_dict(),
+            "size": self.size,
+            "device": self.device,
+            "jobs": self.jobs,
             "resumed": self.resumed,
             "memory": self.memory_path,
             "accuracy_by_iteration": self.accuracy_by_iteration,
+            "exported": self.exported,
+            "notes": self.notes,
             "tasks": [t.to_dict() for t in self.tasks],
         }

@@ -1,8 +1,9 @@
 """The offline builtin policy: no LLM, no network, and labelled as such.
 
-For the ascendc backend it hands over to evokernel.ascendc's templates. Otherwise
-it traces the reference and writes real Triton kernels for the families the
-generator covers (elementwise chains, row reductions and normalisations,
+Each backend names its builtin generator (`Backend.builtin_policy`, a lazy
+"module:attr"); a backend without one gets an honest stop. The Triton one
+(`TritonBuiltinPolicy`) traces the reference and writes real Triton kernels
+for the families the generator covers (elementwise chains, row reductions and normalisations,
 matmul with fused epilogues). It uses the memory: a draft starts from the
 configuration of the most valuable similar experience retrieved for it, and a
 refining step explores the neighbours of its start point's configuration,
@@ -23,20 +24,38 @@ class BuiltinPolicy:
 
     def __init__(self) -> None:
         self._plans = PlanCache()
-        self._ascendc = None  # the Ascend C builtin policy, made on first use
+        self._generators: dict[str, object] = {}  # per backend, made on first use
+
+    def propose(self, ctx: StepContext) -> Proposal:
+        generator = self._generator(ctx.backend)
+        if generator is None:
+            return Proposal(None, stop=True, error=f"the {ctx.backend} backend has no builtin generator; use --model")
+        return generator.propose(ctx)
+
+    def _generator(self, backend: str):
+        if backend not in self._generators:
+            import importlib
+
+            from backends import get_backend
+
+            target = getattr(get_backend(backend), "builtin_policy", None)
+            if target:
+                module, _, attr = target.partition(":")
+                self._generators[backend] = getattr(importlib.import_module(module), attr)(self._plans)
+            else:
+                self._generators[backend] = None
+        return self._generators[backend]
+
+
+class TritonBuiltinPolicy:
+    """Triton kernels from the traced reference, configurations searched with the memory."""
+
+    def __init__(self, plans: PlanCache) -> None:
+        self._plans = plans
 
     def propose(self, ctx: StepContext) -> Proposal:
         from evokernel.builtin import Config, Unsupported, default_config, describe, generate, neighbours, search_space
 
-        if ctx.backend == "ascendc":
-            # Ascend C has its own templates and configuration search (evokernel.ascendc).
-            if self._ascendc is None:
-                from evokernel.ascendc import AscendCBuiltinPolicy
-
-                self._ascendc = AscendCBuiltinPolicy(self._plans)
-            return self._ascendc.propose(ctx)
-        if ctx.backend != "triton":
-            return Proposal(None, stop=True, error=f"the builtin policy writes Triton kernels only, not {ctx.backend}")
         plan = self._plans.get(ctx)
         if isinstance(plan, Unsupported):
             return Proposal(None, stop=True, error=f"outside the builtin policy's families: {plan.reason}")

@@ -14,26 +14,40 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
-import os
+import threading
 from typing import Any, Callable, Sequence
 
-from evokernel.loop import MemoryNote, StepContext
+from evokernel.loop import FEASIBLE_STATUSES, MemoryNote, StepContext
 
-FEASIBLE = ("ok", "compiled")
+FEASIBLE = FEASIBLE_STATUSES  # the verdicts the executor calls feasible, as memories store them
 
 
 class PlanCache:
-    """`evokernel.builtin.analyze` once per task and size."""
+    """`evokernel.builtin.analyze` once per task and size (the task imported at the step's size)."""
 
     def __init__(self) -> None:
         self._plans: dict[tuple[str, str], Any] = {}
+        # torch.fx tracing patches module-level state: concurrent steps analyse one at a time.
+        self._lock = threading.Lock()
 
     def get(self, ctx: StepContext) -> Any:
-        from evokernel.builtin import analyze
+        with self._lock:
+            return self._get(ctx)
 
-        key = (ctx.task_key, os.environ.get("EVOKERNEL_SIZE", "full"))
+    def _get(self, ctx: StepContext) -> Any:
+        from pathlib import Path
+
+        from backends import TaskError, load_task_module
+        from evokernel.builtin import Unsupported, analyze
+
+        key = (ctx.task_key, ctx.size)
         if key not in self._plans:
-            self._plans[key] = analyze(ctx.task_path)
+            try:
+                module = load_task_module(Path(ctx.task_path), size=ctx.size)
+            except TaskError as exc:
+                self._plans[key] = Unsupported(f"the task did not load: {exc.problem}")
+            else:
+                self._plans[key] = analyze(module)
         return self._plans[key]
 
 

@@ -1,0 +1,137 @@
+"""Several workers at once: one per GPU, or several on a CPU.
+
+`ExecutorPool` hands each evaluation to a free `Executor` (each keeps one
+worker process, reused and retired as `Executor` decides) and blocks while
+all are busy, so callers in many threads share a fixed set of workers. On GPUs
+there is one worker per device, so no two timings ever overlap on a device;
+on a CPU, compiles and interpreted runs of different candidates go in parallel.
+
+`plan_devices` decides which devices get workers, from the options and the
+GPUs visible to this process (CUDA_VISIBLE_DEVICES is honoured by torch, and
+each worker is pinned to its physical device, see `Executor`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import queue
+import threading
+from pathlib import Path
+from typing import Any, Sequence
+
+from ._evaluate import EvalOptions
+from ._executor import Executor
+from ._result import EvalResult
+
+
+class DevicePlanError(ValueError):
+    """Devices asked for that this machine does not have."""
+
+
+def visible_gpu_count() -> int:
+    try:
+        import torch
+
+        return torch.cuda.device_count() if torch.cuda.is_available() else 0
+    except Exception:  # a broken driver means no GPU to plan for
+        return 0
+
+
+def plan_devices(*, device: str | None, gpus: Sequence[int] | None, cpu_workers: int,
+                 visible_gpus: int | None = None) -> list[str]:
+    """One entry per worker: `cuda:N` once per chosen GPU, or `cpu` `cpu_workers` times.
+
+    `gpus` picks GPUs by index among the visible ones; otherwise `device`
+    picks one (`cuda:1`, `cpu`); with neither, every visible GPU gets a worker,
+    and a machine without one gets `cpu_workers` CPU workers.
+    """
+    n = visible_gpu_count() if visible_gpus is None else visible_gpus
+    if gpus is not None:
+        bad = [g for g in gpus if not 0 <= g < n]
+        if bad:
+            raise DevicePlanError(f"--gpus {','.join(map(str, gpus))}: {n} GPU(s) visible here (indices 0..{n - 1})"
+                                  if n else f"--gpus {','.join(map(str, gpus))}: no GPU is visible here")
+        if device is not None and device.startswith("cpu"):
+            raise DevicePlanError("--gpus and --device cpu contradict each other")
+        return [f"cuda:{g}" for g in dict.fromkeys(gpus)]
+    if device is not None:
+        if device.startswith("cuda"):
+            index = int(device.partition(":")[2] or 0)
+            if index >= n:
+                raise DevicePlanError(f"{device}: {n} GPU(s) visible here")
+            return [f"cuda:{index}"]
+        return [device] * max(1, cpu_workers)
+    if n:
+        return [f"cuda:{i}" for i in range(n)]
+    return ["cpu"] * max(1, cpu_workers)
+
+
+@dataclasses.dataclass(frozen=True)
+class PoolStats:
+    workers: int
+    busy: int
+    waiting: int  # evaluations queued for a free worker
+    evaluations: int
+    devices: tuple[str, ...]
+
+
+class ExecutorPool:
+    """Evaluate candidates on a fixed set of executors, from any number of threads.
+
+    >>> with ExecutorPool(["cuda:0", "cuda:1"]) as pool:      # doctest: +SKIP
+    ...     result = pool.evaluate("task.py", source, backend="triton")
+    """
+
+    def __init__(self, devices: Sequence[str], **executor_kwargs: Any):
+        if not devices:
+            raise DevicePlanError("an executor pool needs at least one device")
+        self.devices = tuple(devices)
+        self._executors = [Executor(device=d, **executor_kwargs) for d in self.devices]
+        self._free: queue.SimpleQueue[Executor] = queue.SimpleQueue()
+        for ex in self._executors:
+            self._free.put(ex)
+        self._lock = threading.Lock()
+        self._busy = 0
+        self._waiting = 0
+        self._done = 0
+        self._closed = False
+
+    def __enter__(self) -> "ExecutorPool":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    @property
+    def waiting(self) -> int:
+        return self._waiting
+
+    def stats(self) -> PoolStats:
+        with self._lock:
+            return PoolStats(len(self._executors), self._busy, self._waiting, self._done, self.devices)
+
+    @property
+    def workers_started(self) -> int:
+        return sum(ex.workers_started for ex in self._executors)
+
+    def evaluate(self, task_path: str | Path, source: str, *, backend: str = "triton",
+                 options: EvalOptions | None = None, timeout_s: float | None = None) -> EvalResult:
+        with self._lock:
+            self._waiting += 1
+        ex = self._free.get()
+        with self._lock:
+            self._waiting -= 1
+            self._busy += 1
+        try:
+            return ex.evaluate(task_path, source, backend=backend, options=options, timeout_s=timeout_s)
+        finally:
+            with self._lock:
+                self._busy -= 1
+                self._done += 1
+            self._free.put(ex)
+
+    def close(self) -> None:
+        """Stop every worker (a worker in the middle of a candidate is killed)."""
+        self._closed = True
+        for ex in self._executors:
+            ex.close()

@@ -1,0 +1,111 @@
+"""The live view of a run on stderr, fed by the loop's events.
+
+On a terminal: a table of the tasks (stage, attempts, last verdict, best
+latency) under a line with what is in flight (steps proposing, i.e. LLM calls
+waiting; evaluations running and queued for a worker), tokens and cost. When
+stderr is not a terminal (a log file, CI), one plain line per finished step
+instead, so a long run is never silent.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+_TABLE_ROWS = 24  # beyond this many tasks, the terminal view shows the active ones
+
+
+def _ms(v: float | None) -> str:
+    return f"{v:.4g}" if v else "-"
+
+
+class RunProgress:
+    def __init__(self, console: Any, budget: int, *, preamble: list[str] | None = None):
+        self.console = console
+        self.preamble = list(preamble or [])  # said once the run has started (a run that fails to start says only why)
+        self.budget = budget
+        self.total = 0  # steps planned, counted from each run's start (an ablation has several)
+        self.done = 0
+        self.rows: dict[tuple[str, str], dict[str, Any]] = {}
+        self.stats: dict[str, Any] = {}
+        self.live = None
+        self.started = time.monotonic()
+        self._lock = threading.Lock()
+
+    def __enter__(self) -> "RunProgress":
+        if self.console.is_terminal:
+            from rich.live import Live
+
+            self.live = Live(self._render(), console=self.console, refresh_per_second=4, transient=False)
+            self.live.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.live is not None:
+            self.live.__exit__(*exc)
+
+    def __call__(self, event: dict[str, Any]) -> None:
+        with self._lock:
+            self._update(event)
+
+    def _row(self, event: dict[str, Any]) -> dict[str, Any]:
+        key = (event.get("arm", ""), event.get("task", ""))
+        return self.rows.setdefault(key, {"stage": "draft", "attempts": 0, "status": "", "best": None, "speedup": None})
+
+    def _update(self, event: dict[str, Any]) -> None:
+        self.stats = event.get("stats") or self.stats
+        kind = event["type"]
+        prefix = f"[{event['arm']}] " if event.get("arm") else ""
+        if kind == "step_start":
+            self._row(event).update(stage=event["stage"], status="running")
+        elif kind == "step_done":
+            self.done += 1
+            self._row(event).update(attempts=event["step"], status=event["status"], best=event["best_latency_ms"],
+                                    speedup=event["speedup_over_first"])
+            if self.live is None:
+                self._line(f"{prefix}{event['task']} step {event['step']}/{self.budget} ({event['stage']}): "
+                           f"{event['status']}, {_ms(event['latency_ms'])} ms, best {_ms(event['best_latency_ms'])} ms")
+        elif kind == "stopped":
+            row = self._row(event)
+            self.done += self.budget - row["attempts"]
+            row.update(status="stopped: " + event["reason"][:60])
+            if self.live is None:
+                self._line(f"{prefix}{event['task']}: stopped: {event['reason']}")
+        elif kind == "run_start":
+            self.total += len(event["tasks"]) * self.budget
+            for line in self.preamble:
+                self.console.print(line, style="dim", markup=False)
+            self.preamble = []
+        if kind == "run_start" and self.live is None:
+            self._line(f"{prefix}run {event['run_id']}{' (resumed)' if event.get('resumed') else ''}: "
+                       f"{len(event['tasks'])} task(s), {event.get('jobs', 1)} at once")
+        if self.live is not None:
+            self.live.update(self._render())
+
+    def _summary(self) -> str:
+        s = self.stats
+        text = (f"{self.done}/{self.total} steps, {time.monotonic() - self.started:.0f} s; "
+                f"proposing {s.get('proposing', 0)}, evaluating {s.get('evaluating', 0)}, queued {s.get('queued', 0)}")
+        if s.get("tokens_in") or s.get("tokens_out"):
+            text += f"; tokens {s['tokens_in']}/{s['tokens_out']}"
+        if s.get("cost_usd"):
+            text += f", ${s['cost_usd']:.4f}"
+        return text
+
+    def _line(self, text: str) -> None:
+        self.console.print(f"{text} | {self._summary()}", markup=False)
+
+    def _render(self):
+        from rich.console import Group
+        from rich.table import Table
+        from rich.text import Text
+
+        table = Table("task", "stage", "attempts", "last verdict", "best ms", "x first")
+        rows = list(self.rows.items())
+        if len(rows) > _TABLE_ROWS:
+            rows = [r for r in rows if r[1]["status"] == "running"][:_TABLE_ROWS]
+        for (arm, name), r in rows:
+            table.add_row(f"[{arm}] {name}" if arm else name, r["stage"], f"{r['attempts']}/{self.budget}", r["status"],
+                          _ms(r["best"]), f"{r['speedup']:.2f}" if r["speedup"] else "-")
+        return Group(table, Text(self._summary(), style="dim"))
