@@ -9,7 +9,7 @@ Size: a task file may read `EVOKERNEL_SIZE` when it is imported ("full", the
 default, or a smaller size such as "small" for the CPU interpreter). The size
 is a value passed to `load_task`/`load_task_module`; the variable is set only
 while the file executes, because that is how the task-file protocol hears it.
-Imported modules are cached by (path, mtime, file size, task size), so the
+Imported modules are cached by (path, content hash, task size), so the
 executor, the builtin policy and the degenerate filter share one import.
 """
 
@@ -125,19 +125,20 @@ def check_size(size: str) -> str:
     return size
 
 
-_modules: dict[tuple[str, int, int, str], ModuleType] = {}
+_modules: dict[tuple[str, str, str], ModuleType] = {}
 
 
 def load_task_module(path: str | Path, *, size: str = FULL) -> ModuleType:
-    """Import a task file at `size`, once per (path, mtime, file size, size);
+    """Import a task file at `size`, once per (path, content, size);
     every failure becomes a TaskError naming the file."""
     path = Path(path)
     check_size(size)
     try:
-        st = path.stat()
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
     except OSError:
         raise TaskError(path, "no such file") from None
-    key = (str(path.resolve()), st.st_mtime_ns, st.st_size, size)
+    # The content, not only the mtime: a file rewritten within the clock's granularity is still seen.
+    key = (str(path.resolve()), digest, size)
     cached = _modules.get(key)
     if cached is not None:
         return cached

@@ -1,5 +1,5 @@
 """Candidate sources for the executor tests: honest kernels that must pass and
-hacks (the anti-hack rules the README lists) that must be rejected.
+hacks (from DESIGN section 5's catalogue) that must be rejected.
 
 Each honest kernel is a real Triton kernel in tutorial style: masked loads and
 stores, strides passed explicitly, checked here on awkward shapes.

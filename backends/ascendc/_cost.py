@@ -41,7 +41,7 @@ class Chip:
     gm_bw_per_core_all: float = 34e9  # bytes/s per core with all 48 copying
     hbm_bw: float = 1.6e12
     # op -> (cycles per repeat, head cycles per instruction). Published
-    # (Huawei's msopmodeling configuration files for the 910B): Add/Mul 2/13, Exp fp32 2/13, Div fp32 4/13.
+    # (DESIGN section 7): Add/Mul 2/13, Exp fp32 2/13, Div fp32 4/13.
     # The rest are ASSUMED by analogy: simple arithmetic like Add, transcendental
     # and division-like ops like Div.
     vector_cycles: tuple[tuple[str, int, int], ...] = (

@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import copy
-import importlib.util
 import itertools
 import os
 import sys
@@ -29,6 +28,9 @@ from types import ModuleType
 from typing import Any
 
 import torch
+
+# Tolerances the verifier applies when a task sets no TOLERANCE: the executor's own table.
+from backends import DEFAULT_TOLERANCE
 
 __all__ = [
     "Finding",
@@ -41,23 +43,13 @@ __all__ = [
 ]
 
 SIZE_ENV = "EVOKERNEL_SIZE"
-REQUIRED_NAMES = ("Model", "get_inputs", "get_init_inputs")
 
-# Tolerances the verifier applies when a task sets no TOLERANCE (DESIGN.md, section 5).
-DEFAULT_TOLERANCE = {
-    torch.float64: (1e-4, 1e-4),
-    torch.float32: (1e-4, 1e-4),
-    torch.float16: (1e-2, 1e-2),
-    torch.bfloat16: (1e-2, 1e-2),
-}
 # An output whose largest magnitude is below this carries too little signal to
 # tell a kernel from one that writes (almost) nothing.
 NEAR_ZERO_MAX_ABS = 1e-3
 # Share of elements that a zero would match within tolerance, above which a
 # kernel that gets only the few large elements right still passes.
 MOSTLY_ZERO_SHARE = 0.9
-
-_module_counter = itertools.count()
 
 
 @dataclass(frozen=True)
@@ -92,30 +84,18 @@ def _size_env(size: str) -> Iterator[None]:
 
 
 def load_task_module(path: str | os.PathLike[str], *, size: str = "small") -> ModuleType:
-    """Import a task file under a unique module name with EVOKERNEL_SIZE set to `size`.
+    """The task file imported at `size` by the executor's loader (backends.load_task_module).
 
     Raises TaskLoadError when the file cannot be imported or lacks Model,
     get_inputs or get_init_inputs.
     """
-    path = Path(path)
-    name = f"_evokernel_task_{next(_module_counter)}_{path.stem}"
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise TaskLoadError(f"{path}: not an importable Python file")
-    module = importlib.util.module_from_spec(spec)
-    # Registered while executing so that dataclasses and pickling inside the task work.
-    sys.modules[name] = module
+    from backends import TaskError
+    from backends import load_task_module as load
+
     try:
-        with _size_env(size):
-            spec.loader.exec_module(module)
-    except Exception as exc:  # a broken task is a finding, never a crash of the caller
-        raise TaskLoadError(f"{path}: import failed: {type(exc).__name__}: {exc}") from exc
-    finally:
-        sys.modules.pop(name, None)
-    missing = [n for n in REQUIRED_NAMES if not hasattr(module, n)]
-    if missing:
-        raise TaskLoadError(f"{path}: missing {', '.join(missing)}")
-    return module
+        return load(Path(path), size=size)
+    except TaskError as exc:  # a broken task is a finding, never a crash of the caller
+        raise TaskLoadError(str(exc)) from exc
 
 
 def task_files(paths: Sequence[str | os.PathLike[str]]) -> list[Path]:
