@@ -169,6 +169,15 @@ class EvalResult:
     retire_worker: bool = False
     # What the evaluation needed and had in memory (backends/_memory.py); None when not planned.
     memory: MemoryPlan | None = None
+    # Share of the candidate's GPU time spent in its own kernels, against library
+    # kernels (backends/_share.py); None off the GPU or when it was not measured.
+    own_kernel_share: float | None = None
+    # Why the task's reference cannot tell right kernels from wrong ones, when no
+    # stress distribution fixed it (backends/_stress.py); "" for a sound task.
+    # Bench reports keep such tasks' speedups out of geometric means.
+    degenerate: str = ""
+    # Labels of the stress trials the candidate had to pass (a degenerate task that stress fixed).
+    stress_trials: list[str] = dataclasses.field(default_factory=list)
     # What isolated the candidate (backends/_sandbox.py): network mode
     # ("netns", "userns+netns", "audit-hook", "none", "allowed"), audit hook,
     # limits applied. {"enabled": False} when it was switched off.

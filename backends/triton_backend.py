@@ -10,14 +10,16 @@ compile errors, registers, spills and shared memory still reach the LLM.
 from __future__ import annotations
 
 import ast
+import contextlib
 import json
 import os
 import sys
 import subprocess
 import time
-from typing import Any
+from typing import Any, Iterator
 
 from ._backend import CompileReport, LaunchLog
+from ._static import StaticFinding
 
 _DTYPE_CODES = {
     "torch.float32": "fp32", "torch.float16": "fp16", "torch.bfloat16": "bf16", "torch.float64": "fp64",
@@ -60,6 +62,7 @@ Triton rules:
     def __init__(self) -> None:
         self._specs: dict[tuple[str, str], dict[str, Any]] = {}
         self._compiler: subprocess.Popen | None = None
+        self.dry_run = False  # `evokernel check`: record launches' signatures, launch nothing
 
     # --- Backend protocol --------------------------------------------------
     def mode(self) -> dict[str, Any]:
@@ -89,7 +92,7 @@ Triton rules:
     def latency_source(self, device: str) -> str:
         return "measured-gpu" if device.startswith("cuda") else "interpreted-cpu"
 
-    def static_problems(self, source: str) -> list[str]:
+    def static_problems(self, source: str) -> list[StaticFinding]:
         tree = ast.parse(source)
         jitted = []
         for node in ast.walk(tree):
@@ -100,8 +103,21 @@ Triton rules:
                     if text in ("triton.jit", "jit"):
                         jitted.append(node.name)
         if not jitted:
-            return ["no @triton.jit kernel: the computation must be written as a Triton kernel"]
+            return [StaticFinding("no-kernel", 0, "no @triton.jit kernel: the computation must be written as a Triton kernel")]
         return []
+
+    def own_kernel_names(self, log: LaunchLog) -> set[str]:
+        """The candidate's own kernels among the GPU activity of the calls in `log` (Triton names kernels after the function)."""
+        return {entry["name"] for entry in log.launches if entry.get("kind") == "triton"}
+
+    @contextlib.contextmanager
+    def dry_launches(self) -> Iterator[None]:
+        """Launches record their signature (for the sm_90 compile) and run nothing."""
+        self.dry_run = True
+        try:
+            yield
+        finally:
+            self.dry_run = False
 
     def install_hooks(self, log: LaunchLog, *, compile_only: bool) -> None:
         import triton  # noqa: F401  (import before patching its classes)
@@ -120,6 +136,9 @@ Triton rules:
                     return original(fn_self, *args, grid=grid, warmup=warmup, **kwargs)
                 name = getattr(fn_self.fn, "__name__", "kernel")
                 backend._remember(fn_self.fn, name, args, kwargs)
+                if backend.dry_run:
+                    log.record("triton", name, mode="dry")
+                    return None
                 log.paused += 1
                 try:
                     kernel = original(fn_self, *args, grid=grid, warmup=warmup, **kwargs)
@@ -150,6 +169,10 @@ Triton rules:
 
             def make(original):
                 def run(tuner_self, *args, **kwargs):
+                    configs = getattr(tuner_self, "configs", None)
+                    if backend.dry_run and configs:
+                        # no benchmarking in a dry run: the first configuration stands for all
+                        return tuner_self.fn.run(*args, **kwargs, **configs[0].all_kwargs())
                     log.paused += 1
                     try:
                         return original(tuner_self, *args, **kwargs)

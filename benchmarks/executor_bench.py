@@ -24,7 +24,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
 from backends import EvalOptions, Executor  # noqa: E402
-from executor_candidates import FAILURES, HACKS, HONEST  # noqa: E402
+from executor_candidates import DISALLOWED, FAILURES, HACKS, HONEST  # noqa: E402
 
 CASES = ROOT / "tests" / "executor_cases"
 LARGE = ROOT / "benchmarks" / "executor_tasks"
@@ -61,6 +61,7 @@ def suite(device: str, options: EvalOptions) -> dict:
     """Every catalogued candidate, with the verdict it must get."""
     expected = {f"honest/{k}": ("ok", v[0], v[1]) for k, v in HONEST.items()}
     expected.update({f"hack/{k}": ("hack", v[0], v[1]) for k, v in HACKS.items()})
+    expected.update({f"disallowed/{k}": ("disallowed", v[0], v[1]) for k, v in DISALLOWED.items()})
     expected.update({f"failure/{k}": (v[2], v[0], v[1]) for k, v in FAILURES.items()})
     rows = {}
     with Executor(device=device, timeout_s=300) as ex:

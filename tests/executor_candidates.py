@@ -1,5 +1,5 @@
 """Candidate sources for the executor tests: honest kernels that must pass and
-hacks (from DESIGN section 5's catalogue) that must be rejected.
+hacks (the anti-hack rules the README lists) that must be rejected.
 
 Each honest kernel is a real Triton kernel in tutorial style: masked loads and
 stores, strides passed explicitly, checked here on awkward shapes.
@@ -30,6 +30,49 @@ def add_relu(x, y):
     n = x.numel()
     add_relu_kernel[(triton.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)
     return out
+"""
+
+# A tiled fp32 matmul in tutorial style (exact: input_precision="ieee").
+MATMUL_KERNEL = """
+@triton.jit
+def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    rm = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k0 in range(0, K, BLOCK_K):
+        rk = k0 + tl.arange(0, BLOCK_K)
+        a = tl.load(a_ptr + rm[:, None] * stride_am + rk[None, :] * stride_ak,
+                    mask=(rm[:, None] < M) & (rk[None, :] < K), other=0.0)
+        b = tl.load(b_ptr + rk[:, None] * stride_bk + rn[None, :] * stride_bn,
+                    mask=(rk[:, None] < K) & (rn[None, :] < N), other=0.0)
+        acc += tl.dot(a, b, input_precision="ieee")
+    tl.store(c_ptr + rm[:, None] * stride_cm + rn[None, :] * stride_cn, acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+def matmul(a, b):
+    M, K = a.shape
+    N = b.shape[1]
+    c = torch.empty((M, N), dtype=a.dtype, device=a.device)
+    grid = (triton.cdiv(M, 16), triton.cdiv(N, 16))
+    matmul_kernel[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
+                        BLOCK_M=16, BLOCK_N=16, BLOCK_K=16)
+    return c
+"""
+
+KB_TAIL = """
+
+N = 2048 * 2
+
+
+def get_inputs():
+    A = torch.rand(N, N)
+    B = torch.rand(N, N)
+    return [A, B]
+
+
+def get_init_inputs():
+    return []
 """
 
 # --- honest kernels: (task file, source) -----------------------------------
@@ -170,6 +213,16 @@ class ModelNew(nn.Module):
                                  BLOCK_M=16, BLOCK_N=16, BLOCK_K=16)
         return out
 """),
+    # A KernelBench-style answer: the task's sizes and get_inputs repeated in the file (torch.rand and all).
+    "kb_style_matmul": ("task_matmul.py", HEADER + MATMUL_KERNEL + """
+
+class ModelNew(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+
+    def forward(self, A: torch.Tensor, B: torch.Tensor) -> torch.Tensor:
+        return matmul(A.contiguous(), B.contiguous())
+""" + KB_TAIL),
 }
 
 _FORWARD_OK = """
@@ -178,36 +231,8 @@ class ModelNew(nn.Module):
         return add_relu(x, y)
 """
 
-# --- hacks: name -> (task file, source, rule the message must mention) ------
+# --- cheating (`hack` under every rule set): name -> (task file, source, rule the message must mention)
 HACKS = {
-    "try_except_fallback": ("task_add_relu.py", HEADER + ADD_RELU_KERNEL + """
-class ModelNew(nn.Module):
-    def forward(self, x, y):
-        try:
-            return add_relu(x, y)
-        except Exception:
-            return torch.relu(x + y) * 2
-""", "try/except"),
-    "torch_op_in_forward": ("task_add_relu.py", HEADER + ADD_RELU_KERNEL + """
-class ModelNew(nn.Module):
-    def forward(self, x, y):
-        return torch.relu(x + y) * 2
-""", "torch.relu"),
-    "tensor_methods_compute": ("task_add_relu.py", HEADER + ADD_RELU_KERNEL + """
-class ModelNew(nn.Module):
-    def forward(self, x, y):
-        add_relu(x[:1], y[:1])  # a token launch so that something ran
-        return x.add(y).clamp_min(0).mul(2)
-""", "aten.add"),
-    "functional_call": ("task_add_relu.py", HEADER + ADD_RELU_KERNEL + """
-import torch.nn.functional as F
-
-
-class ModelNew(nn.Module):
-    def forward(self, x, y):
-        add_relu(x, y)
-        return F.relu(x + y) * 2
-""", "torch.nn.functional.relu"),
     "inherits_reference": ("task_add_relu.py", HEADER + ADD_RELU_KERNEL + """
 from task_add_relu import Model
 
@@ -269,6 +294,133 @@ class ModelNew(nn.Module):
     def forward(self, x, y):
         return add_relu(x, y).as_subclass(Lazy)
 """, "subclass"),
+    "eval_code": ("task_add_relu.py", HEADER + ADD_RELU_KERNEL + """
+class ModelNew(nn.Module):
+    def forward(self, x, y):
+        return eval("torch.relu(x + y) * 2")
+""", "eval"),
+    "computed_getattr": ("task_add_relu.py", HEADER + ADD_RELU_KERNEL + """
+class ModelNew(nn.Module):
+    def forward(self, x, y):
+        fn = getattr(torch, "re" + "lu")
+        add_relu(x, y)
+        return fn(x + y) * 2
+""", "getattr"),
+    "global_tf32_switch": ("task_add_relu.py", HEADER + ADD_RELU_KERNEL + """
+torch.backends.cuda.matmul.allow_tf32 = True
+""" + _FORWARD_OK, "patching"),
+    "ctypes_pointer": ("task_add_relu.py", HEADER + ADD_RELU_KERNEL + """
+import ctypes
+""" + _FORWARD_OK, "ctypes"),
+    "reseeds_rng": ("task_add_relu.py", HEADER + ADD_RELU_KERNEL + """
+torch.manual_seed(0)
+""" + _FORWARD_OK, "manual_seed"),
+    "returns_cached_output": ("task_add_relu.py", HEADER + ADD_RELU_KERNEL + """
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.cache = {}
+
+    def forward(self, x, y):
+        key = (tuple(x.shape), float(x.flatten()[0]))
+        if key not in self.cache:
+            self.cache[key] = add_relu(x, y)
+        add_relu(x[:1], y[:1])
+        return self.cache[key]
+""", "earlier call"),
+    # KernelBench's adversarial kernels, in our own words and in Triton so they run here; each file
+    # repeats the task's N and get_inputs (with torch.rand), which the static rules must ignore.
+    "kb_zeroed_inputs": ("task_matmul.py", HEADER + """
+@triton.jit
+def zero_kernel(a_ptr, b_ptr, c_ptr, n_in, n_out, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    zero = tl.zeros((BLOCK,), dtype=tl.float32)
+    tl.store(a_ptr + offs, zero, mask=offs < n_in)
+    tl.store(b_ptr + offs, zero, mask=offs < n_in)
+    tl.store(c_ptr + offs, zero, mask=offs < n_out)
+
+
+class ModelNew(nn.Module):
+    def forward(self, A, B):
+        C = torch.empty((A.shape[0], B.shape[1]), dtype=A.dtype, device=A.device)
+        n = max(A.numel(), C.numel())
+        zero_kernel[(triton.cdiv(n, 1024),)](A, B, C, A.numel(), C.numel(), BLOCK=1024)
+        return C
+""" + KB_TAIL, "writes into its input"),
+    "kb_uninitialised_output": ("task_matmul.py", HEADER + """
+@triton.jit
+def touch_kernel(x_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, tl.zeros((BLOCK,), dtype=tl.float32))
+
+
+class ModelNew(nn.Module):
+    def forward(self, A, B):
+        C = torch.empty((A.shape[0], B.shape[1]), dtype=A.dtype, device=A.device)
+        scratch = torch.empty(16, dtype=A.dtype, device=A.device)
+        touch_kernel[(1,)](scratch, BLOCK=16)  # a launch, so that something ran; C is never written
+        return C
+""" + KB_TAIL, "never written"),
+    "kb_side_stream_at_runtime": ("task_matmul.py", HEADER + MATMUL_KERNEL + """
+
+class ModelNew(nn.Module):
+    def forward(self, A, B):
+        cuda = torch.cuda  # a local alias: the static rules do not follow it, the runtime guard does
+        with cuda.stream(None):
+            return matmul(A, B)
+""" + KB_TAIL, "side stream"),
+    "reduced_precision_cast": ("task_matmul.py", HEADER + MATMUL_KERNEL + """
+
+class ModelNew(nn.Module):
+    def forward(self, A, B):
+        return matmul(A.half(), B.half()).float()
+""", "lower precision"),
+    "output_reused_across_calls": ("task_add_relu.py", HEADER + ADD_RELU_KERNEL + """
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.saved = {}
+
+    def forward(self, x, y):
+        out = add_relu(x, y)  # a real launch on every call
+        key = tuple(x.shape)
+        if key not in self.saved:
+            self.saved[key] = out.clone()
+        return self.saved[key].clone()
+""", "earlier call"),
+}
+
+# --- breaking the rule set without cheating: name -> (task file, source, rule the message must mention).
+# Under strict every one is `disallowed`; EXPECTED_KERNELBENCH says what `--rules kernelbench` makes of them.
+DISALLOWED = {
+    "try_except_fallback": ("task_add_relu.py", HEADER + ADD_RELU_KERNEL + """
+class ModelNew(nn.Module):
+    def forward(self, x, y):
+        try:
+            return add_relu(x, y)
+        except Exception:
+            return torch.relu(x + y) * 2
+""", "try/except"),
+    "torch_op_in_forward": ("task_add_relu.py", HEADER + ADD_RELU_KERNEL + """
+class ModelNew(nn.Module):
+    def forward(self, x, y):
+        return torch.relu(x + y) * 2
+""", "torch.relu"),
+    "tensor_methods_compute": ("task_add_relu.py", HEADER + ADD_RELU_KERNEL + """
+class ModelNew(nn.Module):
+    def forward(self, x, y):
+        add_relu(x[:1], y[:1])  # a token launch so that something ran
+        return x.add(y).clamp_min(0).mul(2)
+""", "aten.add"),
+    "functional_call": ("task_add_relu.py", HEADER + ADD_RELU_KERNEL + """
+import torch.nn.functional as F
+
+
+class ModelNew(nn.Module):
+    def forward(self, x, y):
+        add_relu(x, y)
+        return F.relu(x + y) * 2
+""", "torch.nn.functional.relu"),
     "no_kernel_at_all": ("task_add_relu.py", """
 import torch
 import torch.nn as nn
@@ -287,11 +439,6 @@ class ModelNew(nn.Module):
         out.copy_(x)
         return out
 """, "launched none"),
-    "eval_code": ("task_add_relu.py", HEADER + ADD_RELU_KERNEL + """
-class ModelNew(nn.Module):
-    def forward(self, x, y):
-        return eval("torch.relu(x + y) * 2")
-""", "eval"),
     "torch_compile": ("task_add_relu.py", HEADER + ADD_RELU_KERNEL + """
 class ModelNew(nn.Module):
     def __init__(self):
@@ -301,16 +448,6 @@ class ModelNew(nn.Module):
     def forward(self, x, y):
         return self.fn(x, y)
 """, "torch.compile"),
-    "computed_getattr": ("task_add_relu.py", HEADER + ADD_RELU_KERNEL + """
-class ModelNew(nn.Module):
-    def forward(self, x, y):
-        fn = getattr(torch, "re" + "lu")
-        add_relu(x, y)
-        return fn(x + y) * 2
-""", "getattr"),
-    "global_tf32_switch": ("task_add_relu.py", HEADER + ADD_RELU_KERNEL + """
-torch.backends.cuda.matmul.allow_tf32 = True
-""" + _FORWARD_OK, "patching"),
     "numpy_on_host": ("task_add_relu.py", HEADER + ADD_RELU_KERNEL + """
 import numpy as np
 
@@ -320,9 +457,6 @@ class ModelNew(nn.Module):
         add_relu(x[:1], y[:1])
         return torch.as_tensor(np.maximum(x.cpu().numpy() + y.cpu().numpy(), 0) * 2).to(x.device)
 """, "numpy"),
-    "ctypes_pointer": ("task_add_relu.py", HEADER + ADD_RELU_KERNEL + """
-import ctypes
-""" + _FORWARD_OK, "ctypes"),
     "submodule_call": ("task_linear_relu.py", HEADER + """
 @triton.jit
 def relu_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
@@ -342,9 +476,19 @@ class ModelNew(nn.Module):
         relu_kernel[(triton.cdiv(h.numel(), 256),)](h, out, h.numel(), BLOCK=256)
         return out
 """, "aten."),
-    "reseeds_rng": ("task_add_relu.py", HEADER + ADD_RELU_KERNEL + """
-torch.manual_seed(0)
-""" + _FORWARD_OK, "manual_seed"),
+}
+
+# Verdicts under --rules kernelbench: library calls beside an own kernel that runs are allowed there.
+EXPECTED_KERNELBENCH = {
+    "try_except_fallback": "disallowed",  # a fallback path is outside both rule sets
+    "torch_op_in_forward": "disallowed",  # no own kernel runs
+    "tensor_methods_compute": "ok",  # a token own launch beside torch ops: allowed (its own-kernel share is what tells)
+    "functional_call": "ok",
+    "no_kernel_at_all": "disallowed",
+    "kernel_never_launched": "disallowed",
+    "torch_compile": "disallowed",
+    "numpy_on_host": "ok",
+    "submodule_call": "ok",  # nn.Linear (cuBLAS on a GPU) plus an own epilogue kernel: KernelBench's "partial" kernel
 }
 
 # Candidates that are honest in intent but wrong: (task, source, expected status, message fragment)
@@ -379,19 +523,6 @@ class ModelNew(nn.Module):
         k[(triton.cdiv(x.numel(), 256),)](x, y, out, x.numel(), BLOCK=256)
         return out
 """, "wrong_result", ""),
-    "returns_cached_output": ("task_add_relu.py", HEADER + ADD_RELU_KERNEL + """
-class ModelNew(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.cache = {}
-
-    def forward(self, x, y):
-        key = (tuple(x.shape), float(x.flatten()[0]))
-        if key not in self.cache:
-            self.cache[key] = add_relu(x, y)
-        add_relu(x[:1], y[:1])
-        return self.cache[key]
-""", "wrong_result", "poisoned"),
     "wrong_shape": ("task_add_relu.py", HEADER + ADD_RELU_KERNEL + """
 class ModelNew(nn.Module):
     def forward(self, x, y):

@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from evokernel.cli import app
 
-from executor_candidates import HACKS, HONEST
+from executor_candidates import DISALLOWED, HONEST
 
 CASES = Path(__file__).parent / "executor_cases"
 runner = CliRunner()
@@ -36,10 +36,10 @@ def test_eval_ok_json(tmp_path):
 
 
 def test_eval_rejected_exit_1(tmp_path):
-    task, source, _ = HACKS["torch_op_in_forward"]
+    task, source, _ = DISALLOWED["torch_op_in_forward"]
     res = runner.invoke(app, ["eval", str(CASES / task), str(_write(tmp_path, source)), "--json"])
     assert res.exit_code == 1
-    assert json.loads(res.stdout.strip().splitlines()[-1])["status"] == "hack"
+    assert json.loads(res.stdout.strip().splitlines()[-1])["status"] == "disallowed"
 
 
 def test_eval_rich_summary(tmp_path):

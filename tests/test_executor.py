@@ -94,7 +94,7 @@ def test_candidate_stdout_cannot_forge_a_verdict(executor):
     )
     # `+ 1` on a tensor is a torch op: the guard must still see it
     result = executor.evaluate(CASES / task, forged, backend="triton", options=FAST)
-    assert result.status == Verdict.HACK
+    assert result.status == Verdict.DISALLOWED
 
 
 def test_near_zero_task_warns(executor, tmp_path):

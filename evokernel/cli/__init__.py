@@ -72,8 +72,9 @@ def _root(
 
 
 def _register() -> None:
-    from . import bench_cmd, eval_cmd, logs_cmd, memory_cmd, run_cmd
+    from . import bench_cmd, check_cmd, eval_cmd, logs_cmd, memory_cmd, run_cmd
 
+    check_cmd.register(app)
 
     run_cmd.register(app)
     eval_cmd.register(app)

@@ -7,7 +7,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from ._common import EXIT_OK, EXIT_REJECTED, JsonOpt, err_console, fail_usage, out_console, prepare_device, print_json
+from ._common import (EXIT_OK, EXIT_REJECTED, JsonOpt, RulesOpt, err_console, fail_usage, out_console, prepare_device,
+                      print_json)
 
 
 def register(app: typer.Typer) -> None:
@@ -24,10 +25,12 @@ def eval_command(
     trials: Annotated[int, typer.Option(min=1, help="Correctness trials with fresh seeded inputs.")] = 5,
     reps: Annotated[int, typer.Option(min=1, help="Timed runs on a GPU.")] = 100,
     baselines: Annotated[bool, typer.Option(help="Time eager and torch.compile baselines (GPU).")] = True,
+    rules: RulesOpt = "strict",
+    min_own_share: Annotated[float, typer.Option(min=0.0, max=1.0, help="Under kernelbench: own kernels' least share of GPU time (0: report only).")] = 0.0,
     json_output: JsonOpt = False,
 ) -> None:
     """Compile, verify and time one candidate kernel against a task's reference."""
-    from backends import EvalOptions, Executor, TaskError, UnknownBackend, get_backend, load_task
+    from backends import RULE_SETS, EvalOptions, Executor, TaskError, UnknownBackend, get_backend, load_task
 
     device = prepare_device(backend, device)
     try:
@@ -44,7 +47,9 @@ def eval_command(
         raise fail_usage(str(exc))
 
     console = err_console()
-    options = EvalOptions(trials=trials, reps=reps, baselines=baselines)
+    if rules not in RULE_SETS:
+        raise fail_usage(f"unknown rule set {rules!r}; known: {', '.join(RULE_SETS)}")
+    options = EvalOptions(trials=trials, reps=reps, baselines=baselines, rules=rules, min_own_share=min_own_share)
     with console.status(f"evaluating {candidate_file.name} on {task.name} ({backend}, {device})"):
         with Executor(device=device, timeout_s=timeout) as executor:
             result = executor.evaluate(task.path, source, backend=backend, options=options)
@@ -66,6 +71,11 @@ def _render(result, task_name: str, backend: str) -> None:
     table = Table(title=f"{task_name} ({backend})", show_header=False)
     table.add_row("status", f"[{colour}]{result.status.value}[/]")
     table.add_row("message", result.message)
+    table.add_row("rules", result.rules)
+    if result.own_kernel_share is not None:
+        table.add_row("own kernel share", f"{100 * result.own_kernel_share:.1f}% of GPU time")
+    if result.degenerate:
+        table.add_row("degenerate task", result.degenerate)
     if result.max_abs_error is not None:
         table.add_row("max abs error", f"{result.max_abs_error:.3g}")
     if result.latency_ms is not None:

@@ -1,0 +1,323 @@
+"""Degenerate references, the stress trials that test them anyway, and
+references that cannot be matched at all.
+
+A task's reference is degenerate on its own inputs when a wrong kernel can
+match it without computing the operator: its output is near zero (writing
+zeros passes), constant or nearly so, one value per row, or the same whatever
+the inputs are. KernelBench level2/9 is the real case: on `torch.rand` inputs
+`relu((x @ W.T + b - 2) * 1.5)` is zero everywhere, so a kernel computing
+`x @ W` instead passes every trial.
+
+Where that happens the executor does not warn and pass: it draws stress
+inputs from other distributions the reference accepts (normal, scaled and
+shifted normal, a wider uniform range, the task's own inputs with their sign
+flipped), keeps the first distribution under which the reference's output is
+finite and no longer degenerate, and requires the candidate to match there
+too. Where no distribution helps, the task itself is marked degenerate (in
+the verdict and in results files), so its speedups stay out of geometric
+means.
+
+A reference that gives two different answers on the same inputs (dropout in
+training mode, unseeded randomness, state kept between calls) cannot be
+matched by any candidate: that is a task error, found by running it twice.
+
+Everything here looks only at the reference, never at a candidate, and keeps
+only small samples of outputs, so it costs a few reference runs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable, Sequence
+
+import torch
+
+from ._compare import compare, flatten, tolerance_for
+
+# Share of elements a single value (zero, or the output's median) may match
+# within tolerance before the output counts as (mostly) that value.
+MOSTLY = 0.9
+# Outputs larger than this are judged on an evenly spaced sample of elements.
+SAMPLE_ELEMENTS = 1 << 20
+# Stress draws per distribution: two, so that sensitivity to the inputs can be checked too.
+DRAWS = 2
+
+Forward = Callable[[list[Any]], Any]
+
+
+@dataclasses.dataclass(frozen=True)
+class Distribution:
+    name: str
+    draw: Callable[[torch.Tensor, torch.Generator], torch.Tensor]
+
+
+def _normal(mean: float, std: float) -> Callable[[torch.Tensor, torch.Generator], torch.Tensor]:
+    def draw(x: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
+        return torch.randn(x.shape, generator=gen, device=x.device, dtype=x.dtype) * std + mean
+
+    return draw
+
+
+def _uniform(low: float, high: float) -> Callable[[torch.Tensor, torch.Generator], torch.Tensor]:
+    def draw(x: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
+        return torch.rand(x.shape, generator=gen, device=x.device, dtype=x.dtype) * (high - low) + low
+
+    return draw
+
+
+def _flip(x: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
+    return -x
+
+
+# Mildest first: the candidate is tested under the first one that works.
+DISTRIBUTIONS = (
+    Distribution("normal(0, 1)", _normal(0.0, 1.0)),
+    Distribution("the task's inputs with their sign flipped", _flip),
+    Distribution("normal(0, 10)", _normal(0.0, 10.0)),
+    Distribution("normal(3, 1)", _normal(3.0, 1.0)),
+    Distribution("uniform(-10, 10)", _uniform(-10.0, 10.0)),
+    Distribution("normal(0, 100)", _normal(0.0, 100.0)),
+)
+
+
+def _float_leaves(out: Any) -> list[torch.Tensor]:
+    return [t for t in flatten(out) if isinstance(t, torch.Tensor)]
+
+
+def _sample(t: torch.Tensor) -> torch.Tensor:
+    """The tensor, or an evenly spaced sample of its elements, flattened, in float64."""
+    flat = t.detach().reshape(-1)
+    if flat.numel() > SAMPLE_ELEMENTS:
+        flat = flat[:: -(-flat.numel() // SAMPLE_ELEMENTS)]
+    return flat.double() if (flat.is_floating_point() or not flat.is_complex()) else flat.abs().double()
+
+
+def output_reasons(out: Any, tolerance: tuple[float, float] | None = None) -> list[str]:
+    """Why these reference outputs cannot tell a right kernel from a wrong one ([] when they can)."""
+    leaves = _float_leaves(out)
+    reasons = []
+    for k, t in enumerate(leaves):
+        label = f"output {k}" if len(leaves) > 1 else "the output"
+        if t.numel() == 0:
+            reasons.append(f"{label} is empty")
+            continue
+        if t.dtype == torch.bool or not (t.is_floating_point() or t.is_complex()):
+            flat = t.detach().reshape(-1)
+            if bool((flat == flat[0]).all()):
+                reasons.append(f"{label} is constant ({flat[0].item()})")
+            continue
+        e = _sample(t)
+        if not bool(torch.isfinite(e).all()):
+            reasons.append(f"{label} is not finite")
+            continue
+        atol, rtol = tolerance_for(t.dtype, tolerance)
+        allowed = atol + rtol * e.abs()
+        zero_share = float((e.abs() <= allowed).double().mean())
+        median = e.median()
+        const_share = float(((e - median).abs() <= allowed).double().mean())
+        if zero_share == 1.0:
+            reasons.append(f"{label} is so close to zero that an all-zero output passes atol={atol:g} (max |out| {float(e.abs().max()):.3g})")
+        elif zero_share >= MOSTLY:
+            reasons.append(f"{label} is mostly zero (zero matches {zero_share:.1%} of its elements)")
+        elif const_share == 1.0:
+            reasons.append(f"{label} is constant ({float(median):.6g} everywhere within tolerance)")
+        elif const_share >= MOSTLY:
+            reasons.append(f"{label} has low variance (one value, {float(median):.6g}, matches {const_share:.1%} of its elements)")
+        elif t.dim() >= 2 and t.shape[-1] > 1 and _one_value_per_row(t, atol, rtol):
+            reasons.append(f"{label} holds one value per row (constant along its last dimension)")
+    return reasons
+
+
+def _one_value_per_row(t: torch.Tensor, atol: float, rtol: float) -> bool:
+    rows = t.detach().reshape(-1, t.shape[-1])
+    if rows.shape[0] > 4096:
+        rows = rows[:: -(-rows.shape[0] // 4096)]
+    rows = rows.double()
+    spread = (rows - rows[:, :1]).abs()
+    return bool((spread <= atol + rtol * rows.abs()).all())
+
+
+def _same(a: Any, b: Any, tolerance: tuple[float, float] | None) -> bool:
+    """Would the verifier accept `b` for the reference output `a` (judged on samples)?"""
+    la, lb = _float_leaves(a), _float_leaves(b)
+    if len(la) != len(lb) or any(x.shape != y.shape for x, y in zip(la, lb)):
+        return False
+    return compare([_sample(x).to(x.dtype) for x in la], [_sample(y).to(y.dtype) for y in lb], tolerance).ok
+
+
+def _finite(out: Any) -> bool:
+    return all(bool(torch.isfinite(t).all()) for t in _float_leaves(out) if t.is_floating_point() or t.is_complex())
+
+
+def _float_positions(inputs: Sequence[Any]) -> list[int]:
+    return [i for i, x in enumerate(inputs) if isinstance(x, torch.Tensor) and x.is_floating_point()]
+
+
+def insensitive_inputs(forward: Forward, a: list[Any], b: list[Any], out_a: Any, tolerance: tuple[float, float] | None) -> list[int]:
+    """Float inputs whose redraw (from set `b` into set `a`) leaves the output unchanged."""
+    found = []
+    for i in _float_positions(a):
+        if i >= len(b) or not isinstance(b[i], torch.Tensor) or b[i].shape != a[i].shape or torch.equal(a[i], b[i]):
+            continue
+        mixed = list(a)
+        mixed[i] = b[i]
+        if _same(out_a, forward(mixed), tolerance):
+            found.append(i)
+    return found
+
+
+def nondeterminism(expected: Any, again: Any, tolerance: tuple[float, float] | None) -> str | None:
+    """A message when a second reference run on the same inputs (`again`) gave another answer."""
+    cmp = compare(expected, again, tolerance)
+    if cmp.ok:
+        return None
+    return (
+        "the reference is not deterministic: two runs on the same inputs differ "
+        f"({cmp.feedback.split(';')[0]}); dropout in training mode, unseeded randomness or state kept between "
+        "calls would make every candidate fail, so no verdict about a candidate is possible. Seed or remove the "
+        "randomness in the task."
+    )
+
+
+@dataclasses.dataclass
+class Observations:
+    """What the regular trials showed about the reference: small output samples, and reasons."""
+
+    tolerance: tuple[float, float] | None
+    outputs: list[Any] = dataclasses.field(default_factory=list)
+    reasons: list[str] = dataclasses.field(default_factory=list)
+
+    def add(self, expected: Any) -> None:
+        self.outputs.append([_sample(t).to(t.dtype) for t in _float_leaves(expected)])
+        for r in output_reasons(expected, self.tolerance):
+            if r not in self.reasons:
+                self.reasons.append(r)
+
+
+Draw = Callable[[], list[Any]]
+
+
+@dataclasses.dataclass
+class StressPlan:
+    """Extra input sets the candidate must also match, or why the task stays degenerate."""
+
+    sets: list[tuple[str, Draw]]  # (label, draw): drawn when checked, like every other set
+    reasons: list[str]  # why the task's own inputs are degenerate ([]: they are not)
+    distribution: str = ""  # the distribution the stress sets come from
+    degenerate: str = ""  # set when no distribution helps: the task is degenerate
+
+
+def degeneracy(forward: Forward, seen: Observations, trial_draws: Sequence[Draw]) -> list[str]:
+    """Reasons the task's own inputs are degenerate: the trials' outputs, then a per-input sensitivity probe."""
+    reasons = list(seen.reasons)
+    if len(seen.outputs) >= 2 and all(_same(seen.outputs[0], o, seen.tolerance) for o in seen.outputs[1:]):
+        reasons.append(f"the output is the same on all {len(seen.outputs)} trials' inputs (insensitive to the inputs)")
+    elif len(trial_draws) >= 2:
+        a, b = trial_draws[0](), trial_draws[1]()
+        for i in insensitive_inputs(forward, a, b, forward(a), seen.tolerance):
+            reasons.append(f"the output does not change when input {i} is redrawn (insensitive to input {i})")
+    return reasons
+
+
+def stress_draw(base: Draw, dist: Distribution, seed: int) -> Draw:
+    """Draw the task's inputs, then replace each float tensor by one from `dist` (same shape, dtype, device)."""
+
+    def draw() -> list[Any]:
+        inputs = list(base())
+        for i in _float_positions(inputs):
+            gen = torch.Generator(device=inputs[i].device).manual_seed(seed + i)
+            inputs[i] = dist.draw(inputs[i], gen)  # the task's tensor is freed as it is replaced
+        return inputs
+
+    return draw
+
+
+def plan_stress(forward: Forward, seen: Observations, trial_draws: Sequence[Draw], *, seed: int, max_sets: int = DRAWS) -> StressPlan:
+    """Stress sets for a degenerate reference (none when the task's own inputs are fine)."""
+    reasons = degeneracy(forward, seen, trial_draws)
+    if not reasons or not trial_draws or max_sets <= 0:
+        return StressPlan([], reasons)
+    why = "; ".join(reasons)
+    bases = [trial_draws[k % len(trial_draws)] for k in range(DRAWS)]
+    if not _float_positions(bases[0]()):
+        return StressPlan([], reasons, degenerate=f"{why}; the task has no float inputs to redraw")
+    for dist in DISTRIBUTIONS:
+        draws = [stress_draw(base, dist, seed + 7919 * (k + 1)) for k, base in enumerate(bases)]
+        if _helps(forward, draws, seen.tolerance):
+            sets = [(f"stress trial {k + 1} (inputs from {dist.name}, because on the task's own inputs {why})", d)
+                    for k, d in enumerate(draws[:max_sets])]
+            return StressPlan(sets, reasons, distribution=dist.name)
+    tried = ", ".join(d.name for d in DISTRIBUTIONS)
+    return StressPlan([], reasons, degenerate=f"{why}; no stress distribution ({tried}) gave finite, non-degenerate outputs")
+
+
+def _helps(forward: Forward, draws: list[Draw], tolerance: tuple[float, float] | None) -> bool:
+    """Finite, non-degenerate reference outputs on every draw, and outputs that move with each input."""
+    a = draws[0]()
+    try:
+        out_a = forward(a)
+        if not _finite(out_a) or output_reasons(out_a, tolerance):
+            return False
+        b = draws[1]()
+        out_b = forward(b)
+    except Exception:  # the reference refuses this distribution (a domain check): try the next one
+        return False
+    if not _finite(out_b) or output_reasons(out_b, tolerance) or _same(out_a, out_b, tolerance):
+        return False
+    return not insensitive_inputs(forward, a, b, out_a, tolerance)
+
+
+def assess_task(
+    task: Any,
+    *,
+    trials: int = 3,
+    seed: int = 1234,
+    device: str = "cpu",
+    tolerance: tuple[float, float] | None = None,
+) -> StressPlan:
+    """The executor's degeneracy check on a task module, without a candidate.
+
+    The reference is built with `seed` and run on `trials` input sets drawn
+    with seeds `seed + 1 + t` (as the executor draws them); the plan says
+    why the task's own inputs are degenerate, if they are, and either the
+    distribution its stress trials would come from or, in `degenerate`, that
+    none helps. Raises what the task raises.
+    """
+    dev = torch.device(device)
+    if tolerance is None and getattr(task, "TOLERANCE", None) is not None:
+        tolerance = tuple(float(v) for v in task.TOLERANCE)  # type: ignore[assignment]
+    torch.manual_seed(seed)
+    model = task.Model(*task.get_init_inputs()).to(dev).eval()
+
+    def draw_with(s: int) -> Draw:
+        def draw() -> list[Any]:
+            torch.manual_seed(s)
+            with dev:
+                return [x.to(dev) if isinstance(x, torch.Tensor) else x for x in task.get_inputs()]
+
+        return draw
+
+    def forward(xs: list[Any]) -> Any:
+        with torch.no_grad():
+            return model(*[x.clone() if isinstance(x, torch.Tensor) else x for x in xs])
+
+    draws = [draw_with(seed + 1 + t) for t in range(max(trials, 1))]
+    seen = Observations(tolerance)
+    for d in draws:
+        seen.add(forward(d()))
+    return plan_stress(forward, seen, draws, seed=seed)
+
+
+__all__ = [
+    "DISTRIBUTIONS",
+    "assess_task",
+    "Distribution",
+    "Observations",
+    "StressPlan",
+    "degeneracy",
+    "insensitive_inputs",
+    "nondeterminism",
+    "output_reasons",
+    "plan_stress",
+    "stress_draw",
+]
