@@ -239,7 +239,7 @@ class Executor:
         sandbox: SandboxLimits | None = None,
     ):
         self.device = device or default_device()
-        # Candidates are untrusted (GitHub issue 7): sandboxed unless
+        # Candidates are untrusted (README: "The sandbox"): sandboxed unless
         # SandboxLimits(enabled=False) is passed explicitly.
         self.sandbox = sandbox or SandboxLimits()
         self.timeout_s = timeout_s

@@ -1,4 +1,4 @@
-"""The sandbox around untrusted candidate code (GitHub issue 7).
+"""The sandbox around untrusted candidate code (README: "The sandbox").
 
 A candidate is a Python file an LLM wrote; the worker imports and runs it. The
 sandbox puts four walls around that process (and the compilers it starts):

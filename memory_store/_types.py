@@ -43,7 +43,7 @@ class CheckReport:
 class MemoryConfig:
     """Everything that shapes learning and retrieval, frozen so a run can record it.
 
-    Learning (section 4 of DESIGN.md): `alpha` is the Monte Carlo step size,
+    Learning (the README's "What it does" and "The memory"): `alpha` is the Monte Carlo step size,
     `q_init` the value of a new item, `epsilon` the exploration rate of the
     epsilon-greedy selection, `mix_weight` the `w` of MemRL's mixed score.
     Refine rewards are normalised PopArt-style with a running mean and second

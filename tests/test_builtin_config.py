@@ -31,7 +31,8 @@ def test_config_round_trips_through_json():
     assert Config.from_dict({**config.to_dict(), "unknown_key": 1}) == config
 
 
-@pytest.mark.parametrize("bad", [{"family": "conv"}, {"family": "rows", "block_m": 3},
+@pytest.mark.parametrize("bad", [{"family": "lstm"}, {"family": "rows", "block_m": 3},
+                                 {"family": "conv", "precision": "fp16"}, {"family": "matmul", "split_k": 3},
                                  {"family": "matmul", "num_warps": 0}])
 def test_invalid_config_is_refused(bad):
     with pytest.raises(ValueError):

@@ -1,4 +1,4 @@
-"""The sandbox around candidates (GitHub issue 7): hostile candidates that get
+"""The sandbox around candidates (README: "The sandbox"): hostile candidates that get
 past the static rules the way an attacker would, and what must hold after
 each: no key in any result, no connection, no file touched outside the
 worker, no process started, limits named, the parent and its files intact.

@@ -19,6 +19,19 @@ min(n * 101 GB/s, 48 * 34 GB/s), the roofline through the two published points
 separate engines and are given that bandwidth each; with that choice the model
 lands within 1% of the published msopmodeling Add figure (see
 tests/test_ascendc_cost.py), while sharing it between them would be 37% slow.
+
+A cube core (AIC, 24 on a 910B) runs four pipes:
+  MTE2  GM -> L1 (and GM -> L0)   bytes / per-core GM bandwidth
+  MTE1  L1 -> L0A/L0B             bytes / L1 read bandwidth (ASSUMED, below)
+  M     Mmad                      one 16 x 16 x C0 fractal triple per cycle:
+                                  4096 fp16 MACs, the published figure per AI Core
+  FIX   L0C -> GM (Fixpipe)       bytes / per-core GM bandwidth
+With double-buffered L1 queues (A1/B1 with two buffers that alternated) MTE2
+overlaps MTE1 and M; with double-buffered L0A/L0B MTE1 overlaps M; otherwise
+the pipes add up. The Matmul API's work, driven from a vector core, is charged
+to the cube unit of that vector core's AI Core and counted as double-buffered
+(the API pipelines its own tiles). A MIX kernel's AI Core costs its cube time
+plus its slowest vector core's time (the model does not overlap the two).
 """
 
 from __future__ import annotations
@@ -40,8 +53,11 @@ class Chip:
     gm_bw_one_core: float = 101e9  # bytes/s, one core copying alone
     gm_bw_per_core_all: float = 34e9  # bytes/s per core with all 48 copying
     hbm_bw: float = 1.6e12
+    cube_cores: int = 24
+    cube_macs_per_cycle: int = 4096  # fp16 multiply-adds per AI Core per cycle (Huawei, Hot Chips 2019)
+    l1_read_bytes_per_cycle: int = 512  # ASSUMED: L1 -> L0A/L0B, one 512-byte fractal per cycle
     # op -> (cycles per repeat, head cycles per instruction). Published
-    # (DESIGN section 7): Add/Mul 2/13, Exp fp32 2/13, Div fp32 4/13.
+    # (Huawei's msopmodeling configuration files for the 910B): Add/Mul 2/13, Exp fp32 2/13, Div fp32 4/13.
     # The rest are ASSUMED by analogy: simple arithmetic like Add, transcendental
     # and division-like ops like Div.
     vector_cycles: tuple[tuple[str, int, int], ...] = (
@@ -64,8 +80,8 @@ class Chip:
         return self.default_cycles
 
     def gm_bandwidth_per_core(self, active: int) -> float:
-        """Bytes/s one core gets from GM while `active` cores copy at once."""
-        active = max(1, min(active, self.vector_cores))
+        """Bytes/s one core gets from GM while `active` cores (vector and cube) copy at once."""
+        active = max(1, min(active, self.vector_cores + self.cube_cores))
         aggregate = min(active * self.gm_bw_one_core, self.vector_cores * self.gm_bw_per_core_all)
         return aggregate / active
 
@@ -78,6 +94,9 @@ ASSUMPTIONS = (
     "overlap of copy and compute only for queues with >= 2 buffers that alternated",
     "scalar GetValue/SetValue: 1 cycle on UB, 200 cycles on GM (assumed)",
     "no kernel launch overhead",
+    "cube: one 16 x 16 x C0 fractal per cycle per AI Core (fp16: 4096 MACs, fp32 half, int8 double)",
+    "L1 -> L0A/L0B at 512 bytes per cycle (assumed); the cube core's GM bandwidth is the vector core's figure",
+    "MIX kernels: an AI Core costs its cube time plus its slowest vector core (no cross-core overlap)",
 )
 
 
@@ -98,9 +117,30 @@ class BlockStats:
     queues: list[tuple[int, int, int, int]] = dataclasses.field(default_factory=list)
     # (op, bytes per element, instructions, repeats)
     ops: list[tuple[str, int, int, int]] = dataclasses.field(default_factory=list)
+    core: str = "aiv"  # "aiv" vector core, "aic" cube core
+    group: int = 0  # the AI Core (one AIC and its AIVs)
+    gm_to_l1: int = 0
+    gm_to_l0: int = 0
+    l1_to_l0: int = 0
+    l1_to_gm: int = 0
+    fixpipe: int = 0
+    mmad_cycles: int = 0
+    mmad_calls: int = 0
+    loaddata_calls: int = 0
+    fixpipe_calls: int = 0
+    l1_copies: int = 0
+    l1_used: int = 0
+    l0a_used: int = 0
+    l0b_used: int = 0
+    l0c_used: int = 0
+
+    @property
+    def cube_work(self) -> bool:
+        return bool(self.mmad_cycles or self.gm_to_l1 or self.fixpipe or self.l1_to_l0)
 
 
 VECIN, VECOUT = 9, 10
+A1, A2, B1, B2 = 1, 2, 3, 4
 
 
 def parse_stats(text: str) -> list[BlockStats]:
@@ -118,6 +158,8 @@ def parse_stats(text: str) -> list[BlockStats]:
                 for item in filter(None, value.split(",")):
                     op, elem, instr, reps = item.split(":")
                     b.ops.append((op, int(elem), int(instr), int(reps)))
+            elif key == "core":
+                b.core = value
             elif hasattr(b, key):
                 setattr(b, key, int(value))
         blocks.append(b)
@@ -126,6 +168,31 @@ def parse_stats(text: str) -> list[BlockStats]:
 
 def _double_buffered(b: BlockStats, position: int) -> bool:
     return any(pos == position and bufs >= 2 and distinct >= 2 for pos, bufs, _, distinct in b.queues)
+
+
+def cube_cost(b: BlockStats, active: int, chip: Chip = CHIP_910B, *, delegated: bool = False) -> dict[str, Any]:
+    """Modelled time of one block's cube work: MTE2, MTE1, M and FIX pipes."""
+    bw = chip.gm_bandwidth_per_core(active)
+    mte2 = (b.gm_to_l1 + b.gm_to_l0) / bw
+    mte1 = b.l1_to_l0 / (chip.l1_read_bytes_per_cycle * chip.clock_hz)
+    cube = b.mmad_cycles / chip.clock_hz
+    fix = (b.fixpipe + b.l1_to_gm) / bw
+    db_l1 = delegated or (_double_buffered(b, A1) and _double_buffered(b, B1))
+    db_l0 = delegated or (_double_buffered(b, A2) and _double_buffered(b, B2))
+    tiles = max(b.mmad_calls, 1)
+    if db_l1 and db_l0:
+        stages = [mte2, mte1, cube]
+    elif db_l1:
+        stages = [mte2, mte1 + cube]
+    elif db_l0:
+        stages = [mte2 + max(mte1, cube)]  # MTE1 overlaps M, but each chunk waits for its GM copy
+    else:
+        stages = [mte2 + mte1 + cube]
+    slowest = max(stages)
+    total = slowest + (sum(stages) - slowest) / tiles + fix
+    return {"mte2_us": mte2 * 1e6, "mte1_us": mte1 * 1e6, "cube_us": cube * 1e6, "fixpipe_us": fix * 1e6,
+            "mmad_cycles": b.mmad_cycles, "double_buffered_l1": db_l1, "double_buffered_l0": db_l0,
+            "latency_us": total * 1e6}
 
 
 def block_cost(b: BlockStats, active: int, chip: Chip = CHIP_910B) -> dict[str, Any]:
@@ -173,6 +240,8 @@ def estimate_cost(blocks: Sequence[BlockStats] | str, *, chip: Chip = CHIP_910B,
     """Modelled latency of one launch from its per-block statistics."""
     if isinstance(blocks, str):
         blocks = parse_stats(blocks)
+    if any(b.core == "aic" for b in blocks) or any(b.cube_work for b in blocks):
+        return _estimate_cube(blocks, chip, max_per_core)
     blocks = sorted(blocks, key=lambda b: b.block)
     cores = chip.vector_cores
     waves = [blocks[i : i + cores] for i in range(0, len(blocks), cores)]
@@ -203,6 +272,61 @@ def estimate_cost(blocks: Sequence[BlockStats] | str, *, chip: Chip = CHIP_910B,
         "per_core_truncated": len(per_core) > max_per_core,
         "assumptions": list(ASSUMPTIONS),
     }
+
+
+def _estimate_cube(blocks: Sequence[BlockStats], chip: Chip, max_per_core: int) -> dict[str, Any]:
+    """A launch with cube work: AI Cores (an AIC and its AIVs) in waves of 24."""
+    groups: dict[int, list[BlockStats]] = {}
+    for b in blocks:
+        groups.setdefault(b.group, []).append(b)
+    order = sorted(groups)
+    cores = chip.cube_cores
+    waves = [order[i : i + cores] for i in range(0, len(order), cores)]
+    per_core: list[dict[str, Any]] = []
+    latency_us = 0.0
+    for wave in waves:
+        active = sum(len(groups[g]) for g in wave)
+        worst = 0.0
+        for g in wave:
+            aic = [b for b in groups[g] if b.core == "aic"]
+            aiv = [b for b in groups[g] if b.core != "aic"]
+            cube_us = sum(cube_cost(b, active, chip)["latency_us"] for b in aic)
+            cube_us += sum(cube_cost(b, active, chip, delegated=True)["latency_us"] for b in aiv if b.cube_work)
+            vec = [block_cost(b, active, chip) for b in aiv]
+            vec_us = max([c["latency_us"] for c in vec] or [0.0])
+            group_us = cube_us + vec_us
+            worst = max(worst, group_us)
+            per_core.append({"group": g, "cube_us": cube_us, "vector_us": vec_us, "latency_us": group_us,
+                             "cube": [cube_cost(b, active, chip) for b in aic][:1]})
+        latency_us += worst
+    slowest = max(per_core, key=lambda c: c["latency_us"]) if per_core else None
+    macs = sum(b.mmad_cycles for b in blocks) * chip.cube_macs_per_cycle
+    return {
+        "source": SOURCE,
+        "chip": chip.name,
+        "latency_us": latency_us,
+        "latency_ms": latency_us / 1e3,
+        "block_dim": len(order),
+        "waves": len(waves),
+        "active_cores": min(len(order), cores),
+        "cube_cycles": sum(b.mmad_cycles for b in blocks),
+        "fp16_mac_equivalents": macs,
+        "gm_to_l1_bytes": sum(b.gm_to_l1 + b.gm_to_l0 for b in blocks),
+        "fixpipe_bytes": sum(b.fixpipe for b in blocks),
+        "gm_to_ub_bytes": sum(b.gm_to_ub for b in blocks),
+        "ub_to_gm_bytes": sum(b.ub_to_gm for b in blocks),
+        "slowest_block": slowest,
+        "per_core": per_core[:max_per_core],
+        "per_core_truncated": len(per_core) > max_per_core,
+        "assumptions": list(ASSUMPTIONS),
+    }
+
+
+def peak_cube_tflops(chip: Chip = CHIP_910B, bytes_per_element: int = 2) -> float:
+    """Peak dense matmul rate of the chip's cube cores in TFLOPS (2 flops per MAC): fp16 at
+    cube_macs_per_cycle per core, fp32 at half, int8 at double (one fractal triple per cycle)."""
+    macs = chip.cube_macs_per_cycle * 2 / bytes_per_element
+    return chip.cube_cores * macs * 2 * chip.clock_hz / 1e12
 
 
 def modelled_latency_ms(launches: Iterable[dict[str, Any]]) -> float:

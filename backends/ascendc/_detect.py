@@ -1,4 +1,4 @@
-"""Which rung of the Ascend C ladder this machine stands on (DESIGN section 7)."""
+"""Which rung of the Ascend C ladder this machine stands on (backends/ascendc/README.md)."""
 
 from __future__ import annotations
 

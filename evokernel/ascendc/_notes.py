@@ -3,7 +3,7 @@ exact name (the names in the last verifier message and in the code a step
 sees) and by category.
 
 Notes are reference material, not experiences: they are not value-selected
-(DESIGN section 4), so the loop gives them to a step beside its retrieved
+(values learn which experiences help; a reference is not an experience), so the loop gives them to a step beside its retrieved
 memories and does not credit them with rewards.
 """
 

@@ -1,4 +1,4 @@
-"""Benchmark metrics from task outcomes (DESIGN.md section 8). Pure: no I/O.
+"""Benchmark metrics from task outcomes (the README's "Benchmarks"). Pure: no I/O.
 
 Conventions, so that numbers from different runs mean the same thing:
 

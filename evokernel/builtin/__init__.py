@@ -4,9 +4,13 @@
     source = generate(plan, default_config(plan))
     for config in neighbours(config, plan): ...
 
-Families: elementwise chains (one fused kernel, broadcasting by strides), row
+Families (one kernel each): elementwise chains (broadcasting by strides), row
 reductions and normalisations over one contiguous group of dims (with fused
-prologue/epilogue), and one matmul/linear/bmm with a fused pointwise epilogue.
+prologue/epilogue; argmax/argmin; split into parallel chunks for few long
+rows), matmul/linear/bmm (split-K), convolutions as implicit GEMM (1-3d,
+transposed, grouped, strided, dilated, padded), pooling and scans, each with a
+fused pointwise epilogue. A graph no single kernel covers becomes a pipeline of
+such kernels with buffers between them (see _schedule).
 """
 
 from ._config import Config, default_config, neighbours, search_space

@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from ._ir import Leaf, Node, Ref, TensorSpec
 from ._pointwise import POINTWISE
 
-__all__ = ["Reject", "PyVal", "ComputedView", "ValuesTuple", "Builder", "broadcast", "py_source"]
+__all__ = ["Reject", "PyVal", "ComputedView", "ValuesTuple", "Flipped", "Builder", "broadcast", "py_source",
+           "FLOAT_DTYPES", "promote"]
 
 
 class Reject(Exception):
@@ -31,13 +32,28 @@ class ComputedView:
     base: Ref
     suffixes: tuple[str, ...]
     shape: tuple[int, ...]
+    extra: tuple[Ref, ...] = ()  # values the suffixes name as @1, @2...
 
 
 @dataclass(frozen=True)
 class ValuesTuple:
-    """The (values, indices) pair of torch.max/min with a dim."""
+    """The (values, indices) pair of torch.max/min with a dim; the indices are
+    built only if they are used."""
 
     values: Ref
+    source: Ref | None = None
+    kind: str = ""
+    dims: tuple[int, ...] = ()
+    keepdim: bool = False
+
+
+@dataclass(frozen=True)
+class Flipped:
+    """flip(value, dims): legal only where it cancels (a reverse scan is
+    cumsum(x.flip(d), d).flip(d)) or feeds a scan along the flipped dim."""
+
+    value: Ref
+    dims: tuple[int, ...]
 
 
 def broadcast(*shapes: tuple[int, ...]) -> tuple[int, ...]:
@@ -81,10 +97,27 @@ def py_source(value) -> str:
     raise Reject(f"cannot express argument {value!r} in generated code")
 
 
+FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
+_FLOAT_RANK = {"float16": 1, "bfloat16": 1, "float32": 2, "float64": 3}
+LEAF_DTYPES = FLOAT_DTYPES + ("bool", "int8", "uint8", "int16", "int32", "int64")
+
+
+def promote(dtypes) -> str:
+    """torch's promotion among floating dtypes; non-floating operands (masks,
+    class indices) do not take part, and alone they compute in float32."""
+    floats = {d for d in dtypes if d in _FLOAT_RANK}
+    if not floats:
+        return "float32"
+    if floats == {"float16", "bfloat16"}:
+        return "float32"
+    return max(floats, key=lambda d: _FLOAT_RANK[d])
+
+
 class Builder:
     def __init__(self) -> None:
         self.leaves: dict[str, Leaf] = {}  # by source
         self.nodes: list[Node] = []
+        self.dtypes: dict[int, str] = {}  # per node: the dtype torch gives the value
         self._names: set[str] = set()
         self._memo: dict = {}
 
@@ -92,8 +125,9 @@ class Builder:
     def leaf(self, source: str, spec: TensorSpec, stem: str) -> Ref:
         if source in self.leaves:
             return Ref("leaf", self.leaves[source].name)
-        if not spec.dtype.startswith(("float", "bfloat")):
-            raise Reject(f"tensor operand {source} has dtype {spec.dtype}; only floating tensors are supported")
+        if spec.dtype not in LEAF_DTYPES:
+            raise Reject(f"tensor operand {source} has dtype {spec.dtype}; floating, integer and bool tensors "
+                         "are supported")
         name = _identifier(stem)
         base, i = name, 0
         while name in self._names:
@@ -116,13 +150,23 @@ class Builder:
             return self.leaf_by_name(ref.value).spec.shape
         return ()
 
+    def dtype(self, ref: Ref) -> str | None:
+        """The value's dtype; None for Python constants and scalars (they never promote)."""
+        if ref.kind == "node":
+            return self.dtypes[ref.value]
+        if ref.kind == "leaf":
+            return self.leaf_by_name(ref.value).spec.dtype
+        return None
+
     # -- primitives -------------------------------------------------------
-    def _add(self, op: str, args: tuple[Ref, ...], attrs: dict, shape: tuple[int, ...]) -> Ref:
+    def _add(self, op: str, args: tuple[Ref, ...], attrs: dict, shape: tuple[int, ...],
+             dtype: str | None = None) -> Ref:
         key = (op, args, tuple(sorted(attrs.items())), shape)
         if key in self._memo:  # common subexpressions (exp(x - max) in softmax...) are built once
             return self._memo[key]
-        node = Node(id=len(self.nodes), op=op, args=args, attrs=tuple(sorted(attrs.items())), shape=shape)
+        node = Node(id=len(self.nodes), op=op, args=args, attrs=tuple(sorted(attrs.items())), shape=tuple(shape))
         self.nodes.append(node)
+        self.dtypes[node.id] = dtype or promote(self.dtype(a) for a in args)
         self._memo[key] = Ref("node", node.id)
         return self._memo[key]
 
@@ -132,11 +176,12 @@ class Builder:
         for a in args:
             if not isinstance(a, Ref):
                 raise Reject(f"{op}: unsupported operand {a!r}")
-        # fold arithmetic on two constants right away
         shape = broadcast(*(self.shape(a) for a in args))
-        return self._add(op, tuple(args), attrs, shape)
+        dtype = attrs["dtype"] if op == "cast" else None
+        return self._add(op, tuple(args), attrs, shape, dtype)
 
     def reduce(self, kind: str, x: Ref, dims: tuple[int, ...], keepdim: bool) -> Ref:
+        """kind: sum, max, min, or argmax/argmin (int64 indices into the flattened group)."""
         shape = self.shape(x)
         rank = len(shape)
         if rank == 0:
@@ -149,17 +194,19 @@ class Builder:
             out = tuple(1 if start <= i < stop else s for i, s in enumerate(shape))
         else:
             out = shape[:start] + shape[stop:]
-        return self._add("reduce", (x,), {"kind": kind, "start": start, "stop": stop, "keepdim": bool(keepdim)}, out)
+        dtype = "int64" if kind in ("argmax", "argmin") else None
+        return self._add("reduce", (x,), {"kind": kind, "start": start, "stop": stop, "keepdim": bool(keepdim)},
+                         out, dtype)
 
     def retag(self, x: Ref, shape: tuple[int, ...]) -> Ref:
         """The same per-row values under another shape (squeezing a keepdim reduction)."""
         return self._add("identity", (x,), {}, tuple(shape))
 
     def matmul(self, a: Ref, b: Ref) -> Ref:
+        """A computed operand is written to a buffer by the stage before (no fused prologue)."""
         for ref, side in ((a, "left"), (b, "right")):
-            if ref.kind != "leaf":
-                raise Reject(f"matmul {side} operand is computed in the graph; only inputs and parameters "
-                             "(and views of them) are supported as operands (no fused prologue)")
+            if ref.kind not in ("leaf", "node"):
+                raise Reject(f"matmul {side} operand is not a tensor")
         sa, sb = self.shape(a), self.shape(b)
         if len(sa) < 2 or len(sb) < 2:
             raise Reject("matmul with a 1-D operand is not supported")
@@ -168,19 +215,50 @@ class Builder:
         batch = broadcast(sa[:-2], sb[:-2])
         return self._add("matmul", (a, b), {}, batch + (sa[-2], sb[-1]))
 
+    def anchor(self, op: str, args: tuple[Ref, ...], attrs: dict, shape: tuple[int, ...]) -> Ref:
+        """A conv, pool or scan node: its operands are tensors (leaves or computed)."""
+        for ref in args:
+            if ref.kind not in ("leaf", "node"):
+                raise Reject(f"{op} operand is not a tensor")
+        return self._add(op, tuple(args), attrs, tuple(shape))
+
+    def view(self, base: Ref, suffixes: tuple[str, ...], shape: tuple[int, ...], extra: tuple[Ref, ...] = ()) -> Ref:
+        """A view of a computed value: the stage computing ``base`` writes a buffer, and
+        the view is taken of that buffer in forward. ``@1``, ``@2``... in the suffix name
+        the tensors in ``extra`` (their buffers or input expressions)."""
+        if base.kind != "node":
+            raise Reject("view of a non-computed value")
+        return self._add("view", (base,) + tuple(extra), {"suffix": "".join(suffixes)}, tuple(shape),
+                         self.dtypes[base.value])
+
+    def iota(self, dim: int, shape: tuple[int, ...]) -> Ref:
+        """The index along ``dim`` of a tensor of ``shape`` (broadcast like any operand)."""
+        return self._add("iota", (), {"dim": dim}, tuple(shape), "float32")
+
+    def full(self, value: float, shape: tuple[int, ...], dtype: str = "float32") -> Ref:
+        return self._add("full", (), {"value": float(value)}, tuple(shape), dtype)
+
+    def cat(self, parts: tuple[Ref, ...], dim: int, shape: tuple[int, ...]) -> Ref:
+        """torch.cat of tensors: a copy, made in forward from the parts' buffers."""
+        for ref in parts:
+            if ref.kind not in ("leaf", "node"):
+                raise Reject("torch.cat of a non-tensor")
+        return self._add("cat", tuple(parts), {"dim": dim}, tuple(shape))
+
 
 # Names the generated kernels and launchers use for their own variables.
 _RESERVED = {"out", "grid", "pid", "mask", "offs", "n", "m", "k", "shape", "rows", "cols", "row_mask",
              "col_mask", "acc", "torch", "nn", "triton", "tl", "self", "batch", "inner", "outer",
              "full", "dtype", "start", "i", "o", "idx", "rem", "flat", "input", "lambda", "def", "lhs", "rhs",
              "sizes", "pad", "is_flat", "n_elements", "n_rows", "n_cols", "n_batch", "grid_rows",
-             "block_m", "block_n", "out_shape", "a_tile", "b_tile", "a_ptrs", "b_ptrs", "mm"}
+             "block_m", "block_n", "out_shape", "a_tile", "b_tile", "a_ptrs", "b_ptrs", "mm", "cols", "tile",
+             "split", "part", "parts", "carry", "iota", "geom", "spatial", "n_split", "chunk", "idx64"}
 
 
 def _identifier(stem: str) -> str:
     out = "".join(c if c.isalnum() else "_" for c in stem).strip("_").lower() or "t"
     if out[0].isdigit():
         out = "t" + out
-    if out in _RESERVED or out.startswith(("v_", "l_", "stride_")):
+    if out in _RESERVED or out.startswith(("v_", "l_", "stride_", "buf", "acc", "size_", "idx_")):
         out = out + "_in"
     return out

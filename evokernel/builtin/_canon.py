@@ -15,7 +15,7 @@ import operator
 import torch
 import torch.nn as nn
 
-from ._build import Builder, ComputedView, PyVal, Reject, ValuesTuple, py_source
+from ._build import Builder, ComputedView, Flipped, PyVal, Reject, ValuesTuple, py_source
 from ._ir import Ref, TensorSpec
 
 __all__ = ["Context", "call_function", "call_method", "call_module", "VIEW_METHODS"]
@@ -41,14 +41,16 @@ class Context:
         if isinstance(value, (int, float)):
             return Ref("const", float(value))
         if isinstance(value, ComputedView):
-            raise Reject("a view/reshape of an intermediate result feeds another op; only inputs, "
-                         "parameters and the final output may be reshaped")
+            # the value is written to a buffer by its kernel; the view is taken of the buffer
+            return self.b.view(value.base, value.suffixes, value.shape, value.extra)
         if isinstance(value, ValuesTuple):
-            raise Reject("the (values, indices) tuple of max/min is used whole; only .values is supported")
+            raise Reject("the (values, indices) tuple of max/min is used whole; only [0] and [1] are supported")
+        if isinstance(value, Flipped):
+            raise Reject("flip is supported only around a scan along the flipped dim (a reverse cumsum)")
         raise Reject(f"unsupported operand {value!r}")
 
     def is_tensor(self, value) -> bool:
-        return isinstance(value, (Ref, ComputedView)) and not (
+        return isinstance(value, (Ref, ComputedView, Flipped)) and not (
             isinstance(value, Ref) and value.kind in ("const", "scalar"))
 
 
@@ -248,6 +250,8 @@ def _cast_to(ctx, x, dtype):
 def _to(ctx, args, kwargs):
     x = args[0]
     dtype = kwargs.get("dtype")
+    if any(isinstance(v, PyVal) and v.source.endswith(".dtype") for v in list(args[1:]) + list(kwargs.values())):
+        raise Reject("a cast to a dtype known only at run time (.to(x.dtype)) is not supported")
     for extra in args[1:]:
         if isinstance(extra, torch.dtype):
             dtype = extra
@@ -284,13 +288,14 @@ def _max_min(kind, binary):
     def handler(ctx, args, kwargs):
         a = _bind(args, kwargs, ["input", "dim", "keepdim"], {"dim": None, "keepdim": False})
         other = kwargs.get("other", a["dim"])
-        if ctx.is_tensor(other):
+        if ctx.is_tensor(other) or isinstance(other, Ref):  # a tensor, or torch.tensor(constant)
             return ctx.b.pw(binary, ctx.ref(a["input"]), ctx.ref(other))
         x = ctx.ref(a["input"])
         if a["dim"] is None:
             return ctx.b.reduce(kind, x, (), False)
         dims = _dims(a["dim"], len(ctx.b.shape(x)))
-        return ValuesTuple(ctx.b.reduce(kind, x, dims, bool(_static(a["keepdim"], "keepdim"))))
+        keep = bool(_static(a["keepdim"], "keepdim"))
+        return ValuesTuple(ctx.b.reduce(kind, x, dims, keep), source=x, kind="arg" + kind, dims=dims, keepdim=keep)
     return handler
 
 
@@ -437,24 +442,64 @@ def _rms_norm(ctx, args, kwargs):
 
 
 # ---------------------------------------------------------------- matmul
+def transposed(ctx, ref: Ref, d0: int = -2, d1: int = -1) -> Ref:
+    """ref with two dims swapped: a view of an input, or of a computed value's buffer."""
+    shape = list(ctx.b.shape(ref))
+    d0, d1 = d0 % len(shape), d1 % len(shape)
+    shape[d0], shape[d1] = shape[d1], shape[d0]
+    suffix = f".transpose({d0 - len(shape)}, {d1 - len(shape)})"
+    if ref.kind == "leaf":
+        leaf = ctx.b.leaf_by_name(ref.value)
+        return ctx.b.leaf(leaf.source + suffix, TensorSpec(tuple(shape), leaf.spec.dtype), leaf.name + "_t")
+    return ctx.b.view(ref, (suffix,), tuple(shape))
+
+
+def unsqueezed(ctx, ref: Ref, dim: int) -> Ref:
+    shape = list(ctx.b.shape(ref))
+    dim = dim % (len(shape) + 1)
+    shape.insert(dim, 1)
+    if ref.kind == "leaf":
+        leaf = ctx.b.leaf_by_name(ref.value)
+        return ctx.b.leaf(f"{leaf.source}.unsqueeze({dim})", TensorSpec(tuple(shape), leaf.spec.dtype), leaf.name + "_u")
+    return ctx.b.view(ref, (f".unsqueeze({dim})",), tuple(shape))
+
+
+def matmul(ctx, a: Ref, b: Ref) -> Ref:
+    """torch.matmul. A product with one output column (or row) is a reduction, so it
+    runs as a bandwidth-bound row kernel rather than a tiled matmul."""
+    from ._canon_nn import Diag
+
+    if isinstance(a, Diag):
+        return ctx.b.pw("mul", unsqueezed(ctx, a.vector, -1), ctx.ref(b))
+    if isinstance(b, Diag):
+        return ctx.b.pw("mul", ctx.ref(a), b.vector)
+    a, b = ctx.ref(a), ctx.ref(b)
+    sa, sb = ctx.b.shape(a), ctx.b.shape(b)
+    if not sa or not sb:
+        raise Reject("matmul of a 0-dim value")
+    if len(sb) == 1:  # (..., M, K) @ (K,) -> (..., M)
+        return ctx.b.reduce("sum", ctx.b.pw("mul", a, b), (-1,), False)
+    if len(sa) == 1:  # (K,) @ (..., K, N) -> (..., N)
+        return ctx.b.reduce("sum", ctx.b.pw("mul", unsqueezed(ctx, a, -1), b), (-2,), False)
+    if sa[-1] != sb[-2]:
+        raise Reject(f"matmul shapes {sa} @ {sb} do not match")
+    if sb[-1] == 1:  # matrix-vector: out[m] = sum_k a[m, k] * b[k]
+        return ctx.b.reduce("sum", ctx.b.pw("mul", a, transposed(ctx, b)), (-1,), True)
+    if sa[-2] == 1 and len(sa) == 2:  # vector-matrix: out[n] = sum_k a[k] * b[k, n]
+        return ctx.b.reduce("sum", ctx.b.pw("mul", transposed(ctx, a), b), (-2,), True)
+    return ctx.b.matmul(a, b)
+
+
 def _matmul(ctx, args, kwargs):
     a = _bind(args, kwargs, ["input", "other"])
-    return ctx.b.matmul(ctx.ref(a["input"]), ctx.ref(a["other"]))
-
-
-def _transposed_leaf(ctx, ref: Ref) -> Ref:
-    if ref.kind != "leaf":
-        raise Reject("linear weight must be a parameter or an input")
-    leaf = ctx.b.leaf_by_name(ref.value)
-    shape = leaf.spec.shape
-    if len(shape) != 2:
-        raise Reject("linear weight must be 2-D")
-    spec = TensorSpec((shape[1], shape[0]), leaf.spec.dtype)
-    return ctx.b.leaf(f"{leaf.source}.t()", spec, leaf.name + "_t")
+    return matmul(ctx, a["input"], a["other"])
 
 
 def _linear_impl(ctx, x, weight, bias):
-    out = ctx.b.matmul(ctx.ref(x), _transposed_leaf(ctx, ctx.ref(weight)))
+    w = ctx.ref(weight)
+    if len(ctx.b.shape(w)) != 2:
+        raise Reject("linear weight must be 2-D")
+    out = matmul(ctx, ctx.ref(x), transposed(ctx, w))
     return ctx.b.pw("add", out, ctx.ref(bias)) if bias is not None else out
 
 
@@ -465,7 +510,7 @@ def _linear(ctx, args, kwargs):
 
 def _addmm(ctx, args, kwargs):
     a = _bind(args, kwargs, ["input", "mat1", "mat2", "beta", "alpha"], {"beta": 1, "alpha": 1})
-    prod = _scaled(ctx, ctx.b.matmul(ctx.ref(a["mat1"]), ctx.ref(a["mat2"])), a["alpha"])
+    prod = _scaled(ctx, matmul(ctx, a["mat1"], a["mat2"]), a["alpha"])
     return ctx.b.pw("add", prod, _scaled(ctx, ctx.ref(a["input"]), a["beta"]))
 
 
@@ -537,7 +582,7 @@ def _apply_view(ctx, base, method: str, args, kwargs):
         leaf = ctx.b.leaf_by_name(base.value)
         return ctx.b.leaf(leaf.source + suffix, ctx.spec, leaf.name + "_v")
     if isinstance(base, ComputedView):
-        return ComputedView(base.base, base.suffixes + (suffix,), ctx.spec.shape)
+        return ComputedView(base.base, base.suffixes + (suffix,), ctx.spec.shape, base.extra)
     if isinstance(base, Ref) and base.kind == "node":
         return ComputedView(base, (suffix,), ctx.spec.shape)
     raise Reject(f"{method} of a non-tensor value")
@@ -556,7 +601,11 @@ def _size_of(ctx, value, args, attr: str):
             return PyVal(f"{src}.dim()", len(shape))
         if attr == "numel":
             return PyVal(f"{src}.numel()", math.prod(shape))
+        if attr in ("device", "dtype"):
+            return PyVal(f"{src}.{attr}", None)
         raise Reject(f"unsupported attribute {attr}")
+    if attr in ("device", "dtype"):
+        return PyVal(f"{_any_leaf_source(ctx)}.{attr}", None)
     shape = value.shape if isinstance(value, ComputedView) else ctx.b.shape(ctx.ref(value))
     if attr == "size":
         return shape[args[0]] if args else tuple(shape)
@@ -567,6 +616,14 @@ def _size_of(ctx, value, args, attr: str):
     if attr == "numel":
         return math.prod(shape)
     raise Reject(f"unsupported attribute {attr}")
+
+
+def _any_leaf_source(ctx) -> str:
+    """x.device of a computed x: every tensor of a task lives on one device."""
+    for leaf in ctx.b.leaves.values():
+        if leaf.source.isidentifier() or leaf.source.startswith("self."):
+            return leaf.source
+    raise Reject("device of a computed value with no input to take it from")
 
 
 def _known(value):
@@ -599,7 +656,9 @@ def call_function(ctx: Context, target, args, kwargs):
         if isinstance(base, ValuesTuple):
             if index == 0:
                 return base.values
-            raise Reject("the indices of max/min (argmax/argmin) are not supported")
+            if index == 1 and base.source is not None:
+                return ctx.b.reduce(base.kind, base.source, base.dims, base.keepdim)
+            raise Reject("only [0] (values) and [1] (indices) of max/min are supported")
         if isinstance(base, (Ref, ComputedView)):
             return _apply_view(ctx, base, "__getitem__", (index,), {})
         return _python_op(target, args)
@@ -613,6 +672,8 @@ def call_function(ctx: Context, target, args, kwargs):
         base, attr = args
         if attr == "values" and isinstance(base, ValuesTuple):
             return base.values
+        if attr == "indices" and isinstance(base, ValuesTuple) and base.source is not None:
+            return ctx.b.reduce(base.kind, base.source, base.dims, base.keepdim)
         if attr in ("T", "mT"):
             return _attr_view(ctx, base, attr)
         return _size_of(ctx, base, (), attr)
@@ -627,7 +688,7 @@ def _attr_view(ctx, base, attr):
     if isinstance(base, Ref) and base.kind == "node":
         return ComputedView(base, (f".{attr}",), ctx.spec.shape)
     if isinstance(base, ComputedView):
-        return ComputedView(base.base, base.suffixes + (f".{attr}",), ctx.spec.shape)
+        return ComputedView(base.base, base.suffixes + (f".{attr}",), ctx.spec.shape, base.extra)
     raise Reject(f".{attr} of a non-tensor value")
 
 
@@ -643,7 +704,9 @@ def _dispatch(ctx: Context, name: str, args, kwargs):
     base_name = name.rstrip("_") if name.endswith("_") and not name.startswith("_") else name
     if base_name in VIEW_METHODS and args and isinstance(args[0], (Ref, ComputedView)):
         return _apply_view(ctx, args[0], base_name, args[1:], kwargs)
-    handler = HANDLERS.get(base_name)
+    from ._canon_nn import NN_HANDLERS
+
+    handler = HANDLERS.get(base_name) or NN_HANDLERS.get(base_name)
     if handler is None:
         raise Reject(f"operation {name} is not supported by the builtin generator")
     return handler(ctx, list(args), dict(kwargs))
@@ -691,6 +754,11 @@ def call_module(ctx: Context, module: nn.Module, path: str, args, kwargs):
         return _layer_norm_impl(ctx, x, module.normalized_shape, param("weight"), param("bias"), module.eps)
     if hasattr(nn, "RMSNorm") and isinstance(module, nn.RMSNorm):
         return _rms_norm_impl(ctx, x, module.normalized_shape, param("weight"), module.eps)
+    from ._canon_nn import call_nn_module
+
+    handled = call_nn_module(ctx, module, param, args, kwargs)
+    if handled is not None:
+        return handled
     raise Reject(f"module {type(module).__name__} ({path}) is outside the builtin families "
-                 "(elementwise chains, row reductions/normalisations, matmul/linear with epilogues)")
+                 "(pointwise, reductions and norms, matmul, convolution, pooling, scans, losses)")
 

@@ -4,10 +4,20 @@ One frozen dataclass serves every family; each family reads only its fields:
 
 - elementwise: ``block_n`` (elements per program), ``num_warps``.
 - rows: ``one_pass`` (whole row in registers when it fits, else a chunked
-  multi-pass loop), ``block_m`` (rows per program), ``block_n`` (chunk width of
-  the multi-pass kernel), ``num_warps``.
+  multi-pass loop), ``block_m`` (rows per program; inner positions for a
+  reduction over leading dims), ``block_n`` (chunk width of the multi-pass and
+  split kernels), ``num_warps``.
 - matmul: ``block_m``, ``block_n``, ``block_k``, ``group_m`` (tile swizzle),
-  ``num_warps``, ``num_stages``.
+  ``num_warps``, ``num_stages``, ``split_k`` (K slices reduced in parallel).
+- conv (implicit GEMM): ``block_m`` (output positions), ``block_n`` (output
+  channels), ``block_k`` (input channels x taps), ``num_warps``, ``num_stages``,
+  ``precision`` ("auto": TF32 products rounded as cuDNN rounds them when the
+  reference's convolution runs TF32, else IEEE; "ieee": always IEEE).
+- pool: ``block_n`` (output elements per program), ``num_warps``.
+- scan: ``block_m`` (rows per program), ``block_n`` (chunk), ``num_warps``.
+
+A pipeline is configured by its main stage (``Plan.main_stage``); the other
+stages take their own defaults, which are sized from their traced shapes.
 """
 
 from __future__ import annotations
@@ -19,7 +29,7 @@ from ._ir import FAMILIES, Plan
 
 __all__ = ["Config", "search_space", "default_config", "neighbours", "ONE_PASS_MAX"]
 
-ONE_PASS_MAX = 16384  # widest row the one-pass rows kernel keeps in registers
+ONE_PASS_MAX = 16384  # widest tile (rows x padded row) the one-pass rows kernel keeps in registers
 
 
 @dataclass(frozen=True)
@@ -32,16 +42,20 @@ class Config:
     num_warps: int = 4
     num_stages: int = 2
     one_pass: bool = True
+    split_k: int = 1
+    precision: str = "auto"
 
     def __post_init__(self):
         if self.family not in FAMILIES:
             raise ValueError(f"unknown family {self.family!r}; expected one of {FAMILIES}")
-        for name in ("block_m", "block_n", "block_k", "group_m", "num_warps"):
+        for name in ("block_m", "block_n", "block_k", "group_m", "num_warps", "split_k"):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1 or value & (value - 1):
                 raise ValueError(f"{name} must be a positive power of two, got {value!r}")
         if not isinstance(self.num_stages, int) or self.num_stages < 1:
             raise ValueError(f"num_stages must be a positive int, got {self.num_stages!r}")
+        if self.precision not in ("auto", "ieee"):
+            raise ValueError(f"precision must be 'auto' or 'ieee', got {self.precision!r}")
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -60,7 +74,10 @@ class Config:
 _TUNABLE = {
     "elementwise": ("block_n", "num_warps"),
     "rows": ("one_pass", "block_m", "block_n", "num_warps"),
-    "matmul": ("block_m", "block_n", "block_k", "group_m", "num_warps", "num_stages"),
+    "matmul": ("block_m", "block_n", "block_k", "group_m", "num_warps", "num_stages", "split_k"),
+    "conv": ("block_m", "block_n", "block_k", "num_warps", "num_stages", "precision"),
+    "pool": ("block_n", "num_warps"),
+    "scan": ("block_m", "block_n", "num_warps"),
 }
 
 # (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages), after Triton's matmul tutorial
@@ -75,54 +92,137 @@ _MATMUL_TILES = (
     (128, 32, 32, 4, 4),
     (128, 64, 32, 4, 4),
     (128, 128, 32, 4, 4),
+    (128, 128, 32, 8, 3),
+    (128, 128, 16, 8, 3),
     (128, 128, 64, 8, 3),
     (64, 256, 32, 4, 4),
+    (128, 256, 32, 8, 3),
+    (256, 128, 32, 8, 3),
     (128, 256, 64, 8, 3),
+)
+_CONV_TILES = (  # (BLOCK_M positions, BLOCK_N channels, BLOCK_K, num_warps, num_stages)
+    (32, 32, 32, 4, 2),
+    (64, 32, 32, 4, 2),
+    (64, 64, 32, 4, 2),
+    (128, 32, 32, 4, 2),
+    (128, 64, 32, 4, 3),
+    (64, 128, 32, 4, 3),
+    (128, 128, 32, 8, 3),
+    (128, 64, 16, 4, 3),
+    (256, 64, 32, 8, 3),
+    (64, 16, 32, 4, 2),
+    (128, 16, 32, 4, 2),
 )
 
 
-def _row_width(plan: Plan) -> int:
-    group = plan.reduce
-    return math.prod(group.full_shape[group.start:group.stop]) if group else 1
+def _matmul_dims(plan: Plan) -> tuple[int, int, int]:
+    """(rows, N, K) of the launched kernel: batch dims folded into rows when B is shared."""
+    mm = plan.node(plan.matmul_id)
+    a, b = (plan.leaf(r.value).spec.shape for r in mm.args)
+    k = a[-1]
+    rows = math.prod(a[:-1]) if len(b) == 2 else a[-2] * max(1, math.prod(mm.shape[:-2]))
+    return rows, b[-1], k
+
+
+def _row_dims(plan: Plan) -> tuple[int, int, int]:
+    """(outer, N, inner) of a rows plan's reduced tensor."""
+    g = plan.reduce
+    full = g.full_shape
+    return math.prod(full[:g.start]), math.prod(full[g.start:g.stop]), math.prod(full[g.stop:])
 
 
 def search_space(plan: Plan) -> list[Config]:
-    """Every configuration worth trying for the plan's family, in a fixed order."""
+    """Every configuration worth trying for the plan's (main stage's) family, in a fixed order."""
+    plan = plan.main_stage
     family = plan.family
     if family == "elementwise":
         return [Config(family, block_n=bn, num_warps=w)
                 for bn in (256, 512, 1024, 2048, 4096) for w in (2, 4, 8)]
     if family == "rows":
         space = [Config(family, one_pass=True, block_m=bm, block_n=1024, num_warps=w)
-                 for bm in (1, 2, 4, 8, 16) for w in (1, 2, 4, 8, 16)]
+                 for bm in (1, 2, 4, 8, 16, 32, 64) for w in (1, 2, 4, 8, 16)]
         space += [Config(family, one_pass=False, block_m=bm, block_n=bn, num_warps=w)
-                  for bm in (1, 2, 4) for bn in (256, 512, 1024, 2048, 4096) for w in (2, 4, 8)]
+                  for bm in (1, 2, 4, 8, 16, 32, 64, 128) for bn in (8, 16, 32, 256, 512, 1024, 2048, 4096)
+                  for w in (2, 4, 8)]
         return space
     if family == "matmul":
-        return [Config(family, block_m=bm, block_n=bn, block_k=bk, num_warps=w, num_stages=s, group_m=g)
-                for bm, bn, bk, w, s in _MATMUL_TILES for g in (1, 8)]
+        return [Config(family, block_m=bm, block_n=bn, block_k=bk, num_warps=w, num_stages=s, group_m=g, split_k=sk)
+                for bm, bn, bk, w, s in _MATMUL_TILES for g in (1, 8) for sk in (1, 4, 16, 64)]
+    if family == "conv":
+        # the default tile first, in both precisions: a draft whose precision does not
+        # match the reference's is retried with the other one next
+        first = default_config(plan)
+        tiles = sorted(_CONV_TILES, key=lambda t: t != (first.block_m, first.block_n, first.block_k,
+                                                         first.num_warps, first.num_stages))
+        return [Config(family, block_m=bm, block_n=bn, block_k=bk, num_warps=w, num_stages=s, precision=p)
+                for bm, bn, bk, w, s in tiles for p in ("auto", "ieee")]
+    if family == "pool":
+        return [Config(family, block_n=bn, num_warps=w) for bn in (128, 256, 512, 1024, 2048) for w in (2, 4, 8)]
+    if family == "scan":
+        return [Config(family, block_m=bm, block_n=bn, num_warps=w)
+                for bm in (1, 2, 4, 8) for bn in (256, 1024, 4096, 8192) for w in (2, 4, 8, 16)]
     raise ValueError(f"unknown family {family!r}")
+
+
+def _pow2(n: int) -> int:
+    return 1 << max(0, (int(n) - 1).bit_length())
 
 
 def default_config(plan: Plan) -> Config:
     """A sensible first configuration, sized from the traced shapes."""
+    plan = plan.main_stage
     family = plan.family
     if family == "elementwise":
         return Config(family, block_n=1024, num_warps=4)
     if family == "rows":
-        width = _row_width(plan)
-        padded = 1 << max(0, (width - 1).bit_length())
+        outer, width, inner = _row_dims(plan)
+        padded = _pow2(width)
+        if inner > 1:
+            # rows are inner positions: coalesced along them, a narrow chunk of the reduced dim
+            block_m = min(64, _pow2(inner))
+            if padded * block_m <= ONE_PASS_MAX and block_m >= 16:
+                return Config(family, one_pass=True, block_m=block_m, block_n=1024, num_warps=4)
+            return Config(family, one_pass=False, block_m=block_m, block_n=16, num_warps=4)
+        if padded > ONE_PASS_MAX:
+            return Config(family, one_pass=False, block_m=1, block_n=4096, num_warps=8)
         block_m = max(1, min(16, 2048 // padded))
         warps = 1 if padded <= 256 else 4 if padded <= 2048 else 8 if padded <= 8192 else 16
         if block_m > 1:
             warps = 4
         return Config(family, one_pass=True, block_m=block_m, block_n=1024, num_warps=warps)
     if family == "matmul":
-        m, n = plan.out_spec.shape[-2], plan.out_spec.shape[-1]
-        if m * n <= 64 * 64:
-            return Config(family, block_m=32, block_n=32, block_k=32, num_warps=2, num_stages=3, group_m=8)
-        return Config(family, block_m=64, block_n=64, block_k=32, num_warps=4, num_stages=3, group_m=8)
+        rows, n, k = _matmul_dims(plan)
+        if rows * n <= 64 * 64:
+            return Config(family, block_m=32, block_n=32, block_k=32, num_warps=2, num_stages=3, group_m=8,
+                          split_k=_split(rows, n, k, 32, 32))
+        if rows >= 128 and n >= 128:
+            tiles = math.ceil(rows / 128) * math.ceil(n / 128)
+            if tiles >= 132:
+                return Config(family, block_m=128, block_n=128, block_k=32, num_warps=8, num_stages=3, group_m=8)
+        return Config(family, block_m=64, block_n=64, block_k=32, num_warps=4, num_stages=3, group_m=8,
+                      split_k=_split(rows, n, k, 64, 64))
+    if family == "conv":
+        bm, bn, bk, w, s = (128, 64, 32, 4, 3) if _conv_out_channels(plan) > 32 else (128, 32, 32, 4, 2)
+        return Config(family, block_m=bm, block_n=bn, block_k=bk, num_warps=w, num_stages=s)
+    if family == "pool":
+        return Config(family, block_n=512, num_warps=4)
+    if family == "scan":
+        return Config(family, block_m=1, block_n=4096, num_warps=8)
     raise ValueError(f"unknown family {family!r}")
+
+
+def _split(rows: int, n: int, k: int, bm: int, bn: int) -> int:
+    """Split K when the output has too few tiles to fill the GPU and K is long."""
+    tiles = math.ceil(rows / bm) * math.ceil(n / bn)
+    if tiles >= 132 or k < 4096:
+        return 1
+    want = min(64, max(1, 264 // tiles), k // 2048)
+    return max(s for s in (1, 4, 16, 64) if s <= max(1, want))
+
+
+def _conv_out_channels(plan: Plan) -> int:
+    conv = plan.node(plan.anchor_id)
+    return conv.shape[1] // max(1, conv.attr("groups"))
 
 
 def _steps(config: Config, other: Config, space: list[Config]) -> int:
@@ -137,9 +237,10 @@ def _steps(config: Config, other: Config, space: list[Config]) -> int:
 def neighbours(config: Config, plan: Plan, limit: int = 8) -> list[Config]:
     """The ``limit`` configs of the search space closest to ``config`` (fewest
     grid steps, ties in search-space order): deterministic, never ``config``."""
-    if config.family != plan.family:
-        raise ValueError(f"config is for {config.family}, plan is {plan.family}")
-    space = search_space(plan)
+    if config.family != plan.main_stage.family:
+        raise ValueError(f"config is for {config.family}, plan is {plan.main_stage.family}")
+    # a refinement keeps the precision its start point was correct with
+    space = [c for c in search_space(plan) if c.precision == config.precision]
     ranked = sorted(((_steps(config, c, space), i, c) for i, c in enumerate(space) if c != config),
                     key=lambda t: (t[0], t[1]))
     return [c for _, _, c in ranked[:limit]]

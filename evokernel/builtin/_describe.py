@@ -12,13 +12,34 @@ __all__ = ["describe", "pattern"]
 def pattern(plan: Plan) -> str:
     """A coarse name for what the graph computes (words BM25 can match)."""
     ops = set(plan.ops)
+    if plan.family == "pipeline":
+        return "pipeline: " + " -> ".join(pattern(stage) for stage in plan.stages)
+    if plan.family == "host":
+        op = plan.node(plan.anchor_id).op
+        return {"cat": "concatenation", "libconv": "library convolution", "libmm": "library matmul"}.get(op, op)
     if plan.family == "matmul":
         mm = plan.node(plan.matmul_id)
         rhs = plan.leaf(mm.args[1].value)
-        kind = "linear" if rhs.source.endswith(".t()") else "bmm" if len(mm.shape) > 2 else "matmul"
-        epilogue = [op for op in plan.ops if op != "matmul"]
-        return f"{kind} with epilogue {'+'.join(epilogue)}" if epilogue else kind
+        linear = rhs.source.endswith((".t()", ".transpose(-2, -1)")) and len(rhs.spec.shape) == 2
+        kind = "linear" if linear else "bmm" if len(mm.shape) > 2 else "matmul"
+        return _with_epilogue(plan, kind, "matmul")
+    if plan.family == "conv":
+        conv = plan.node(plan.anchor_id)
+        kind = f"conv{'_transpose' if conv.attr('transposed') else ''}{conv.attr('nd')}d"
+        if conv.attr("groups") > 1:
+            kind += " depthwise" if conv.attr("groups") == conv.shape[1] else " grouped"
+        return _with_epilogue(plan, kind, "conv")
+    if plan.family == "pool":
+        pool = plan.node(plan.anchor_id)
+        kind = f"{'adaptive ' if pool.attr('adaptive') else ''}{pool.attr('kind')}_pool{pool.attr('nd')}d"
+        return _with_epilogue(plan, kind, "pool")
+    if plan.family == "scan":
+        scan = plan.node(plan.anchor_id)
+        kind = f"{'reverse ' if scan.attr('reverse') else ''}cum{scan.attr('kind')}"
+        return _with_epilogue(plan, kind, "scan")
     if plan.family == "rows":
+        if "reduce_argmax" in ops or "reduce_argmin" in ops:
+            return "argmax" if "reduce_argmax" in ops else "argmin"
         if "rsqrt" in ops and plan.ops.count("reduce_sum") >= 2 and "sub" in ops:
             return "layernorm"
         if "rsqrt" in ops and ("square" in ops or "powc" in ops):
@@ -32,6 +53,11 @@ def pattern(plan: Plan) -> str:
     return f"pointwise chain of {len(plan.ops)} ops"
 
 
+def _with_epilogue(plan: Plan, kind: str, anchor: str) -> str:
+    epilogue = [op for op in plan.ops if op != anchor]
+    return f"{kind} with epilogue {'+'.join(epilogue)}" if epilogue else kind
+
+
 def describe(plan: Plan) -> str:
     lines = [f"family: {plan.family}; pattern: {pattern(plan)}",
              f"ops: {', '.join(plan.ops)}"]
@@ -43,4 +69,6 @@ def describe(plan: Plan) -> str:
     inputs = ", ".join(f"{leaf.source} {leaf.spec.text()}" for leaf in plan.leaves)
     lines.append(f"operands: {inputs}")
     lines.append(f"output: {plan.out_spec.text()}")
+    if plan.family == "pipeline":
+        lines.append(f"stages: {len(plan.stages)}, configured: stage {plan.main} ({plan.main_stage.family})")
     return "\n".join(lines)

@@ -3,10 +3,26 @@ helpers, the ModelNew class, and the expression emitter the kernels build on."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
+from ._build import FLOAT_DTYPES
 from ._ir import Node, Plan, Ref
 from ._pointwise import literal, pointwise_expr
 
-__all__ = ["Emitter", "header", "model_class", "scalar_sources", "wrap_params", "HELPERS"]
+__all__ = ["Emitter", "StageCode", "assemble", "header", "model_class", "scalar_sources", "wrap_params",
+           "HELPERS", "out_dtype_expr", "stage_args", "load_other", "to_f32"]
+
+
+@dataclass(frozen=True)
+class StageCode:
+    """One stage's generated code: its @triton.jit kernels, module-level helper
+    blocks (deduplicated across stages), and the launcher ``entry`` that
+    ModelNew.forward calls with the stage's leaves and scalars."""
+
+    kernels: tuple[str, ...]
+    launcher: str
+    entry: str
+    helpers: tuple[str, ...] = field(default=())
 
 HELPERS = '''
 def _broadcast_shapes(*shapes):
@@ -64,24 +80,68 @@ def scalar_sources(plan: Plan) -> list[str]:
 
 
 def out_dtype_expr(plan: Plan) -> str:
-    if plan.fixed_out_dtype:
+    floats = [leaf.name for leaf in plan.leaves if leaf.spec.dtype in FLOAT_DTYPES]
+    if plan.fixed_out_dtype or not floats:
         return f"torch.{plan.out_spec.dtype}"
-    return f"_result_dtype({', '.join(leaf.name for leaf in plan.leaves)})"
+    return f"_result_dtype({', '.join(floats)})"
 
 
-def model_class(plan: Plan, launcher: str) -> str:
-    args = [leaf.source for leaf in plan.leaves] + scalar_sources(plan)
-    call = f"{launcher}({', '.join(args)})"
+def load_other(plan: Plan, name: str) -> str:
+    """The fill value of a masked load: integer and bool tensors (masks, class
+    indices) take an integer."""
+    return "0.0" if plan.leaf(name).spec.dtype in FLOAT_DTYPES else "0"
+
+
+def to_f32(plan: Plan, name: str) -> str:
+    return ".to(tl.float32)"
+
+
+def stage_args(plan: Plan) -> list[str]:
+    """The expressions forward passes to a stage's launcher."""
+    return [leaf.source for leaf in plan.leaves] + scalar_sources(plan)
+
+
+def _out_views(plan: Plan) -> str:
     views = "".join(plan.out_views)
     if any(v.startswith((".transpose", ".permute", ".t(", ".T", ".mT", ".swap", ".movedim")) for v in plan.out_views):
         views += ".contiguous()"
+    return views
+
+
+def model_class(plan: Plan, launcher: str, body: list[str] | None = None) -> str:
+    """ModelNew: the reference's __init__ and a forward that calls the launchers.
+    ``body``: statements run before the final call (a pipeline's earlier stages)."""
+    call = f"{launcher}({', '.join(stage_args(plan) if body is None else [])})" if body is None else launcher
     forward_params = f"self, {plan.forward_args}" if plan.forward_args else "self"
+    lines = [f"        {line}" for line in (body or [])]
     return (
         "class ModelNew(nn.Module):\n"
         f"{plan.init_source}\n\n"
         f"    def forward({forward_params}):\n"
-        f"        return {call}{views}\n"
+        + "".join(line + "\n" for line in lines)
+        + f"        return {call}{_out_views(plan)}\n"
     )
+
+
+def assemble(plan: Plan, config_text: str, codes: list[StageCode], calls: list[str] | None = None) -> str:
+    """The candidate file: header, kernels, helpers, launchers and ModelNew.
+    ``calls``: for a pipeline, one ``buf = entry(args)`` line per stage; the last
+    line is the returned expression."""
+    helpers: list[str] = [HELPERS.strip() + "\n"]
+    for code in codes:
+        for helper in code.helpers:
+            if helper not in helpers:
+                helpers.append(helper)
+    parts = [header(plan, config_text)]
+    for code in codes:
+        parts.extend(code.kernels)
+    parts.extend(helpers)
+    parts.extend(code.launcher for code in codes)
+    if calls is None:
+        parts.append(model_class(plan, codes[-1].entry))
+    else:
+        parts.append(model_class(plan, calls[-1], body=calls[:-1]))
+    return "\n\n".join(parts)
 
 
 class Emitter:

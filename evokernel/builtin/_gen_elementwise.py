@@ -3,20 +3,34 @@
 from __future__ import annotations
 
 from ._config import Config
-from ._emit import HELPERS, Emitter, header, model_class, out_dtype_expr, scalar_sources, wrap_params
-from ._ir import Plan
+from ._emit import Emitter, StageCode, load_other, out_dtype_expr, scalar_sources, wrap_params
+from ._ir import Node, Plan
 
-__all__ = ["generate_elementwise"]
+__all__ = ["generate_elementwise", "COALESCE", "SPAN_HELPER"]
 
 
 class _PointwiseEmitter(Emitter):
+    def __init__(self, plan: Plan):
+        super().__init__(plan)
+        self.iotas: list[Node] = []
+
     def load_leaf(self, name: str, ctx: str) -> str:
         var = f"l_{name}"
-        self.emit(f"{var} = tl.load({name}_ptr + {name}_offs, mask=mask, other=0.0).to(tl.float32)")
+        self.emit(f"{var} = tl.load({name}_ptr + {name}_offs, mask=mask, other={load_other(self.plan, name)})"
+                  ".to(tl.float32)")
         return var
 
+    def compute(self, node: Node, ctx: str) -> str:
+        if node.op == "iota":
+            # the index along one output dim, from the linear output index
+            self.iotas.append(node)
+            var = f"v{node.id}"
+            self.emit(f"{var} = ((offs // iota{node.id}_div) % iota{node.id}_mod).to(tl.float32)")
+            return var
+        return super().compute(node, ctx)
 
-_COALESCE = '''def _coalesce(sizes, strides):
+
+COALESCE = '''def _coalesce(sizes, strides):
     """Drop size-1 dims and merge neighbours every operand walks contiguously:
     fewer index divisions, and extra leading dims still fit the kernel's rank."""
     keep = [d for d in range(len(sizes)) if sizes[d] != 1]
@@ -34,26 +48,51 @@ _COALESCE = '''def _coalesce(sizes, strides):
     return sizes, strides
 '''
 
+SPAN_HELPER = '''def _needs_i64(*tensors):
+    """True when an element offset inside one of the tensors can pass 2**31 - 1:
+    the kernel then computes its offsets in 64 bits."""
+    for t in tensors:
+        span = 1 + sum((s - 1) * abs(st) for s, st in zip(t.shape, t.stride()) if s > 0)
+        if max(span, t.numel()) >= 2 ** 31 - 2 ** 16:
+            return True
+    return False
+'''
 
-def generate_elementwise(plan: Plan, config: Config) -> str:
+
+def iota_args(iotas: list[Node], shape_var: str) -> list[str]:
+    """Launcher expressions for each index value's divisor and modulus over ``shape_var``."""
+    out = []
+    for node in iotas:
+        back = len(node.shape) - node.attr("dim")  # the dim, counted from the end
+        out += [f"_prod({shape_var}[len({shape_var}) - {back} + 1:])", f"{shape_var}[len({shape_var}) - {back}]"]
+    return out
+
+
+def generate_elementwise(plan: Plan, config: Config, tag: str = "") -> StageCode:
     rank = max(1, len(plan.out_spec.shape))
     names = [leaf.name for leaf in plan.leaves]
     scalars = [f"s{i}" for i in range(len(scalar_sources(plan)))]
 
     body = _PointwiseEmitter(plan)
     result = body.value(plan.output)
+    iotas = list(dict.fromkeys(body.iotas))
+    iota_params = [p for n in iotas for p in (f"iota{n.id}_div", f"iota{n.id}_mod")]
 
     sizes = [f"size_{d}" for d in range(1, rank)]
     strides = [f"stride_{n}_{d}" for n in names for d in range(rank)]
-    params = [f"{n}_ptr" for n in names] + ["out_ptr"] + scalars + ["n_elements"] + sizes + strides
+    params = [f"{n}_ptr" for n in names] + ["out_ptr"] + scalars + ["n_elements"] + sizes + strides + iota_params
+    kernel_name = f"_fused_pointwise_kernel{tag}"
     k = []
     k.append("@triton.jit")
-    k.append("def _fused_pointwise_kernel(")
+    k.append(f"def {kernel_name}(")
     k.extend(wrap_params(params))
-    k.append("    IS_FLAT: tl.constexpr, BLOCK_SIZE: tl.constexpr,")
+    k.append("    IS_FLAT: tl.constexpr, IDX64: tl.constexpr, BLOCK_SIZE: tl.constexpr,")
     k.append("):")
-    k.append("    pid = tl.program_id(0)")
-    k.append("    offs = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)")
+    k.append("    if IDX64:")
+    k.append("        start = tl.program_id(0).to(tl.int64) * BLOCK_SIZE")
+    k.append("    else:")
+    k.append("        start = tl.program_id(0) * BLOCK_SIZE")
+    k.append("    offs = start + tl.arange(0, BLOCK_SIZE)")
     k.append("    mask = offs < n_elements")
     k.append("    if IS_FLAT:")
     k.append("        # every operand is contiguous with the output's shape")
@@ -77,9 +116,10 @@ def generate_elementwise(plan: Plan, config: Config) -> str:
     k.append(f"    tl.store(out_ptr + offs, {result}.to(out_ptr.dtype.element_ty), mask=mask)")
     kernel = "\n".join(k) + "\n"
 
+    entry = f"fused_pointwise{tag}"
     launch_args = names + scalars
     l = []
-    l.append(f"def fused_pointwise({', '.join(launch_args)}):")
+    l.append(f"def {entry}({', '.join(launch_args)}):")
     shapes = ", ".join(f"{n}.shape" for n in names)
     l.append(f"    shape = _broadcast_shapes({shapes})")
     l.append(f"    out = torch.empty(shape, dtype={out_dtype_expr(plan)}, device={names[0]}.device)")
@@ -98,13 +138,13 @@ def generate_elementwise(plan: Plan, config: Config) -> str:
     l.append(f"    is_flat = {flat}")
     l.append(f"    grid = (triton.cdiv(n_elements, {config.block_n}),)")
     stride_args = " + ".join(f"{n}_strides" for n in names)
-    l.append("    _fused_pointwise_kernel[grid](")
+    extra = "".join(f"{a}, " for a in iota_args(iotas, "shape"))
+    l.append(f"    {kernel_name}[grid](")
     l.append(f"        {', '.join(names)}, out, {''.join(s + ', ' for s in scalars)}n_elements,")
-    l.append(f"        *sizes[1:], *({stride_args}),")
-    l.append(f"        IS_FLAT=is_flat, BLOCK_SIZE={config.block_n}, num_warps={config.num_warps},")
+    l.append(f"        *sizes[1:], *({stride_args}), {extra}")
+    l.append(f"        IS_FLAT=is_flat, IDX64=_needs_i64(out, {', '.join(names)}), BLOCK_SIZE={config.block_n},")
+    l.append(f"        num_warps={config.num_warps},")
     l.append("    )")
     l.append("    return out")
     launcher = "\n".join(l) + "\n"
-
-    return "\n\n".join([header(plan, config.text()), kernel, HELPERS.strip() + "\n", _COALESCE, launcher,
-                        model_class(plan, "fused_pointwise")])
+    return StageCode(kernels=(kernel,), launcher=launcher, entry=entry, helpers=(COALESCE, SPAN_HELPER))

@@ -1,37 +1,60 @@
 """Tiled (batched) matmul with the pointwise epilogue fused before the store,
 after Triton's matmul tutorial: grouped tile order for L2 reuse, masked K tail,
-fp32 accumulation (IEEE products for fp32 operands)."""
+fp32 accumulation (IEEE products for fp32 operands, as cuBLAS computes them
+unless torch's TF32 switch for matmuls is on).
+
+Split-K (``config.split_k`` > 1, for long K and few output tiles): each program
+reduces one slice of K into an fp32 partial, and a second kernel sums the
+partials and applies the epilogue.
+"""
 
 from __future__ import annotations
 
 from ._config import Config
-from ._emit import HELPERS, Emitter, header, model_class, out_dtype_expr, scalar_sources, wrap_params
+from ._emit import Emitter, StageCode, load_other, out_dtype_expr, scalar_sources, wrap_params
+from ._gen_elementwise import SPAN_HELPER
 from ._ir import Node, Plan
 
-__all__ = ["generate_matmul"]
+__all__ = ["generate_matmul", "EpilogueEmitter"]
 
 
-class _EpilogueEmitter(Emitter):
-    def __init__(self, plan: Plan):
+class EpilogueEmitter(Emitter):
+    """Pointwise ops on an accumulator tile [BLOCK_M, BLOCK_N]; operands are read at
+    the tile's output positions through (b, m, n) strides; ``lin`` is the tile's
+    linear index into the output (for index-dependent ops such as triu)."""
+
+    def __init__(self, plan: Plan, anchor_id: int, lin: str = "lin"):
         super().__init__(plan)
+        self.anchor_id = anchor_id
         self.used: list[str] = []
+        self.iotas: list[Node] = []
+        self.lin = lin
 
     def load_leaf(self, name: str, ctx: str) -> str:
         self.used.append(name)
         var = f"l_{name}"
         self.emit(f"{var} = tl.load({name}_ptr + pid_b * stride_{name}_b + offs_m[:, None] * stride_{name}_m "
-                  f"+ offs_n[None, :] * stride_{name}_n, mask=mask, other=0.0).to(tl.float32)")
+                  f"+ offs_n[None, :] * stride_{name}_n, mask=mask, other={load_other(self.plan, name)})"
+                  ".to(tl.float32)")
         return var
 
     def compute(self, node: Node, ctx: str) -> str:
-        if node.op == "matmul":
+        if node.id == self.anchor_id:
             return "acc"
+        if node.op == "iota":
+            self.iotas.append(node)
+            var = f"v{node.id}"
+            self.emit(f"{var} = (({self.lin} // iota{node.id}_div) % iota{node.id}_mod).to(tl.float32)")
+            return var
         return super().compute(node, ctx)
 
 
 _MAINLOOP = """\
     pid = tl.program_id(0)
     pid_b = tl.program_id(1)
+    pid_k = tl.program_id(2)
+    if IDX64:
+        pid_b = pid_b.to(tl.int64)
     # grouped ordering: GROUP_M row-tiles share their B columns in L2
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
@@ -43,16 +66,22 @@ _MAINLOOP = """\
     pid_n = (pid % num_pid_in_group) // group_size_m
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    if IDX64:
+        offs_m = offs_m.to(tl.int64)
+        offs_n = offs_n.to(tl.int64)
     offs_k = tl.arange(0, BLOCK_K)
-    lhs_ptrs = lhs_ptr + pid_b * stride_lhs_b + offs_m[:, None] * stride_lhs_m + offs_k[None, :] * stride_lhs_k
-    rhs_ptrs = rhs_ptr + pid_b * stride_rhs_b + offs_k[:, None] * stride_rhs_k + offs_n[None, :] * stride_rhs_n
+    # this program's slice of K, in BLOCK_K steps
+    k_lo = pid_k * k_tiles
+    k_hi = tl.minimum(k_lo + k_tiles, tl.cdiv(K, BLOCK_K))
+    lhs_ptrs = lhs_ptr + pid_b * stride_lhs_b + offs_m[:, None] * stride_lhs_m + (k_lo * BLOCK_K + offs_k[None, :]) * stride_lhs_k
+    rhs_ptrs = rhs_ptr + pid_b * stride_rhs_b + (k_lo * BLOCK_K + offs_k[:, None]) * stride_rhs_k + offs_n[None, :] * stride_rhs_n
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for k in range(0, tl.cdiv(K, BLOCK_K)):
+    for k in range(k_lo, k_hi):
         k_mask = offs_k < K - k * BLOCK_K
         lhs_tile = tl.load(lhs_ptrs, mask=(offs_m[:, None] < M) & k_mask[None, :], other=0.0)
         rhs_tile = tl.load(rhs_ptrs, mask=k_mask[:, None] & (offs_n[None, :] < N), other=0.0)
         if FP32_DOT:
-            acc += tl.dot(lhs_tile, rhs_tile, input_precision="ieee")
+            acc += tl.dot(lhs_tile, rhs_tile, input_precision=PRECISION)
         else:
             acc += tl.dot(lhs_tile, rhs_tile)
         lhs_ptrs += BLOCK_K * stride_lhs_k
@@ -60,36 +89,81 @@ _MAINLOOP = """\
     mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
 """
 
+_SPLIT_SUM = """\
+    pid = tl.program_id(0)
+    pid_b = tl.program_id(1)
+    if IDX64:
+        pid_b = pid_b.to(tl.int64)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    pid_m = pid // num_pid_n
+    pid_n = pid % num_pid_n
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    if IDX64:
+        offs_m = offs_m.to(tl.int64)
+        offs_n = offs_n.to(tl.int64)
+    mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
+    part_ptrs = part_ptr + pid_b * M * N + offs_m[:, None] * N + offs_n[None, :]
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for s in range(0, n_split):
+        acc += tl.load(part_ptrs + s * split_stride, mask=mask, other=0.0)
+"""
 
-def generate_matmul(plan: Plan, config: Config) -> str:
+
+def _epilogue(plan: Plan, anchor_id: int):
+    em = EpilogueEmitter(plan, anchor_id)
+    result = em.value(plan.output)
+    return em, result, list(dict.fromkeys(em.used)), list(dict.fromkeys(em.iotas))
+
+
+def _store(result: str) -> str:
+    return (f"    tl.store(out_ptr + pid_b * stride_out_b + offs_m[:, None] * stride_out_m "
+            f"+ offs_n[None, :] * stride_out_n, {result}.to(out_ptr.dtype.element_ty), mask=mask)")
+
+
+def generate_matmul(plan: Plan, config: Config, tag: str = "") -> StageCode:
     mm = plan.node(plan.matmul_id)
     a_name, b_name = mm.args[0].value, mm.args[1].value
     names = [leaf.name for leaf in plan.leaves]
     scalars = [f"s{i}" for i in range(len(scalar_sources(plan)))]
+    em, result, epi, iotas = _epilogue(plan, mm.id)
+    lin = ["    lin = (pid_b * M + offs_m[:, None]) * N + offs_n[None, :]"] if iotas else []
+    iota_params = [p for n in iotas for p in (f"iota{n.id}_div", f"iota{n.id}_mod")]
 
-    em = _EpilogueEmitter(plan)
-    result = em.value(plan.output)
-    epi = list(dict.fromkeys(em.used))
-
+    epi_strides = [f"stride_{n}_{d}" for n in epi for d in "bmn"] + ["stride_out_b", "stride_out_m", "stride_out_n"]
     strides = ["stride_lhs_b", "stride_lhs_m", "stride_lhs_k", "stride_rhs_b", "stride_rhs_k", "stride_rhs_n"]
-    strides += [f"stride_{n}_{d}" for n in epi for d in "bmn"] + ["stride_out_b", "stride_out_m", "stride_out_n"]
-    params = ["lhs_ptr", "rhs_ptr"] + [f"{n}_ptr" for n in epi] + ["out_ptr"] + scalars + ["M", "N", "K"] + strides
-    k = ["@triton.jit",
-         "def _matmul_epilogue_kernel(",
-         *wrap_params(params),
-         "    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,",
-         "    GROUP_M: tl.constexpr, FP32_DOT: tl.constexpr,",
-         "):",
-         _MAINLOOP.rstrip("\n")]
+    strides += epi_strides
+    params = (["lhs_ptr", "rhs_ptr"] + [f"{n}_ptr" for n in epi] + ["out_ptr"] + scalars
+              + ["M", "N", "K", "k_tiles"] + strides + iota_params)
+    main_name, sum_name, part_name = f"_matmul_kernel{tag}", f"_splitk_sum_kernel{tag}", f"_matmul_partial_kernel{tag}"
+    consts = ["    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,",
+              "    GROUP_M: tl.constexpr, FP32_DOT: tl.constexpr, PRECISION: tl.constexpr, IDX64: tl.constexpr,"]
+    k = ["@triton.jit", f"def {main_name}(", *wrap_params(params), *consts, "):", _MAINLOOP.rstrip("\n"), *lin]
     if em.lines:
         k.append("    # fused epilogue, in fp32 registers")
     k += em.lines
-    k.append(f"    tl.store(out_ptr + pid_b * stride_out_b + offs_m[:, None] * stride_out_m "
-             f"+ offs_n[None, :] * stride_out_n, {result}.to(out_ptr.dtype.element_ty), mask=mask)")
-    kernel = "\n".join(k) + "\n"
+    k.append(_store(result))
+    kernels = ["\n".join(k) + "\n"]
+
+    # split-K: partial products to an fp32 buffer, then sum + epilogue
+    pk = ["@triton.jit", f"def {part_name}(",
+          *wrap_params(["lhs_ptr", "rhs_ptr", "out_ptr", "M", "N", "K", "k_tiles"] + strides[:6]
+                       + ["stride_out_b", "stride_out_m", "stride_out_n", "split_stride"]),
+          *consts, "):", _MAINLOOP.rstrip("\n"),
+          "    out_ptr += pid_k * split_stride",
+          _store("acc")]
+    kernels.append("\n".join(pk) + "\n")
+    em2, result2, epi2, iotas2 = _epilogue(plan, mm.id)
+    sk = ["@triton.jit", f"def {sum_name}(",
+          *wrap_params(["part_ptr"] + [f"{n}_ptr" for n in epi2] + ["out_ptr"] + scalars
+                       + ["M", "N", "n_split", "split_stride"] + epi_strides + iota_params),
+          "    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, IDX64: tl.constexpr,", "):",
+          _SPLIT_SUM.rstrip("\n"), *lin, *em2.lines, _store(result2)]
+    kernels.append("\n".join(sk) + "\n")
 
     c = config
-    l = [f"def fused_matmul({', '.join(names + scalars)}):",
+    entry = f"fused_matmul{tag}"
+    l = [f"def {entry}({', '.join(names + scalars)}):",
          f"    lhs, rhs = {a_name}, {b_name}",
          "    M, K = lhs.shape[-2], lhs.shape[-1]",
          "    N = rhs.shape[-1]",
@@ -109,17 +183,45 @@ def generate_matmul(plan: Plan, config: Config) -> str:
          "    out_3d = out.view(n_batch, rows, N)"]
     for n in epi:
         l.append(f"    {n}_3d = {n}.expand(out_shape).reshape(n_batch, rows, N)")
+    iota_vals = []
+    for node in iotas:
+        back = len(node.shape) - node.attr("dim")
+        iota_vals += [f"_prod(out_shape[len(out_shape) - {back} + 1:])", f"out_shape[len(out_shape) - {back}]"]
+    iota_text = "".join(f"{v}, " for v in iota_vals)
     ptrs = "".join(f"{n}_3d, " for n in epi)
-    stride_lists = " + ".join(f"list({t}_3d.stride())" for t in ["lhs", "rhs"] + epi + ["out"])
-    l += [f"    grid = (triton.cdiv(rows, {c.block_m}) * triton.cdiv(N, {c.block_n}), n_batch)",
-          "    _matmul_epilogue_kernel[grid](",
-          f"        lhs_3d, rhs_3d, {ptrs}out_3d, {''.join(s + ', ' for s in scalars)}rows, N, K,",
-          f"        *({stride_lists}),",
+    epi_stride_lists = " + ".join(f"list({t}_3d.stride())" for t in epi + ["out"])
+    l += ["    idx64 = _needs_i64(lhs_3d, rhs_3d, out_3d)",
+          "    # fp32 operands: IEEE products, as cuBLAS gives unless torch's TF32 switch is on",
+          "    precision = 'tf32' if lhs.is_cuda and torch.backends.cuda.matmul.allow_tf32 else 'ieee'",
+          f"    k_steps = triton.cdiv(K, {c.block_k})",
+          f"    n_split = max(1, min({c.split_k}, k_steps // 4))",
+          "    k_tiles = triton.cdiv(k_steps, n_split)",
+          "    n_split = triton.cdiv(k_steps, k_tiles)",
+          f"    tiles = triton.cdiv(rows, {c.block_m}) * triton.cdiv(N, {c.block_n})",
+          "    meta = dict(",
           f"        BLOCK_M={c.block_m}, BLOCK_N={c.block_n}, BLOCK_K={c.block_k}, GROUP_M={c.group_m},",
-          "        FP32_DOT=lhs.dtype == torch.float32,",
+          f"        FP32_DOT=lhs.dtype == torch.float32, PRECISION=precision, IDX64=idx64,",
           f"        num_warps={c.num_warps}, num_stages={c.num_stages},",
+          "    )",
+          "    if n_split > 1:",
+          "        part = torch.empty((n_split, n_batch, rows, N), dtype=torch.float32, device=lhs.device)",
+          "        split_stride = n_batch * rows * N",
+          f"        {part_name}[(tiles, n_batch, n_split)](",
+          "            lhs_3d, rhs_3d, part, rows, N, K, k_tiles,",
+          "            *(list(lhs_3d.stride()) + list(rhs_3d.stride()) + list(part.stride()[1:])), split_stride,",
+          "            **meta,",
+          "        )",
+          f"        {sum_name}[(triton.cdiv(rows, 32) * triton.cdiv(N, 128), n_batch)](",
+          f"            part, {ptrs}out_3d, {''.join(s + ', ' for s in scalars)}rows, N, n_split, split_stride,",
+          f"            *({epi_stride_lists}), {iota_text}",
+          "            BLOCK_M=32, BLOCK_N=128, IDX64=idx64, num_warps=4,",
+          "        )",
+          "        return out",
+          f"    {main_name}[(tiles, n_batch, 1)](",
+          f"        lhs_3d, rhs_3d, {ptrs}out_3d, {''.join(s + ', ' for s in scalars)}rows, N, K, k_steps,",
+          f"        *(list(lhs_3d.stride()) + list(rhs_3d.stride()) + {epi_stride_lists}), {iota_text}",
+          "        **meta,",
           "    )",
           "    return out"]
     launcher = "\n".join(l) + "\n"
-    return "\n\n".join([header(plan, config.text()), kernel, HELPERS.strip() + "\n", launcher,
-                        model_class(plan, "fused_matmul")])
+    return StageCode(kernels=tuple(kernels), launcher=launcher, entry=entry, helpers=(SPAN_HELPER,))

@@ -4,6 +4,11 @@ A plan is what code generation needs and nothing more: the tensors the kernels
 read (leaves, each with the Python expression that fetches it inside
 ``forward``), the runtime scalars, a topologically ordered list of primitive
 nodes, and the family-specific facts (reduction group, matmul operands).
+
+A plan is one kernel (families "elementwise", "rows", "matmul", "conv",
+"pool", "scan") or a pipeline of such stages (family "pipeline"), each stage a
+plan of its own whose leaves include the buffers earlier stages wrote; a
+"host" stage is a copy or a library call made in ``forward`` itself.
 """
 
 from __future__ import annotations
@@ -19,9 +24,12 @@ __all__ = [
     "Plan",
     "Unsupported",
     "FAMILIES",
+    "ANCHORS",
 ]
 
-FAMILIES = ("elementwise", "rows", "matmul")
+# Families a configuration can be for (a pipeline is configured by its main stage).
+FAMILIES = ("elementwise", "rows", "matmul", "conv", "pool", "scan")
+ANCHORS = ("matmul", "conv", "pool", "scan")  # ops that own their kernel's iteration space
 
 
 @dataclass(frozen=True)
@@ -53,7 +61,7 @@ class Leaf:
 @dataclass(frozen=True)
 class Node:
     id: int
-    op: str  # a primitive: see _pointwise.POINTWISE, plus "reduce" and "matmul"
+    op: str  # a primitive: see _pointwise.POINTWISE, "reduce", an anchor (ANCHORS), "view" or "cat"
     args: tuple[Ref, ...]
     attrs: tuple[tuple[str, object], ...]  # static attributes, sorted by name
     shape: tuple[int, ...]
@@ -93,6 +101,11 @@ class Plan:
     matmul_id: int | None = None  # id of the matmul node (family "matmul")
     input_specs: tuple[object, ...] = ()  # TensorSpec or repr of a scalar, per get_inputs() entry
     notes: tuple[str, ...] = field(default=())
+    anchor_id: int | None = None  # id of the conv/pool/scan node of those families
+    stages: tuple["Plan", ...] = ()  # family "pipeline": the kernels in launch order
+    main: int = 0  # family "pipeline": the stage the configuration is for
+    buffer: str = ""  # a stage: the name of the tensor it returns in forward
+    rules: str = "strict"  # the rule set the plan was scheduled for
 
     def node(self, node_id: int) -> Node:
         for node in self.nodes:
@@ -105,6 +118,11 @@ class Plan:
             if leaf.name == name:
                 return leaf
         raise KeyError(name)
+
+    @property
+    def main_stage(self) -> "Plan":
+        """The plan a configuration applies to: itself, or a pipeline's main stage."""
+        return self.stages[self.main] if self.family == "pipeline" else self
 
     @property
     def ops(self) -> tuple[str, ...]:

@@ -77,7 +77,14 @@ def _cast(x: str, dtype: str) -> str:
     return x
 
 
+def _no_index(a, at) -> str:
+    raise ValueError("an index value (iota) is emitted by the kernel family, not as a pointwise op")
+
+
 POINTWISE = {
+    # nullary: a constant of some shape, and an index along one dim
+    "full": (0, lambda a, at: literal(at["value"])),
+    "iota": (0, _no_index),
     # unary
     "identity": (1, lambda a, at: a[0]),
     "neg": (1, lambda a, at: f"(-{a[0]})"),

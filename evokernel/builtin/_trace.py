@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import types
 from pathlib import Path
 
 import torch
 
+from dataclasses import replace
+
 from ._build import Builder, ComputedView, PyVal, Reject
 from ._canon import Context, call_function, call_method, call_module
-from ._ir import Node, Plan, ReduceGroup, Ref, TensorSpec, Unsupported
+from ._ir import Node, Plan, Ref, TensorSpec, Unsupported
+from ._schedule import classify, domain_map, schedule, source_of
 from ._source import read_model_source
 
-__all__ = ["analyze", "load_task"]
+__all__ = ["analyze", "load_task", "classify", "domain_map"]
 
 
 def load_task(task, size: str = "full") -> types.ModuleType:
@@ -29,10 +34,14 @@ def load_task(task, size: str = "full") -> types.ModuleType:
         raise Reject(f"cannot load task file: {exc}") from None
 
 
-def analyze(task) -> Plan | Unsupported:
-    """Trace ``Model`` from a task (module or file path) into a Plan, or say why not."""
+def analyze(task, rules: str = "strict") -> Plan | Unsupported:
+    """Trace ``Model`` from a task (module or file path) into a Plan, or say why not.
+
+    ``rules`` ("strict" or "kernelbench") decides which work the library may do
+    (see _schedule). Tracing runs the reference on meta tensors: shapes only, so
+    analysing a full-size task costs no memory and no compute."""
     try:
-        return _analyze(load_task(task))
+        return _analyze(load_task(task), rules)
     except Reject as exc:
         return Unsupported(str(exc))
     except Exception as exc:  # user code traced by us may fail in any way; that is a verdict too
@@ -59,21 +68,34 @@ def _trace(model: torch.nn.Module, inputs: list):
     except Exception as exc:
         raise Reject(f"torch.fx could not trace forward (data-dependent control flow?): "
                      f"{type(exc).__name__}: {exc}") from exc
-    clones = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
     with torch.no_grad():
-        ShapeProp(gm).propagate(*clones)
+        ShapeProp(gm).propagate(*inputs)
     return gm
 
 
-def _analyze(module: types.ModuleType) -> Plan:
+def _instantiate(module: types.ModuleType, device: str):
+    """The reference model (eval mode, as the executor runs it) and its inputs on ``device``."""
+    with torch.device(device):
+        torch.manual_seed(0)
+        model = module.Model(*module.get_init_inputs()).eval()
+        inputs = list(module.get_inputs())
+    return model, inputs
+
+
+def _analyze(module: types.ModuleType, rules: str = "strict") -> Plan:
     for attr in ("Model", "get_inputs", "get_init_inputs"):
         if not hasattr(module, attr):
             raise Reject(f"task defines no {attr}")
     source = read_model_source(module, module.Model)
-    torch.manual_seed(0)
-    model = module.Model(*module.get_init_inputs())
-    inputs = list(module.get_inputs())
-    gm = _trace(model, inputs)
+    try:
+        with contextlib.redirect_stderr(io.StringIO()):  # ShapeProp prints the failures it re-raises
+            model, inputs = _instantiate(module, "meta")
+            gm = _trace(model, inputs)
+    except Reject:
+        raise
+    except Exception:  # an op without a meta kernel, or .item() at init: trace on real tensors
+        model, inputs = _instantiate(module, "cpu")
+        gm = _trace(model, [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs])
 
     b = Builder()
     env: dict = {}
@@ -115,11 +137,11 @@ def _analyze(module: types.ModuleType) -> Plan:
             out_node = node.args[0]
     if placeholder < len(inputs):
         raise Reject("get_inputs() returns more values than forward takes")
-    return _make_plan(module, source, b, result, out_node, inputs)
+    return _make_plan(module, source, b, result, out_node, inputs, rules)
 
 
-def _reachable(b: Builder, root: Ref) -> tuple[list[Node], set[str]]:
-    seen, leaves, stack = set(), set(), [root]
+def _reachable(b: Builder, root: Ref, extra: tuple[Ref, ...] = ()) -> tuple[list[Node], set[str]]:
+    seen, leaves, stack = set(), set(), [root, *extra]
     while stack:
         ref = stack.pop()
         if ref.kind == "leaf":
@@ -130,12 +152,13 @@ def _reachable(b: Builder, root: Ref) -> tuple[list[Node], set[str]]:
     return [n for n in b.nodes if n.id in seen], leaves
 
 
-def _make_plan(module, source, b: Builder, result, out_node, inputs) -> Plan:
+def _make_plan(module, source, b: Builder, result, out_node, inputs, rules: str = "strict") -> Plan:
     if isinstance(result, (tuple, list)):
         raise Reject("forward returns several outputs; only a single tensor output is supported")
     views: tuple[str, ...] = ()
+    extra: tuple[Ref, ...] = ()
     if isinstance(result, ComputedView):
-        views, result = result.suffixes, result.base
+        views, extra, result = result.suffixes, result.extra, result.base
     if not isinstance(result, Ref) or result.kind not in ("node", "leaf"):
         raise Reject("forward does not return a tensor computed from its inputs")
     if result.kind == "leaf":  # forward returns an input (or a view of one): a copy kernel
@@ -146,94 +169,31 @@ def _make_plan(module, source, b: Builder, result, out_node, inputs) -> Plan:
     base_shape = b.shape(result)
     if not views and tuple(base_shape) != tuple(out_spec_meta.shape):
         raise Reject(f"internal shape inference gave {base_shape}, torch gave {out_spec_meta.shape}")
-    if not out_spec_meta.dtype.startswith(("float", "bfloat")):
+    if not out_spec_meta.dtype.startswith(("float", "bfloat")) and b.dtypes[result.value] != out_spec_meta.dtype:
         raise Reject(f"output dtype {out_spec_meta.dtype} is not a floating type")
-    nodes, leaf_names = _reachable(b, result)
+    nodes, leaf_names = _reachable(b, result, extra)
     leaves = tuple(leaf for leaf in b.leaves.values() if leaf.name in leaf_names)
-    family, group, matmul_id = classify(nodes, result, b)
     name = getattr(module, "__file__", None)
-    return Plan(
-        family=family,
+    common = dict(
         name=Path(name).stem if name else module.__name__,
-        leaves=leaves,
-        nodes=tuple(nodes),
-        output=result,
-        out_spec=TensorSpec(tuple(base_shape), out_spec_meta.dtype),
         forward_args=source.forward_args,
         init_source=source.init_source,
         preamble=source.preamble,
         out_views=views,
-        fixed_out_dtype=any(n.op == "cast" for n in nodes),
-        reduce=group,
-        matmul_id=matmul_id,
         input_specs=tuple(_spec_of(x) if isinstance(x, torch.Tensor) else repr(x) for x in inputs),
+        rules=rules,
     )
-
-
-def classify(nodes: list[Node], output: Ref, b: Builder):
-    """Family, reduction group and matmul id; Reject when the graph fits no family."""
-    matmuls = [n for n in nodes if n.op == "matmul"]
-    reductions = [n for n in nodes if n.op == "reduce"]
-    if matmuls and reductions:
-        raise Reject("a matmul combined with a reduction (e.g. linear + softmax) needs two kernels; "
-                     "the builtin generator fuses only pointwise epilogues into a matmul")
-    if len(matmuls) > 1:
-        raise Reject(f"{len(matmuls)} matmuls in one forward; the builtin generator handles one")
-    if matmuls:
-        mm = matmuls[0]
-        if b.shape(output) != mm.shape:
-            raise Reject("the matmul epilogue broadcasts the product to a larger shape")
-        return "matmul", None, mm.id
-    if reductions:
-        return "rows", _check_rows(nodes, output, b), None
-    return "elementwise", None, None
-
-
-def _check_rows(nodes: list[Node], output: Ref, b: Builder) -> ReduceGroup:
-    reductions = [n for n in nodes if n.op == "reduce"]
-    full = b.shape(reductions[0].args[0])
-    start, stop = reductions[0].attr("start"), reductions[0].attr("stop")
-    for node in reductions:
-        if (b.shape(node.args[0]), node.attr("start"), node.attr("stop")) != (full, start, stop):
-            raise Reject("reductions over different dims or shapes in one forward; "
-                         "the builtin generator handles one reduction group")
-    rank = len(full)
-    keep = tuple(1 if start <= i < stop else s for i, s in enumerate(full))
-    squeezed = full[:start] + full[stop:]
-    domain = domain_map(nodes, full, keep)
-    for node in nodes:
-        d = domain[node.id]
-        arg_domains = [domain.get(a.value, "free") if a.kind == "node" else "free" for a in node.args]
-        if node.op == "reduce":
-            if arg_domains[0] == "red":
-                raise Reject("a reduction of a reduced value (nested reductions) is not supported")
-        elif d == "row":
-            if node.shape != full:
-                raise Reject(f"an op broadcasts the reduced tensor {full} to {node.shape}")
-            for a, ad in zip(node.args, arg_domains):
-                if ad == "red" and len(b.shape(a)) != rank:
-                    raise Reject("a reduction result taken without keepdim is broadcast against the "
-                                 "unreduced tensor (it lines up with the wrong dims)")
-        elif d == "red":
-            if node.shape not in (keep, squeezed):
-                raise Reject(f"a reduced value is broadcast to shape {node.shape}")
-    return ReduceGroup(rank=rank, start=start, stop=stop, full_shape=full)
-
-
-def domain_map(nodes: list[Node], full: tuple[int, ...], keep: tuple[int, ...]) -> dict[int, str]:
-    """Per node: "row" (a value per element of the unreduced tensor), "red" (a value
-    per row, i.e. per element of the reduced tensor) or "free" (depends on no
-    reduction: computed in whichever domain its consumer needs)."""
-    domain: dict[int, str] = {}
-    for node in nodes:
-        arg_domains = {domain[a.value] for a in node.args if a.kind == "node"}
-        if node.op == "reduce":
-            domain[node.id] = "red"
-        elif "row" in arg_domains:
-            domain[node.id] = "row"
-        elif "red" in arg_domains:
-            # per-row values combined with a full-size operand become full-size again
-            domain[node.id] = "row" if node.shape == full and full != keep else "red"
-        else:
-            domain[node.id] = "free"
-    return domain
+    stages, main, buffers = schedule(b, nodes, result, rules, keep=tuple(e.value for e in extra if e.kind == "node"))
+    if extra:
+        text = "".join(views)
+        for j, ref in enumerate(extra, 1):
+            text = text.replace(f"@{j}", source_of(b, ref, buffers))
+        common["out_views"] = (text,)
+    if len(stages) == 1 and stages[0].family != "host":
+        # one kernel: the plan is that kernel's, over the original leaves
+        only = stages[0]
+        return replace(only, leaves=leaves, out_spec=TensorSpec(tuple(base_shape), out_spec_meta.dtype),
+                       fixed_out_dtype=only.fixed_out_dtype, buffer="", **common)
+    return Plan(family="pipeline", leaves=leaves, nodes=tuple(nodes), output=result,
+                out_spec=TensorSpec(tuple(base_shape), out_spec_meta.dtype),
+                fixed_out_dtype=any(n.op == "cast" for n in nodes), stages=tuple(stages), main=main, **common)

@@ -1,4 +1,4 @@
-"""The executor's verdicts as rewards (DESIGN section 4)."""
+"""The executor's verdicts as rewards: +1/-1 for a draft, tanh(log best - log latency) for a refinement."""
 
 from __future__ import annotations
 

@@ -231,9 +231,10 @@ inline void start_core(Launch& L, int i) {
 inline void schedule_next(Launch& L, std::unique_lock<std::mutex>&, int self) {
     // Threads of finished cores have released the lock and are exiting: join
     // them now, so a launch of thousands of blocks never holds thousands of threads.
+    // (After an abort the launching thread joins everything itself.)
     std::vector<int> keep;
     for (int j : L.finished)
-        if (j != self) L.cores[j].thread.join();
+        if (j != self && !L.abort) L.cores[j].thread.join();
         else keep.push_back(j);
     L.finished = keep;
     if (self >= 0 && L.cores[self].st == CoreSlot::St::Done) L.finished.push_back(self);
@@ -341,6 +342,12 @@ inline int run_blocks(int64_t block_dim, int kernel_type, const std::vector<GmRe
         });
         L.abort = L.abort || !r.error_kind.empty();
         L.cv.notify_all();
+        // waiting cores unwind; join only once every started core has finished
+        L.cv.wait(lock, [&] {
+            for (auto& c : L.cores)
+                if (c.st == CoreSlot::St::Running || c.st == CoreSlot::St::Waiting) return false;
+            return true;
+        });
     }
     for (auto& c : L.cores)
         if (c.thread.joinable()) c.thread.join();

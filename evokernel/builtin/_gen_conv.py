@@ -1,0 +1,269 @@
+"""Convolutions (1d/2d/3d, transposed, grouped, strided, dilated, padded) as
+implicit GEMM with tl.dot, and a direct kernel for depthwise convolutions.
+
+Implicit GEMM, per group: M = batch x output positions, N = output channels
+of the group, K = input channels of the group x kernel taps. A program owns a
+[BLOCK_M positions, BLOCK_N channels] tile; each K step gathers the input
+values its taps read (zero outside the padded input; for a transposed
+convolution, only taps whose input position is a whole stride away) and the
+matching weights, and accumulates their product in fp32. The pointwise
+epilogue (bias, activations, scaling...) runs on the tile before the store.
+
+Precision: PyTorch runs fp32 convolutions through cuDNN with TF32 tensor cores
+unless ``torch.backends.cudnn.allow_tf32`` is off, and cuDNN rounds each fp32
+operand to TF32 (round half away from zero on the 13 dropped bits) before the
+products. With ``precision="auto"`` the kernel does the same when the inputs
+are on the GPU and the switch is on: operands rounded the same way, products
+on the tensor cores, fp32 accumulation, so its result differs from cuDNN's by
+accumulation order only. Otherwise (switch off, the CPU) it computes IEEE
+fp32 products, as the reference then does. ``precision="ieee"`` always
+computes IEEE products. Depthwise convolutions take the direct kernel, whose
+fp32 FMAs match PyTorch's own depthwise kernels.
+"""
+
+from __future__ import annotations
+
+from ._config import Config
+from ._emit import Emitter, StageCode, load_other, out_dtype_expr, scalar_sources, wrap_params
+from ._gen_elementwise import SPAN_HELPER
+from ._ir import Node, Plan
+
+__all__ = ["generate_conv", "AnchorEpilogue"]
+
+
+class AnchorEpilogue(Emitter):
+    """Pointwise ops on an anchor's output values, operands read through per-dim
+    strides at index expressions ``index[d]`` (one per output dim)."""
+
+    def __init__(self, plan: Plan, anchor_id: int, index: list[str], mask: str, acc: str = "acc"):
+        super().__init__(plan)
+        self.anchor_id = anchor_id
+        self.index = index
+        self.mask = mask
+        self.acc = acc
+        self.used: list[str] = []
+
+    def load_leaf(self, name: str, ctx: str) -> str:
+        self.used.append(name)
+        offs = " + ".join(f"{ix} * stride_{name}_{d}" for d, ix in enumerate(self.index))
+        var = f"l_{name}"
+        self.emit(f"{var} = tl.load({name}_ptr + {offs}, mask={self.mask}, other={load_other(self.plan, name)})"
+                  ".to(tl.float32)")
+        return var
+
+    def compute(self, node: Node, ctx: str) -> str:
+        if node.id == self.anchor_id:
+            return self.acc
+        return super().compute(node, ctx)
+
+
+def epilogue(plan: Plan, anchor_id: int, index: list[str], mask: str, acc: str = "acc"):
+    em = AnchorEpilogue(plan, anchor_id, index, mask, acc)
+    result = em.value(plan.output)
+    return em, result, list(dict.fromkeys(em.used))
+
+
+_TF32_ROUND = """\
+        if TF32:
+            # round to TF32 as cuDNN does (half away from zero on the dropped 13 bits)
+            a_tile = ((a_tile.to(tl.int32, bitcast=True) + 0x1000) & -8192).to(tl.float32, bitcast=True)
+            w_tile = ((w_tile.to(tl.int32, bitcast=True) + 0x1000) & -8192).to(tl.float32, bitcast=True)
+            acc += tl.dot(a_tile, w_tile, input_precision="tf32")
+        elif FP32:
+            acc += tl.dot(a_tile, w_tile, input_precision="ieee")
+        else:
+            acc += tl.dot(a_tile, w_tile)"""
+
+
+def _unravel(var: str, sizes: list[str], names: list[str], indent: str) -> list[str]:
+    """names[d] = digit d of var in the mixed radix sizes (last fastest); returns lines."""
+    lines = [f"{indent}rem = {var}"]
+    for d in range(len(sizes) - 1, 0, -1):
+        lines.append(f"{indent}{names[d]} = rem % {sizes[d]}")
+        lines.append(f"{indent}rem = rem // {sizes[d]}")
+    lines.append(f"{indent}{names[0]} = rem")
+    return lines
+
+
+def generate_conv(plan: Plan, config: Config, tag: str = "") -> StageCode:
+    conv = plan.node(plan.anchor_id)
+    nd = conv.attr("nd")
+    transposed = conv.attr("transposed")
+    x_name, w_name = conv.args[0].value, conv.args[1].value
+    names = [leaf.name for leaf in plan.leaves]
+    scalars = [f"s{i}" for i in range(len(scalar_sources(plan)))]
+    sp = list(range(nd))
+    din = [f"din_{d}" for d in sp]
+    dout = [f"dout_{d}" for d in sp]
+    kt = [f"KT_{d}" for d in sp]
+    geom = []
+    for d in sp:
+        geom += [f"KT_{d}: tl.constexpr", f"ST_{d}: tl.constexpr", f"PD_{d}: tl.constexpr", f"DL_{d}: tl.constexpr"]
+
+    # ---- implicit GEMM kernel
+    index = ["nb[:, None]", "co[None, :]"] + [f"o_{d}[:, None]" for d in sp]
+    em, result, epi = epilogue(plan, conv.id, index, "mask")
+    epi_strides = [f"stride_{n}_{d}" for n in epi for d in range(nd + 2)]
+    out_strides = [f"stride_out_{d}" for d in range(nd + 2)]
+    params = (["x_ptr", "w_ptr"] + [f"{n}_ptr" for n in epi] + ["out_ptr"] + scalars
+              + ["CIN_G", "COUT_G", "M", "KG"] + din + dout
+              + ["sx_n", "sx_c"] + [f"sx_{d}" for d in sp] + ["sw_0", "sw_1"] + [f"sw_k{d}" for d in sp]
+              + epi_strides + out_strides)
+    k = ["@triton.jit", f"def _conv_gemm_kernel{tag}(", *wrap_params(params), *wrap_params(geom),
+         "    TRANSPOSED: tl.constexpr, TF32: tl.constexpr, FP32: tl.constexpr, IDX64: tl.constexpr,",
+         "    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,",
+         "):",
+         "    pid = tl.program_id(0)",
+         "    g = tl.program_id(1)",
+         "    num_n = tl.cdiv(COUT_G, BLOCK_N)",
+         "    pid_m = pid // num_n",
+         "    pid_n = pid % num_n",
+         "    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)",
+         "    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)",
+         "    if IDX64:",
+         "        offs_m = offs_m.to(tl.int64)",
+         "    m_mask = offs_m < M",
+         "    n_mask = offs_n < COUT_G",
+         "    # output position of each row: batch index and spatial coordinates"]
+    k += _unravel("offs_m", ["1"] + dout, ["nb"] + [f"o_{d}" for d in sp], "    ")
+    k += ["    co = g * COUT_G + offs_n",
+          "    x_row = nb * sx_n + (g * CIN_G) * sx_c",
+          "    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)",
+          "    for k0 in range(0, KG, BLOCK_K):",
+          "        offs_k = k0 + tl.arange(0, BLOCK_K)",
+          "        k_mask = offs_k < KG",
+          "        # reduction index -> (input channel, kernel tap)"]
+    k += _unravel("offs_k", ["1"] + kt, ["ci"] + [f"t_{d}" for d in sp], "        ")
+    ok = ["m_mask[:, None]", "k_mask[None, :]"]
+    a_offs = ["x_row[:, None]", "ci[None, :] * sx_c"]
+    for d in sp:
+        k += ["        if TRANSPOSED:",
+              f"            num_{d} = o_{d}[:, None] + PD_{d} - t_{d}[None, :] * DL_{d}",
+              f"            i_{d} = num_{d} // ST_{d}",
+              f"            ok_{d} = (num_{d} >= 0) & (num_{d} % ST_{d} == 0) & (i_{d} < din_{d})",
+              "        else:",
+              f"            i_{d} = o_{d}[:, None] * ST_{d} - PD_{d} + t_{d}[None, :] * DL_{d}",
+              f"            ok_{d} = (i_{d} >= 0) & (i_{d} < din_{d})"]
+        ok.append(f"ok_{d}")
+        a_offs.append(f"i_{d} * sx_{d}")
+    w_taps = " + ".join(f"t_{d}[:, None] * sw_k{d}" for d in sp)
+    k += [f"        a_tile = tl.load(x_ptr + {' + '.join(a_offs)}, mask={' & '.join(ok)}, other=0.0)",
+          "        if TRANSPOSED:",
+          "            # weight (C_in, C_out / groups, *kernel)",
+          f"            w_offs = (g * CIN_G + ci)[:, None] * sw_0 + offs_n[None, :] * sw_1 + {w_taps}",
+          "        else:",
+          "            # weight (C_out, C_in / groups, *kernel)",
+          f"            w_offs = co[None, :] * sw_0 + ci[:, None] * sw_1 + {w_taps}",
+          "        w_tile = tl.load(w_ptr + w_offs, mask=k_mask[:, None] & n_mask[None, :], other=0.0)",
+          _TF32_ROUND,
+          "    mask = m_mask[:, None] & n_mask[None, :]"]
+    if em.lines:
+        k.append("    # fused epilogue, in fp32 registers")
+    k += em.lines
+    out_offs = " + ".join(f"{ix} * stride_out_{d}" for d, ix in enumerate(index))
+    k.append(f"    tl.store(out_ptr + {out_offs}, {result}.to(out_ptr.dtype.element_ty), mask=mask)")
+    gemm_kernel = "\n".join(k) + "\n"
+
+    # ---- direct kernel: one output element per lane, taps and channels looped
+    dindex = ["nb", "co"] + [f"o_{d}" for d in sp]
+    dem, dresult, depi = epilogue(plan, conv.id, dindex, "mask")
+    depi_strides = [f"stride_{n}_{d}" for n in depi for d in range(nd + 2)]
+    dparams = (["x_ptr", "w_ptr"] + [f"{n}_ptr" for n in depi] + ["out_ptr"] + scalars
+               + ["CIN_G", "COUT_G", "COUT", "TOTAL", "KG"] + din + dout
+               + ["sx_n", "sx_c"] + [f"sx_{d}" for d in sp] + ["sw_0", "sw_1"] + [f"sw_k{d}" for d in sp]
+               + depi_strides + out_strides)
+    dk = ["@triton.jit", f"def _conv_direct_kernel{tag}(", *wrap_params(dparams), *wrap_params(geom),
+          "    TRANSPOSED: tl.constexpr, IDX64: tl.constexpr, BLOCK: tl.constexpr,",
+          "):",
+          "    if IDX64:",
+          "        offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)",
+          "    else:",
+          "        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)",
+          "    mask = offs < TOTAL"]
+    dk += _unravel("offs", ["1", "COUT"] + dout, ["nb", "co"] + [f"o_{d}" for d in sp], "    ")
+    dk += ["    g = co // COUT_G",
+           "    cl = co % COUT_G",
+           "    acc = tl.zeros((BLOCK,), dtype=tl.float32)",
+           "    for kk in range(0, KG):"]
+    dk += _unravel("kk", ["1"] + kt, ["ci"] + [f"t_{d}" for d in sp], "        ")
+    dok = ["mask"]
+    d_offs = ["nb * sx_n", "(g * CIN_G + ci) * sx_c"]
+    for d in sp:
+        dk += ["        if TRANSPOSED:",
+               f"            num_{d} = o_{d} + PD_{d} - t_{d} * DL_{d}",
+               f"            i_{d} = num_{d} // ST_{d}",
+               f"            ok_{d} = (num_{d} >= 0) & (num_{d} % ST_{d} == 0) & (i_{d} < din_{d})",
+               "        else:",
+               f"            i_{d} = o_{d} * ST_{d} - PD_{d} + t_{d} * DL_{d}",
+               f"            ok_{d} = (i_{d} >= 0) & (i_{d} < din_{d})"]
+        dok.append(f"ok_{d}")
+        d_offs.append(f"i_{d} * sx_{d}")
+    dw_taps = " + ".join(f"t_{d} * sw_k{d}" for d in sp)
+    dk += [f"        xv = tl.load(x_ptr + {' + '.join(d_offs)}, mask={' & '.join(dok)}, other=0.0).to(tl.float32)",
+           "        if TRANSPOSED:",
+           f"            w_offs = (g * CIN_G + ci) * sw_0 + cl * sw_1 + {dw_taps}",
+           "        else:",
+           f"            w_offs = co * sw_0 + ci * sw_1 + {dw_taps}",
+           "        wv = tl.load(w_ptr + w_offs, mask=mask, other=0.0).to(tl.float32)",
+           "        acc += xv * wv"]
+    dk += dem.lines
+    d_out = " + ".join(f"{ix} * stride_out_{d}" for d, ix in enumerate(dindex))
+    dk.append(f"    tl.store(out_ptr + {d_out}, {dresult}.to(out_ptr.dtype.element_ty), mask=mask)")
+    direct_kernel = "\n".join(dk) + "\n"
+
+    # ---- launcher
+    c = config
+    stride, padding, dilation = conv.attr("stride"), conv.attr("padding"), conv.attr("dilation")
+    geom_args = ", ".join(f"KT_{d}=w.shape[2 + {d}], ST_{d}={stride[d]}, PD_{d}={padding[d]}, DL_{d}={dilation[d]}"
+                          for d in sp)
+    entry = f"fused_conv{tag}"
+    l = [f"def {entry}({', '.join(names + scalars)}):",
+         f"    x, w = {x_name}, {w_name}",
+         f"    groups = {conv.attr('groups')}",
+         "    batch, cin = x.shape[0], x.shape[1]",
+         "    cin_g = cin // groups"]
+    if transposed:
+        l += ["    cout_g = w.shape[1]", "    cout = cout_g * groups",
+              "    spatial = tuple((x.shape[2 + d] - 1) * st - 2 * pd + dl * (w.shape[2 + d] - 1) + op + 1",
+              f"                    for d, st, pd, dl, op in zip(range({nd}), {stride}, {padding}, {dilation}, "
+              f"{conv.attr('output_padding')}))"]
+    else:
+        l += ["    cout = w.shape[0]", "    cout_g = cout // groups",
+              "    spatial = tuple((x.shape[2 + d] + 2 * pd - dl * (w.shape[2 + d] - 1) - 1) // st + 1",
+              f"                    for d, st, pd, dl in zip(range({nd}), {stride}, {padding}, {dilation}))"]
+    l += ["    out_shape = (batch, cout) + spatial",
+          f"    out = torch.empty(out_shape, dtype={out_dtype_expr(plan)}, device=x.device)",
+          "    if out.numel() == 0:",
+          "        return out",
+          "    kg = cin_g * _prod(w.shape[2:])",
+          "    geo = [*x.shape[2:], *spatial, *x.stride(), *w.stride()]"]
+    for n in sorted(set(epi) | set(depi), key=names.index):
+        l.append(f"    {n}_s = list({n}.expand(out_shape).stride())")
+    epi_args = "".join(f"{n}, " for n in epi)
+    epi_s = "".join(f"*{n}_s, " for n in epi)
+    depi_args = "".join(f"{n}, " for n in depi)
+    depi_s = "".join(f"*{n}_s, " for n in depi)
+    sargs = "".join(s + ", " for s in scalars)
+    block = max(256, min(2048, c.block_m * c.block_n // 8))
+    l += [f"    idx64 = _needs_i64(x, w, out)",
+          "    if cout_g < 8 or kg < 8:",
+          "        # depthwise (or nearly): one output element per lane, no tensor-core tile to fill",
+          f"        grid = (triton.cdiv(out.numel(), {block}),)",
+          f"        _conv_direct_kernel{tag}[grid](",
+          f"            x, w, {depi_args}out, {sargs}cin_g, cout_g, cout, out.numel(), kg, *geo, {depi_s}*out.stride(),",
+          f"            {geom_args}, TRANSPOSED={transposed}, IDX64=idx64, BLOCK={block}, num_warps=4,",
+          "        )",
+          "        return out",
+          f"    tf32 = {c.precision == 'auto'} and x.is_cuda and x.dtype == torch.float32 "
+          "and torch.backends.cudnn.allow_tf32",
+          "    m = batch * _prod(spatial)",
+          f"    grid = (triton.cdiv(m, {c.block_m}) * triton.cdiv(cout_g, {c.block_n}), groups)",
+          f"    _conv_gemm_kernel{tag}[grid](",
+          f"        x, w, {epi_args}out, {sargs}cin_g, cout_g, m, kg, *geo, {epi_s}*out.stride(),",
+          f"        {geom_args}, TRANSPOSED={transposed}, TF32=tf32, FP32=x.dtype == torch.float32, IDX64=idx64,",
+          f"        BLOCK_M={c.block_m}, BLOCK_N={c.block_n}, BLOCK_K={c.block_k}, num_warps={c.num_warps},",
+          f"        num_stages={c.num_stages},",
+          "    )",
+          "    return out"]
+    launcher = "\n".join(l) + "\n"
+    return StageCode(kernels=(gemm_kernel, direct_kernel), launcher=launcher, entry=entry, helpers=(SPAN_HELPER,))

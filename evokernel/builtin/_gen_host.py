@@ -1,0 +1,39 @@
+"""Stages made in forward itself: torch.cat of buffers (a copy, allowed under
+every rule set) and, under the kernelbench rules, the library's convolution or
+matmul whose result our following kernels finish."""
+
+from __future__ import annotations
+
+from ._emit import StageCode
+from ._ir import Plan
+
+__all__ = ["generate_host"]
+
+
+def generate_host(plan: Plan, tag: str) -> StageCode:
+    node = plan.node(plan.anchor_id)
+    names = [leaf.name for leaf in plan.leaves]
+    operand = {leaf.name: leaf.name for leaf in plan.leaves}
+    args = [operand[a.value] for a in node.args]
+    if node.op == "cat":
+        entry = f"fused_cat{tag}"
+        body = f"    return torch.cat(({', '.join(args)},), dim={node.attr('dim')})"
+    elif node.op == "libmm":
+        entry = f"fused_library_matmul{tag}"
+        body = f"    return torch.matmul({args[0]}, {args[1]})"
+    elif node.op == "libconv":
+        entry = f"fused_library_conv{tag}"
+        nd = node.attr("nd")
+        x, w = args
+        if node.attr("transposed"):
+            call = (f"torch.nn.functional.conv_transpose{nd}d({x}, {w}, None, {node.attr('stride')}, "
+                    f"{node.attr('padding')}, {node.attr('output_padding')}, {node.attr('groups')}, "
+                    f"{node.attr('dilation')})")
+        else:
+            call = (f"torch.nn.functional.conv{nd}d({x}, {w}, None, {node.attr('stride')}, {node.attr('padding')}, "
+                    f"{node.attr('dilation')}, {node.attr('groups')})")
+        body = f"    # the library's convolution (cuDNN on a GPU); the work after it is ours\n    return {call}"
+    else:  # pragma: no cover - the scheduler makes host stages of these ops only
+        raise ValueError(f"no host stage for {node.op}")
+    launcher = f"def {entry}({', '.join(names)}):\n{body}\n"
+    return StageCode(kernels=(), launcher=launcher, entry=entry)

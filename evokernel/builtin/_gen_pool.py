@@ -1,0 +1,141 @@
+"""Max and average pooling over the last 1-3 dims (strided, padded, dilated,
+ceil mode, adaptive), one output element per lane, with a fused pointwise
+epilogue. Windows are unrolled (their size is a compile-time constant); the
+average's divisor follows torch's rule (the window clipped to the padded input
+with count_include_pad, to the input without it, or divisor_override)."""
+
+from __future__ import annotations
+
+from ._config import Config
+from ._emit import StageCode, out_dtype_expr, scalar_sources, wrap_params
+from ._gen_conv import epilogue
+from ._gen_elementwise import SPAN_HELPER
+from ._ir import Plan
+
+__all__ = ["generate_pool"]
+
+
+def generate_pool(plan: Plan, config: Config, tag: str = "") -> StageCode:
+    pool = plan.node(plan.anchor_id)
+    nd = pool.attr("nd")
+    kind = pool.attr("kind")
+    adaptive = pool.attr("adaptive")
+    x_name = pool.args[0].value
+    names = [leaf.name for leaf in plan.leaves]
+    scalars = [f"s{i}" for i in range(len(scalar_sources(plan)))]
+    rank = len(pool.shape)
+    lead = rank - nd
+    sp = list(range(nd))
+    out_idx = [f"idx_{d}" for d in range(rank)]
+    em, result, epi = epilogue(plan, pool.id, out_idx, "mask")
+
+    din = [f"din_{d}" for d in sp]
+    dout = [f"dout_{d}" for d in range(rank)]  # every output dim (leading ones too)
+    epi_strides = [f"stride_{n}_{d}" for n in epi for d in range(rank)]
+    params = (["x_ptr"] + [f"{n}_ptr" for n in epi] + ["out_ptr"] + scalars + ["TOTAL"] + din + dout
+              + ["sx_lead"] + [f"sx_{d}" for d in sp] + epi_strides + [f"stride_out_{d}" for d in range(rank)])
+    consts = [f"KW_{d}: tl.constexpr" for d in sp]
+    if not adaptive:
+        consts += [f"ST_{d}: tl.constexpr" for d in sp] + [f"PD_{d}: tl.constexpr" for d in sp]
+        consts += [f"DL_{d}: tl.constexpr" for d in sp]
+    k = ["@triton.jit", f"def _pool_kernel{tag}(", *wrap_params(params), *wrap_params(consts),
+         "    IDX64: tl.constexpr, BLOCK: tl.constexpr,", "):",
+         "    if IDX64:",
+         "        offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)",
+         "    else:",
+         "        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)",
+         "    mask = offs < TOTAL",
+         "    rem = offs"]
+    for d in range(rank - 1, 0, -1):
+        k += [f"    idx_{d} = rem % dout_{d}", f"    rem = rem // dout_{d}"]
+    k.append("    idx_0 = rem")
+    # the leading dims, flattened: which input plane this output element pools
+    plane = "offs"
+    for d in range(lead, rank):
+        plane = f"({plane} // dout_{d})"
+    k.append(f"    x_plane = x_ptr + {plane} * sx_lead")
+    o = [f"idx_{lead + d}" for d in sp]
+    for d in sp:
+        if adaptive:
+            k += [f"    lo_{d} = ({o[d]} * din_{d}) // dout_{lead + d}",
+                  f"    hi_{d} = (({o[d]} + 1) * din_{d} + dout_{lead + d} - 1) // dout_{lead + d}"]
+        else:
+            k.append(f"    lo_{d} = {o[d]} * ST_{d} - PD_{d}")
+    init = '-float("inf")' if kind == "max" else "0.0"
+    k.append(f"    acc = tl.full((BLOCK,), {init}, tl.float32)")
+    indent = "    "
+    for d in sp:
+        k.append(f"{indent}for t_{d} in tl.static_range(KW_{d}):")
+        indent += "    "
+        if adaptive:
+            k += [f"{indent}i_{d} = lo_{d} + t_{d}", f"{indent}ok_{d} = i_{d} < hi_{d}"]
+        else:
+            k += [f"{indent}i_{d} = lo_{d} + t_{d} * DL_{d}", f"{indent}ok_{d} = (i_{d} >= 0) & (i_{d} < din_{d})"]
+    offs = " + ".join(f"i_{d} * sx_{d}" for d in sp)
+    ok = " & ".join(["mask"] + [f"ok_{d}" for d in sp])
+    fill = '-float("inf")' if kind == "max" else "0.0"
+    k.append(f"{indent}v = tl.load(x_plane + {offs}, mask={ok}, other={fill}).to(tl.float32)")
+    k.append(f"{indent}acc = {'tl.maximum(acc, v)' if kind == 'max' else 'acc + v'}")
+    if kind == "avg":
+        if adaptive:
+            count = " * ".join(f"(hi_{d} - lo_{d})" for d in sp)
+        elif pool.attr("divisor") is not None:
+            count = str(pool.attr("divisor"))
+        else:
+            ends = []
+            for d in sp:
+                ends += [f"    end_{d} = tl.minimum(lo_{d} + KW_{d}, din_{d} + PD_{d})"]
+            k += ends
+            if pool.attr("count_include_pad"):
+                count = " * ".join(f"(end_{d} - lo_{d})" for d in sp)
+            else:
+                count = " * ".join(f"(tl.minimum(end_{d}, din_{d}) - tl.maximum(lo_{d}, 0))" for d in sp)
+        k.append(f"    acc = acc / ({count}).to(tl.float32)")
+    k += em.lines
+    out_offs = " + ".join(f"idx_{d} * stride_out_{d}" for d in range(rank))
+    k.append(f"    tl.store(out_ptr + {out_offs}, {result}.to(out_ptr.dtype.element_ty), mask=mask)")
+    kernel = "\n".join(k) + "\n"
+
+    entry = f"fused_pool{tag}"
+    l = [f"def {entry}({', '.join(names + scalars)}):",
+         f"    x = {x_name}",
+         f"    din = tuple(x.shape[-{nd}:])"]
+    if adaptive:
+        out_sp = pool.attr("out")
+        l += [f"    spatial = {tuple(out_sp)}",
+              "    window = tuple(-(-i // o) + 1 for i, o in zip(din, spatial))"]
+        geom = ", ".join(f"KW_{d}=window[{d}]" for d in sp)
+    else:
+        kernel_, stride, padding, dil = (pool.attr(a) for a in ("kernel", "stride", "padding", "dilation"))
+        ceil = pool.attr("ceil_mode")
+        l += [f"    spatial = tuple(_pool_out(i, k, s, p, d, {ceil}) for i, k, s, p, d in "
+              f"zip(din, {kernel_}, {stride}, {padding}, {dil}))"]
+        geom = ", ".join(f"KW_{d}={kernel_[d]}, ST_{d}={stride[d]}, PD_{d}={padding[d]}, DL_{d}={dil[d]}" for d in sp)
+    l += [f"    out_shape = tuple(x.shape[:-{nd}]) + spatial",
+          f"    out = torch.empty(out_shape, dtype={out_dtype_expr(plan)}, device=x.device)",
+          "    if out.numel() == 0:",
+          "        return out",
+          f"    x_3 = x.reshape((-1,) + din)  # leading dims flattened (a view when they are contiguous)"]
+    for n in epi:
+        l.append(f"    {n}_s = list({n}.expand(out_shape).stride())")
+    l += [f"    grid = (triton.cdiv(out.numel(), {config.block_n}),)",
+          f"    _pool_kernel{tag}[grid](",
+          f"        x_3, {''.join(n + ', ' for n in epi)}out, {''.join(s + ', ' for s in scalars)}out.numel(), *din, "
+          "*out_shape,",
+          f"        x_3.stride(0), *x_3.stride()[1:], {''.join(f'*{n}_s, ' for n in epi)}*out.stride(),",
+          f"        {geom}, IDX64=_needs_i64(x, out), BLOCK={config.block_n}, num_warps={config.num_warps},",
+          "    )",
+          "    return out"]
+    launcher = "\n".join(l) + "\n"
+    return StageCode(kernels=(kernel,), launcher=launcher, entry=entry, helpers=(SPAN_HELPER, POOL_HELPER))
+
+
+POOL_HELPER = '''def _pool_out(size, k, s, p, d, ceil_mode):
+    """torch's pooled length: floor (or ceil) of the window count, and a last window
+    that would start in the right padding is dropped."""
+    span = size + 2 * p - d * (k - 1) - 1
+    out = (span + (s - 1 if ceil_mode else 0)) // s + 1
+    if ceil_mode and (out - 1) * s >= size + p:
+        out -= 1
+    return out
+'''

@@ -1,0 +1,129 @@
+"""Cumulative sums and products along one dim (forward or reverse), with a
+fused pointwise prologue (a masked cumsum's x * mask) and epilogue.
+
+The launcher views the tensor as (outer, N, inner) around the scanned dim,
+like the rows family (operands addressed in place through two-run layouts).
+A program owns BLOCK_M rows and walks them in BLOCK_N chunks: each chunk is
+scanned in registers and offset by the running total of the chunks before.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ._config import Config
+from ._emit import Emitter, StageCode, load_other, out_dtype_expr, scalar_sources, wrap_params
+from ._gen_elementwise import SPAN_HELPER
+from ._gen_rows import LAYOUT_HELPER, _INDEX, _layout_params, _prep_lines
+from ._ir import Node, Plan, ReduceGroup
+
+__all__ = ["generate_scan"]
+
+
+class _ScanEmitter(Emitter):
+    def __init__(self, plan: Plan, scan: Node, tag: str):
+        super().__init__(plan)
+        self.scan = scan
+        self.tag = tag
+        self.preps: list[tuple[str, str]] = []
+        self.prologue: list[str] = []
+
+    def load_leaf(self, name: str, ctx: str) -> str:
+        if (name, "full") not in self.preps:
+            self.preps.append((name, "full"))
+            p = f"lay_{name}"
+            self.prologue.append(
+                f"    {name}_row = (o % {p}_olo) * {p}_solo + (o // {p}_olo) * {p}_sohi"
+                f" + (i % {p}_ilo) * {p}_silo + (i // {p}_ilo) * {p}_sihi")
+        p = f"lay_{name}"
+        self.emit(f"if {p}_split:")
+        self.emit(f"    {name}_cols = (cols[None, :] % {p}_nlo) * {p}_snlo + (cols[None, :] // {p}_nlo) * {p}_snhi")
+        self.emit("else:")
+        self.emit(f"    {name}_cols = cols[None, :] * {p}_snlo")
+        var = f"l_{name}"
+        self.emit(f"{var} = tl.load({name}_ptr + {name}_row[:, None] + {name}_cols, mask=mask, "
+                  f"other={load_other(self.plan, name)}).to(tl.float32)")
+        return var
+
+    def compute(self, node: Node, ctx: str) -> str:
+        if node.id != self.scan.id:
+            return super().compute(node, ctx)
+        (src,) = node.args
+        v = self.value(src, ctx)
+        if node.attr("kind") == "sum":
+            self.emit(f"chunk = tl.cumsum(tl.where(mask, {v}, 0.0), axis=1)")
+            self.emit("scanned = chunk + carry[:, None]")
+            self.emit("carry_next = carry + tl.sum(tl.where(mask, " + v + ", 0.0), axis=1)")
+        else:
+            self.emit(f"chunk = tl.cumprod(tl.where(mask, {v}, 1.0), axis=1)")
+            self.emit("scanned = chunk * carry[:, None]")
+            self.emit(f"carry_next = carry * tl.reduce(tl.where(mask, {v}, 1.0), 1, _mul{self.tag})")
+        return "scanned"
+
+
+def generate_scan(plan: Plan, config: Config, tag: str = "") -> StageCode:
+    scan = plan.node(plan.anchor_id)
+    dim = scan.attr("dim")
+    rank = len(scan.shape)
+    # the scanned dim is the "row" of a rows-style (outer, N, inner) split
+    view = replace(plan, reduce=ReduceGroup(rank=rank, start=dim, stop=dim + 1, full_shape=tuple(scan.shape)))
+    em = _ScanEmitter(view, scan, tag)
+    em.indent = 2
+    result = em.value(plan.output)
+    names = [leaf.name for leaf in plan.leaves]
+    scalars = [f"s{i}" for i in range(len(scalar_sources(plan)))]
+    args = [n for n, _ in em.preps]
+    params = [f"{a}_ptr" for a in args] + ["out_ptr"] + scalars + ["outer", "N", "inner", "n_iblocks"]
+    params += [p for a in args for p in _layout_params(a)] + ["stride_out_o", "stride_out_n", "stride_out_i"]
+    flags = [f"lay_{a}_split: tl.constexpr" for a in args]
+    init = "0.0" if scan.attr("kind") == "sum" else "1.0"
+    k = ["@triton.jit", f"def _mul{tag}(a, b):", "    return a * b", "", "",
+         "@triton.jit", f"def _scan_kernel{tag}(", *wrap_params(params), *wrap_params(flags),
+         "    REVERSE: tl.constexpr, STRIDED: tl.constexpr, IDX64: tl.constexpr, BLOCK_M: tl.constexpr,",
+         "    BLOCK_N: tl.constexpr,", "):", _INDEX.rstrip("\n")]
+    k += em.prologue
+    k += ["    out_row = o * stride_out_o + i * stride_out_i",
+          f"    carry = tl.full([BLOCK_M], {init}, tl.float32)",
+          "    for start in range(0, N, BLOCK_N):",
+          "        steps = start + tl.arange(0, BLOCK_N)",
+          "        if REVERSE:",
+          "            cols = N - 1 - steps  # walk the row from its end",
+          "        else:",
+          "            cols = steps",
+          "        mask = row_mask[:, None] & (steps[None, :] < N)"]
+    k += em.lines
+    k += [f"        tl.store(out_ptr + out_row[:, None] + cols[None, :] * stride_out_n, "
+          f"{result}.to(out_ptr.dtype.element_ty), mask=mask)",
+          "        carry = carry_next"]
+    kernel = "\n".join(k) + "\n"
+
+    entry = f"fused_scan{tag}"
+    full_leaves = ", ".join(f"{n}.shape" for n in args)
+    c = config
+    l = [f"def {entry}({', '.join(names + scalars)}):",
+         f"    full = _broadcast_shapes({full_leaves})",
+         f"    g0, g1 = {dim} - {rank} + len(full), {dim} - {rank} + len(full) + 1",
+         "    outer, n_cols, inner = _prod(full[:g0]), full[g0], _prod(full[g1:])",
+         f"    out = torch.empty(full, dtype={out_dtype_expr(plan)}, device={names[0]}.device)",
+         "    if out.numel() == 0:",
+         "        return out",
+         "    out_3d = out.reshape(outer, n_cols, inner)",
+         "    strided = inner > 1",
+         f"    block_m = min(64, triton.next_power_of_2(inner)) if strided else {c.block_m}",
+         f"    block_n = 16 if strided else min({c.block_n}, triton.next_power_of_2(n_cols))",
+         "    n_iblocks = triton.cdiv(inner, block_m) if strided else 1",
+         "    grid = (outer * n_iblocks,) if strided else (triton.cdiv(outer, block_m),)"]
+    l += _prep_lines(view, em.preps)
+    ptrs = "".join(f"{a}_t, " for a in args)
+    lays = " + ".join(f"{a}_lay" for a in args)
+    flag_args = "".join(f"lay_{a}_split={a}_lay[3] < n_cols, " for a in args)
+    l += [f"    _scan_kernel{tag}[grid](",
+          f"        {ptrs}out_3d, {''.join(s + ', ' for s in scalars)}outer, n_cols, inner, n_iblocks,",
+          f"        *({lays}), *out_3d.stride(),",
+          f"        {flag_args}REVERSE={scan.attr('reverse')}, STRIDED=strided,",
+          f"        IDX64=_needs_i64(out, {', '.join(args)}), BLOCK_M=block_m, BLOCK_N=block_n, "
+          f"num_warps={c.num_warps},",
+          "    )",
+          "    return out"]
+    launcher = "\n".join(l) + "\n"
+    return StageCode(kernels=(kernel,), launcher=launcher, entry=entry, helpers=(SPAN_HELPER, LAYOUT_HELPER))

@@ -1,0 +1,345 @@
+"""Scheduling a traced graph into kernels: which nodes share a kernel, and
+which values are written to buffers between kernels.
+
+Each kernel is one family's template: an anchor (matmul, conv, pool, scan)
+with its pointwise epilogue, a row-reduction group with its prologue and
+epilogue, or a pointwise chain. Nodes are taken in graph order and join the
+open kernel while the kernel's family still accepts the grown subgraph (the
+same checks that classify a single-kernel plan); otherwise the open kernel is
+closed and its last value becomes a buffer the next kernels read like an
+input. A value needed by a later kernel that is not its kernel's last one
+forces a cut after it, and the grouping is redone until every buffer is some
+kernel's last value.
+
+Pointwise values computed from inputs alone ("free" nodes) are recomputed in
+every kernel that reads them instead of being stored, unless an anchor, a
+view or a copy needs them as a tensor. Views of computed values and
+``torch.cat`` are made in ``forward`` on the buffers (views and copies are
+allowed there); under the ``kernelbench`` rules a convolution or matmul that
+feeds further work is the library's call, and the work after it our kernels.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+from ._build import Builder, Reject
+from ._ir import ANCHORS, Leaf, Node, Plan, ReduceGroup, Ref, TensorSpec
+
+__all__ = ["schedule", "classify", "domain_map", "HOST_OPS", "LIBRARY_OPS"]
+
+HOST_OPS = ("cat", "libconv", "libmm")  # stages made in forward itself, no kernel of ours
+LIBRARY_OPS = {"conv": "libconv", "matmul": "libmm"}  # what the kernelbench rules hand to the library
+
+
+def classify(nodes: list[Node], output: Ref, b: Builder):
+    """(family, reduction group, matmul id, anchor id) of one kernel's subgraph; Reject when
+    no single family covers it. Operands outside ``nodes`` count as inputs; ``b`` answers
+    ``shape(ref)`` (a Builder, or the shapes of a stage with buffer operands)."""
+    ids = {n.id for n in nodes}
+    anchors = [n for n in nodes if n.op in ANCHORS]
+    reductions = [n for n in nodes if n.op == "reduce"]
+    for n in nodes:
+        if n.op in HOST_OPS or n.op == "view":
+            raise Reject(f"{n.op} is made in forward, not inside a kernel")
+    if anchors:
+        if len(anchors) > 1:
+            raise Reject(f"{len(anchors)} {'/'.join(sorted({a.op for a in anchors}))} ops in one kernel")
+        if reductions:
+            raise Reject(f"a {anchors[0].op} combined with a reduction needs two kernels")
+        anchor = anchors[0]
+        if anchor.op != "scan" and any(a.kind == "node" and a.value in ids for a in anchor.args):
+            raise Reject(f"a {anchor.op} operand computed in the same kernel (no fused prologue)")
+        if tuple(b.shape(output)) != tuple(anchor.shape):
+            raise Reject(f"the {anchor.op} epilogue broadcasts its result to a larger shape")
+        if anchor.op != "matmul" and any(n.op == "iota" for n in nodes):
+            raise Reject(f"index-dependent epilogues are not supported after a {anchor.op}")
+        return anchor.op, None, (anchor.id if anchor.op == "matmul" else None), anchor.id
+    if reductions:
+        return "rows", _check_rows(nodes, output, b), None, None
+    return "elementwise", None, None, None
+
+
+def _check_rows(nodes: list[Node], output: Ref, b: Builder) -> ReduceGroup:
+    reductions = [n for n in nodes if n.op == "reduce"]
+    full = b.shape(reductions[0].args[0])
+    start, stop = reductions[0].attr("start"), reductions[0].attr("stop")
+    for node in reductions:
+        if (b.shape(node.args[0]), node.attr("start"), node.attr("stop")) != (full, start, stop):
+            raise Reject("reductions over different dims or shapes in one kernel")
+    rank = len(full)
+    keep = tuple(1 if start <= i < stop else s for i, s in enumerate(full))
+    squeezed = full[:start] + full[stop:]
+    domain = domain_map(nodes, full, keep)
+    for node in nodes:
+        d = domain[node.id]
+        arg_domains = [domain.get(a.value, "free") if a.kind == "node" else "free" for a in node.args]
+        if node.op == "reduce":
+            if arg_domains[0] == "red":
+                raise Reject("a reduction of a reduced value (nested reductions) needs two kernels")
+            if node.attr("kind") in ("argmax", "argmin") and node.id != output.value:
+                raise Reject("an argmax/argmin index feeds further ops in the same kernel")
+        elif d == "row":
+            if node.shape != full:
+                raise Reject(f"an op broadcasts the reduced tensor {full} to {node.shape}")
+            for a, ad in zip(node.args, arg_domains):
+                if ad == "red" and len(b.shape(a)) != rank:
+                    raise Reject("a reduction result taken without keepdim is broadcast against the "
+                                 "unreduced tensor (it lines up with the wrong dims)")
+        elif d == "red":
+            if node.shape not in (keep, squeezed):
+                raise Reject(f"a reduced value is broadcast to shape {node.shape}")
+        if node.op == "iota" and d != "free":
+            raise Reject("an index value depends on a reduction")
+    if output.kind == "node" and domain[output.value] == "row" and b.shape(output) != full:
+        raise Reject("the output's shape is neither the reduced tensor's nor the reduction's")
+    return ReduceGroup(rank=rank, start=start, stop=stop, full_shape=full)
+
+
+def domain_map(nodes: list[Node], full: tuple[int, ...], keep: tuple[int, ...]) -> dict[int, str]:
+    """Per node: "row" (a value per element of the unreduced tensor), "red" (a value
+    per row, i.e. per element of the reduced tensor) or "free" (depends on no
+    reduction: computed in whichever domain its consumer needs)."""
+    domain: dict[int, str] = {}
+    for node in nodes:
+        arg_domains = {domain[a.value] for a in node.args if a.kind == "node" and a.value in domain}
+        if node.op == "reduce":
+            domain[node.id] = "red"
+        elif "row" in arg_domains:
+            domain[node.id] = "row"
+        elif "red" in arg_domains:
+            # per-row values combined with a full-size operand become full-size again
+            domain[node.id] = "row" if node.shape == full and full != keep else "red"
+        else:
+            domain[node.id] = "free"
+    return domain
+
+
+# ---------------------------------------------------------------- grouping
+def _free_nodes(b: Builder, nodes: list[Node]) -> set[int]:
+    """Pointwise nodes that depend on inputs only."""
+    free: set[int] = set()
+    for n in nodes:
+        if n.op in ANCHORS or n.op in HOST_OPS or n.op in ("reduce", "view"):
+            continue
+        if all(a.kind != "node" or a.value in free for a in n.args):
+            free.add(n.id)
+    return free
+
+
+class _Graph:
+    def __init__(self, b: Builder, nodes: list[Node], output: Ref, keep: tuple[int, ...] = ()):
+        self.b = b
+        self.nodes = nodes
+        self.by_id = {n.id: n for n in nodes}
+        self.output = output
+        self.users: dict[int, list[Node]] = {n.id: [] for n in nodes}
+        for n in nodes:
+            for a in n.args:
+                if a.kind == "node":
+                    self.users[a.value].append(n)
+        free = _free_nodes(b, nodes)
+        # free values an anchor, a view or a copy takes as a tensor are stored like any other;
+        # a scan computes a pointwise prologue on the fly (a masked cumsum's x * mask)
+        stored = {a.value for n in nodes if (n.op in ANCHORS and n.op != "scan") or n.op in HOST_OPS
+                  or n.op == "view" for a in n.args if a.kind == "node"}
+        stored.add(output.value)
+        stored.update(keep)
+        self.sunk = free - stored
+
+    def closure(self, group: list[int]) -> list[int]:
+        """The group's nodes plus the recomputed free nodes they read, in graph order."""
+        out, stack = set(group), list(group)
+        while stack:
+            for a in self.by_id[stack.pop()].args:
+                if a.kind == "node" and a.value in self.sunk and a.value not in out:
+                    out.add(a.value)
+                    stack.append(a.value)
+        return sorted(out)
+
+
+def _is_host(n: Node) -> bool:
+    return n.op in HOST_OPS or n.op == "view"
+
+
+def _group(g: _Graph, forced: set[int]) -> list[list[int]]:
+    groups: list[list[int]] = []
+    cur: list[int] = []
+
+    def close():
+        nonlocal cur
+        if cur:
+            groups.append(cur)
+        cur = []
+
+    for n in g.nodes:
+        if n.id in g.sunk:
+            continue
+        if _is_host(n):
+            close()
+            groups.append([n.id])
+            continue
+        if n.op in ANCHORS:
+            close()
+        elif cur and (cur[-1] in forced or not _legal(g, cur + [n.id])):
+            close()
+        cur.append(n.id)
+    close()
+    return groups
+
+
+def _legal(g: _Graph, group: list[int]) -> bool:
+    sub = _subgraph(g, group, {})
+    try:
+        classify(sub[0], sub[1], _Shapes(g.b))
+    except Reject:
+        return False
+    return True
+
+
+def _subgraph(g: _Graph, group: list[int], buffers: dict[int, Leaf]):
+    """The group's nodes with operands from other groups turned into buffer leaves
+    (placeholder leaves while grouping). Shapes still come from the builder."""
+    ids = g.closure(group)
+    inside = set(ids)
+    nodes = []
+    for i in ids:
+        n = g.by_id[i]
+        args = tuple(Ref("leaf", buffers[a.value].name) if a.kind == "node" and a.value not in inside and a.value in buffers
+                     else (Ref("ext", a.value) if a.kind == "node" and a.value not in inside else a) for a in n.args)
+        nodes.append(replace(n, args=args))
+    return nodes, Ref("node", group[-1])
+
+
+def _live_out_problems(g: _Graph, groups: list[list[int]]) -> set[int]:
+    owner = {i: gi for gi, grp in enumerate(groups) for i in grp}
+    bad = set()
+    for gi, grp in enumerate(groups):
+        for i in g.closure(grp):
+            for a in g.by_id[i].args:
+                if a.kind == "node" and a.value not in g.sunk and owner[a.value] != gi:
+                    src = groups[owner[a.value]]
+                    if src[-1] != a.value:
+                        bad.add(a.value)
+    return bad
+
+
+# ---------------------------------------------------------------- stages
+def schedule(b: Builder, nodes: list[Node], output: Ref, rules: str = "strict",
+             keep: tuple[int, ...] = ()) -> tuple[list[Plan], int, dict[int, Leaf]]:
+    """Stage plans in launch order (each a single-kernel or host plan; leaves and
+    nodes rewritten so operands from earlier stages are buffer leaves), the index
+    of the main stage, and the buffer (as a leaf) of every stored node. ``keep``:
+    nodes that must be stored (the output's views name them)."""
+    g = _Graph(b, nodes, output, keep)
+    if rules == "kernelbench":
+        _to_library(g)
+    forced: set[int] = set()
+    for _ in range(len(nodes) + 1):
+        groups = _group(g, forced)
+        bad = _live_out_problems(g, groups)
+        if not bad:
+            break
+        forced |= bad
+    else:  # pragma: no cover - each round adds a cut, so this ends
+        raise Reject("could not split the graph into kernels")
+
+    buffers: dict[int, Leaf] = {}  # node id -> the leaf later stages read it through
+    stages: list[Plan] = []
+    for k, grp in enumerate(groups):
+        last = g.by_id[grp[-1]]
+        if last.op == "view":
+            base = buffers[last.args[0].value]
+            suffix = last.attr("suffix")
+            for j, ref in enumerate(last.args[1:], 1):
+                suffix = suffix.replace(f"@{j}", source_of(b, ref, buffers))
+            buffers[last.id] = Leaf(name=f"{base.name}_v{last.id}", source=base.source + suffix,
+                                    spec=TensorSpec(tuple(last.shape), b.dtypes[last.id]))
+            continue
+        name = f"buf{len(stages)}"
+        sub_nodes, out_ref = _subgraph(g, grp, buffers)
+        for n in sub_nodes:
+            for a in n.args:
+                if a.kind == "ext":  # pragma: no cover - guarded by the live-out fixed point
+                    raise Reject("a value is read before the kernel computing it")
+        stages.append(_stage_plan(b, sub_nodes, out_ref, buffers, name))
+        buffers[last.id] = Leaf(name=name, source=name, spec=TensorSpec(tuple(last.shape), b.dtypes[last.id]))
+    return stages, _main_stage(stages), buffers
+
+
+def source_of(b: Builder, ref: Ref, buffers: dict[int, Leaf]) -> str:
+    """The forward expression of a tensor: an input's, or a stored value's buffer."""
+    if ref.kind == "leaf":
+        return b.leaf_by_name(ref.value).source
+    return buffers[ref.value].source
+
+
+def _to_library(g: _Graph) -> None:
+    """kernelbench rules: a conv or matmul whose result feeds more work is computed by
+    the library; the work after it stays in our kernels. A lone one stays ours (a
+    candidate must run a kernel of its own)."""
+    for i, n in enumerate(g.nodes):
+        if n.op in LIBRARY_OPS and g.users[n.id]:
+            lib = replace(n, op=LIBRARY_OPS[n.op])
+            g.nodes[i] = lib
+            g.by_id[n.id] = lib
+    # the library result is a stored tensor; free-node bookkeeping is unchanged (anchors were never free)
+
+
+def _stage_plan(b: Builder, nodes: list[Node], out_ref: Ref, buffers: dict[int, Leaf], name: str) -> Plan:
+    used: list[str] = []
+    for n in nodes:
+        for a in n.args:
+            if a.kind == "leaf" and a.value not in used:
+                used.append(a.value)
+    by_name = {leaf.name: leaf for leaf in b.leaves.values()} | {leaf.name: leaf for leaf in buffers.values()}
+    leaves = tuple(by_name[u] for u in used)
+    out_node = next(n for n in nodes if n.id == out_ref.value)
+    dtype = b.dtypes[out_node.id]
+    fixed = any(n.op == "cast" for n in nodes) or dtype.startswith("int")
+    if out_node.op in HOST_OPS:
+        family, group, mm, anchor = "host", None, None, out_node.id
+    else:
+        family, group, mm, anchor = classify(nodes, out_ref, _Shapes(b, leaves))
+    return Plan(family=family, name=name, leaves=leaves, nodes=tuple(nodes), output=out_ref,
+                out_spec=TensorSpec(tuple(out_node.shape), dtype), forward_args="", init_source="",
+                fixed_out_dtype=fixed, reduce=group, matmul_id=mm, anchor_id=anchor, buffer=name)
+
+
+class _Shapes:
+    """Builder-like shape lookups for a kernel's subgraph: its operands may be buffer
+    leaves, or ("ext", id) placeholders for other kernels' values while grouping."""
+
+    def __init__(self, b: Builder, leaves: tuple[Leaf, ...] = ()):
+        self._b = b
+        self._leaves = {leaf.name: leaf for leaf in leaves}
+
+    def shape(self, ref: Ref) -> tuple[int, ...]:
+        if ref.kind == "leaf" and ref.value in self._leaves:
+            return self._leaves[ref.value].spec.shape
+        if ref.kind == "ext":
+            return self._b.nodes[ref.value].shape
+        return self._b.shape(ref)
+
+
+def stage_cost(plan: Plan) -> float:
+    """A rough amount of work, to pick the stage a configuration tunes."""
+    if plan.family == "host":
+        return 0.0
+    if plan.family == "matmul":
+        mm = plan.node(plan.matmul_id)
+        k = plan.leaf(mm.args[0].value).spec.shape[-1] if mm.args[0].kind == "leaf" else 1
+        return 2.0 * math.prod(mm.shape) * k
+    if plan.family == "conv":
+        conv = plan.node(plan.anchor_id)
+        w = plan.leaf(conv.args[1].value).spec.shape
+        return 2.0 * math.prod(conv.shape) * math.prod(w[1:]) * (w[0] / conv.shape[1] if conv.attr("transposed") else 1)
+    if plan.family == "rows":
+        return float(math.prod(plan.reduce.full_shape))
+    return float(max([math.prod(leaf.spec.shape) for leaf in plan.leaves] + [math.prod(plan.out_spec.shape)]))
+
+
+def _main_stage(stages: list[Plan]) -> int:
+    costs = [stage_cost(s) for s in stages]
+    return max(range(len(stages)), key=lambda i: (costs[i], -i))
