@@ -92,23 +92,28 @@ def _sample(t: torch.Tensor) -> torch.Tensor:
     return flat.double() if (flat.is_floating_point() or not flat.is_complex()) else flat.abs().double()
 
 
-def output_reasons(out: Any, tolerance: tuple[float, float] | None = None) -> list[str]:
-    """Why these reference outputs cannot tell a right kernel from a wrong one ([] when they can)."""
+def output_findings(out: Any, tolerance: tuple[float, float] | None = None) -> list[tuple[str, str]]:
+    """(kind, why) for each way these reference outputs cannot tell a right kernel from a wrong one.
+
+    Kinds: empty, constant, non_finite, near_zero, mostly_zero, low_variance, one_value_per_row.
+    """
     leaves = _float_leaves(out)
-    reasons = []
+    found: list[tuple[str, str]] = []
     for k, t in enumerate(leaves):
         label = f"output {k}" if len(leaves) > 1 else "the output"
         if t.numel() == 0:
-            reasons.append(f"{label} is empty")
+            found.append(("empty", f"{label} is empty"))
             continue
         if t.dtype == torch.bool or not (t.is_floating_point() or t.is_complex()):
             flat = t.detach().reshape(-1)
             if bool((flat == flat[0]).all()):
-                reasons.append(f"{label} is constant ({flat[0].item()})")
+                found.append(("constant", f"{label} is constant ({flat[0].item()})"))
             continue
         e = _sample(t)
-        if not bool(torch.isfinite(e).all()):
-            reasons.append(f"{label} is not finite")
+        finite = torch.isfinite(e)
+        if not bool(finite.all()):
+            found.append(("non_finite", f"{label} has {int((~finite).sum())} of {e.numel()} NaN/inf elements"
+                          + (" (sampled)" if e.numel() < t.numel() else "")))
             continue
         atol, rtol = tolerance_for(t.dtype, tolerance)
         allowed = atol + rtol * e.abs()
@@ -116,16 +121,23 @@ def output_reasons(out: Any, tolerance: tuple[float, float] | None = None) -> li
         median = e.median()
         const_share = float(((e - median).abs() <= allowed).double().mean())
         if zero_share == 1.0:
-            reasons.append(f"{label} is so close to zero that an all-zero output passes atol={atol:g} (max |out| {float(e.abs().max()):.3g})")
+            found.append(("near_zero", f"{label} is so close to zero that an all-zero output passes atol={atol:g} "
+                                       f"(max |out| {float(e.abs().max()):.3g})"))
         elif zero_share >= MOSTLY:
-            reasons.append(f"{label} is mostly zero (zero matches {zero_share:.1%} of its elements)")
+            found.append(("mostly_zero", f"{label} is mostly zero (zero matches {zero_share:.1%} of its elements within atol={atol:g})"))
         elif const_share == 1.0:
-            reasons.append(f"{label} is constant ({float(median):.6g} everywhere within tolerance)")
+            found.append(("constant", f"{label} is constant ({float(median):.6g} everywhere within tolerance)"))
         elif const_share >= MOSTLY:
-            reasons.append(f"{label} has low variance (one value, {float(median):.6g}, matches {const_share:.1%} of its elements)")
+            found.append(("low_variance", f"{label} has low variance (one value, {float(median):.6g}, "
+                                          f"matches {const_share:.1%} of its elements)"))
         elif t.dim() >= 2 and t.shape[-1] > 1 and _one_value_per_row(t, atol, rtol):
-            reasons.append(f"{label} holds one value per row (constant along its last dimension)")
-    return reasons
+            found.append(("one_value_per_row", f"{label} holds one value per row (constant along its last dimension)"))
+    return found
+
+
+def output_reasons(out: Any, tolerance: tuple[float, float] | None = None) -> list[str]:
+    """Why these reference outputs cannot tell a right kernel from a wrong one ([] when they can)."""
+    return [why for _, why in output_findings(out, tolerance)]
 
 
 def _one_value_per_row(t: torch.Tensor, atol: float, rtol: float) -> bool:
@@ -317,6 +329,7 @@ __all__ = [
     "degeneracy",
     "insensitive_inputs",
     "nondeterminism",
+    "output_findings",
     "output_reasons",
     "plan_stress",
     "stress_draw",

@@ -188,3 +188,13 @@ class ModelNew(nn.Module):
     assert result.status == Verdict.OK, result.feedback
     assert "constant" in result.degenerate and not result.stress_trials
     assert any(w.startswith("degenerate task") for w in result.warnings)
+
+
+def test_suite_filter_uses_the_same_check():
+    from evokernel.bench.degenerate import check_task, degenerate_tasks
+
+    level2_9 = {f.check: f.detail for f in check_task(LEVEL2_9, seeds=2)}
+    assert "near_zero" in level2_9 and "normal(0, 10)" in level2_9["stress_tested"]
+    assert "degenerate" not in level2_9
+    listed = degenerate_tasks([CASES / "task_ignores_inputs.py", LEVEL2_9, CASES / "task_add_relu.py"])
+    assert list(listed) == [str(CASES / "task_ignores_inputs.py")] and "no stress distribution" in listed[str(CASES / "task_ignores_inputs.py")]

@@ -7,6 +7,13 @@ skip that input; the reference itself is non-finite or non-deterministic, so no
 verdict means anything. `check_task` runs a task's reference on the CPU at a
 chosen size and returns one `Finding` per problem; an empty list means clean.
 
+The output checks are the executor's own (`backends.output_findings`), and a
+task that is degenerate on its own inputs is also put through the executor's
+stress search (`backends.assess_task`): `stress_tested` names the input
+distribution under which the executor's stress trials will test candidates
+anyway, `degenerate` says that none exists, so the task's speedups mean
+nothing and bench reports keep them out of geometric means.
+
     python -m evokernel.bench.degenerate benchmarks/level1 benchmarks/level2
 
 prints OK or the findings for each task file and exits 1 if anything was
@@ -29,13 +36,15 @@ from typing import Any
 
 import torch
 
-# Tolerances the verifier applies when a task sets no TOLERANCE: the executor's own table.
-from backends import DEFAULT_TOLERANCE
+# Tolerances the verifier applies when a task sets no TOLERANCE: the executor's own table,
+# and the executor's own degeneracy checks.
+from backends import DEFAULT_TOLERANCE, assess_task, output_findings
 
 __all__ = [
     "Finding",
     "TaskLoadError",
     "check_task",
+    "degenerate_tasks",
     "load_task_module",
     "task_files",
     "tolerance_for",
@@ -44,12 +53,8 @@ __all__ = [
 
 SIZE_ENV = "EVOKERNEL_SIZE"
 
-# An output whose largest magnitude is below this carries too little signal to
-# tell a kernel from one that writes (almost) nothing.
-NEAR_ZERO_MAX_ABS = 1e-3
-# Share of elements that a zero would match within tolerance, above which a
-# kernel that gets only the few large elements right still passes.
-MOSTLY_ZERO_SHARE = 0.9
+# Findings that the executor's stress trials address (the output cannot tell kernels apart on these inputs).
+STRESSABLE = frozenset({"near_zero", "mostly_zero", "constant", "low_variance", "one_value_per_row", "ignores_input"})
 
 
 @dataclass(frozen=True)
@@ -180,32 +185,9 @@ def _float_inputs(inputs: Sequence[Any], dtype: torch.dtype) -> list[Any]:
 
 
 def _output_findings(module: ModuleType, outs: list[torch.Tensor]) -> list[tuple[str, str]]:
-    found = []
-    for k, out in enumerate(outs):
-        label = f"output {k}" if len(outs) > 1 else "output"
-        if not out.is_floating_point():
-            continue
-        finite = torch.isfinite(out)
-        if not bool(finite.all()):
-            bad = int((~finite).sum())
-            found.append(("non_finite", f"{label} has {bad} of {out.numel()} NaN/inf elements"))
-            continue
-        atol, rtol = tolerance_for(module, out.dtype)
-        magnitude = out.abs().double()
-        max_abs = float(magnitude.max()) if out.numel() else 0.0
-        zero_ok = magnitude <= atol + rtol * magnitude
-        if out.numel() == 0 or bool(zero_ok.all()):
-            found.append(("near_zero", f"an all-zero {label} passes atol={atol:g} (max |out| {max_abs:.3g})"))
-        elif max_abs < NEAR_ZERO_MAX_ABS:
-            found.append(("near_zero", f"max |{label}| is {max_abs:.3g} < {NEAR_ZERO_MAX_ABS:g}"))
-        else:
-            share = float(zero_ok.double().mean())
-            if share > MOSTLY_ZERO_SHARE:
-                found.append((
-                    "mostly_zero",
-                    f"zero matches {share:.1%} of {label} elements within atol={atol:g}",
-                ))
-    return found
+    override = getattr(module, "TOLERANCE", None)
+    tolerance = (float(override[0]), float(override[1])) if override is not None else None
+    return [f for f in output_findings(outs, tolerance) if f[0] != "empty"]
 
 
 def _tolerance_findings(
@@ -333,9 +315,27 @@ def check_task(path: str | os.PathLike[str], *, size: str = "small", seeds: int 
                         seen.add((check, detail))
                         group = g if len(groups_by_seed[0]) > 1 else None
                         findings.append(Finding(where, check, detail, group))
+        if any(f.check in STRESSABLE for f in findings) and not any(f.check == "nondeterministic" for f in findings):
+            with _size_env(size):
+                plan = assess_task(module, trials=seeds)
+            if plan.distribution:
+                findings.append(Finding(where, "stress_tested",
+                                        f"the executor's stress trials test candidates on inputs from {plan.distribution}"))
+            elif plan.degenerate:
+                findings.append(Finding(where, "degenerate", plan.degenerate))
     except Exception as exc:  # failures are data: report the task, keep checking the others
         findings.append(Finding(where, "run_error", f"{type(exc).__name__}: {exc}"))
     return findings
+
+
+def degenerate_tasks(paths: Sequence[str | os.PathLike[str]], *, size: str = "small", seeds: int = 2) -> dict[str, str]:
+    """{task file: why} for the tasks no input distribution makes testable (what bench reports list)."""
+    out = {}
+    for f in task_files(paths):
+        for finding in check_task(f, size=size, seeds=seeds):
+            if finding.check == "degenerate":
+                out[str(f)] = finding.detail
+    return out
 
 
 def _same_tensor(a: Any, b: Any) -> bool:
