@@ -26,7 +26,9 @@ def test_gm_bandwidth_per_core_follows_the_published_points():
     assert bw(16) == pytest.approx(101e9)  # 16 * 101 GB/s = 1.616 TB/s, still under the cap
     assert bw(24) == pytest.approx(48 * 34e9 / 24)  # 68 GB/s
     assert bw(48) == pytest.approx(34e9)
-    assert bw(200) == pytest.approx(34e9)  # more blocks than cores run in waves of 48
+    # vector and cube cores share HBM: all 72 of a 910B together still get the 1.63 TB/s
+    assert bw(72) == pytest.approx(48 * 34e9 / 72)
+    assert bw(200) == pytest.approx(48 * 34e9 / 72)  # more blocks than cores run in waves
 
 
 def test_copies_without_double_buffering_add_up():
@@ -128,3 +130,39 @@ def test_single_buffering_is_modelled_slower(add_ops):
     single = run_add(add_ops, 2**20, buffers=1)
     assert not single["slowest_block"]["double_buffered_in"]
     assert single["latency_us"] > 1.3 * double["latency_us"]
+
+
+# ---- the cube unit ---------------------------------------------------------------------------------------------
+# Published: Huawei's Ascend 910 (Hot Chips 2019, Huawei's own announcement): each AI Core does 4096 fp16
+# multiply-adds per cycle; 32 cores give 256 TFLOPS fp16 and 512 TOPS int8.
+# (http://m.elecfans.com/article/1058184.html, https://www.besthub.dev/articles/how-huawei-ascend-910-redefines-ai-training-performance-d95c7f11f1dc)
+
+
+def test_cube_peak_matches_the_published_ascend_910_figures():
+    from backends.ascendc._cost import Chip, peak_cube_tflops
+
+    ascend_910 = Chip(name="Ascend 910", cube_cores=32, clock_hz=1.0e9)
+    assert peak_cube_tflops(ascend_910) == pytest.approx(256, rel=0.025)  # 262.1 modelled
+    assert peak_cube_tflops(ascend_910, bytes_per_element=1) == pytest.approx(512, rel=0.025)
+    # the 910B of DESIGN section 7 (24 cube cores at 1.85 GHz), with the same per-core cube
+    assert peak_cube_tflops() == pytest.approx(363.7, rel=1e-3)
+    assert peak_cube_tflops(bytes_per_element=4) == pytest.approx(363.7 / 2, rel=1e-3)
+
+
+def test_cube_block_pipes():
+    from backends.ascendc._cost import BlockStats, cube_cost
+
+    # one AIC: 1 MB in, 512 KB L1 -> L0, 100k fractal cycles, 256 KB out, single-buffered: the pipes add up
+    b = BlockStats(core="aic", gm_to_l1=1 << 20, l1_to_l0=1 << 19, mmad_cycles=100_000, fixpipe=1 << 18, mmad_calls=10)
+    c = cube_cost(b, 1)
+    assert c["cube_us"] == pytest.approx(100_000 / 1.85e9 * 1e6)
+    assert c["mte2_us"] == pytest.approx((1 << 20) / 101e9 * 1e6)
+    assert c["mte1_us"] == pytest.approx((1 << 19) / (512 * 1.85e9) * 1e6)
+    assert c["latency_us"] == pytest.approx(c["mte2_us"] + c["mte1_us"] + c["cube_us"] + c["fixpipe_us"])
+    # double-buffered L1 and L0 queues (A1=1, B1=3, A2=2, B2=4; 2 buffers, both used): the slowest pipe dominates
+    b.queues = [(1, 2, 10, 2), (3, 2, 10, 2), (2, 2, 10, 2), (4, 2, 10, 2)]
+    d = cube_cost(b, 1)
+    assert d["double_buffered_l1"] and d["double_buffered_l0"]
+    slowest = max(d["mte2_us"], d["mte1_us"], d["cube_us"])
+    assert d["latency_us"] == pytest.approx(slowest + (d["mte2_us"] + d["mte1_us"] + d["cube_us"] - slowest) / 10
+                                            + d["fixpipe_us"])
