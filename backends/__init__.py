@@ -6,6 +6,7 @@ GPU machine where the rest of EvoKernel's dependencies are absent.
 
 from ._backend import Backend, CompileReport, LaunchLog, UnknownBackend, backend_names, get_backend
 from ._compare import DEFAULT_TOLERANCE, Comparison, compare
+from ._hardware import HardwareFacts, TaskCost, hardware_facts, measure_hardware, task_cost
 from ._evaluate import EvalOptions
 from ._executor import Executor, default_device
 from ._pool import DevicePlanError, ExecutorPool, PoolStats, plan_devices, visible_gpu_count
@@ -26,6 +27,7 @@ __all__ = [
     "EvalOptions",
     "EvalResult",
     "Executor",
+    "HardwareFacts",
     "ExecutorPool",
     "KernelFacts",
     "LaunchLog",
@@ -34,6 +36,7 @@ __all__ = [
     "SandboxLimits",
     "StaticFinding",
     "Task",
+    "TaskCost",
     "Roofline",
     "TaskError",
     "Timing",
@@ -44,9 +47,12 @@ __all__ = [
     "compare",
     "default_device",
     "get_backend",
+    "hardware_facts",
     "load_task",
     "load_task_module",
     "plan_devices",
+    "measure_hardware",
     "static_findings",
+    "task_cost",
     "visible_gpu_count",
 ]

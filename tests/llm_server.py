@@ -27,36 +27,52 @@ class Reply:
 
 def openai_reply(
     text: str, *, finish_reason: str = "stop", tokens_in: int = 11, tokens_out: int = 7,
-    model: str = "test-model",
+    model: str = "test-model", cached_tokens: int | None = None, reasoning: str | None = None,
+    reasoning_tokens: int | None = None,
 ) -> Reply:
+    """A chat completion; `reasoning` goes in the `reasoning_content` field vLLM and DeepSeek use."""
+    message: dict[str, Any] = {"role": "assistant", "content": text}
+    if reasoning is not None:
+        message["reasoning_content"] = reasoning
+    usage: dict[str, Any] = {"prompt_tokens": tokens_in, "completion_tokens": tokens_out,
+                             "total_tokens": tokens_in + tokens_out}
+    if cached_tokens is not None:
+        usage["prompt_tokens_details"] = {"cached_tokens": cached_tokens}
+    if reasoning_tokens is not None:
+        usage["completion_tokens_details"] = {"reasoning_tokens": reasoning_tokens}
     return Reply(body={
         "id": "chatcmpl-test",
         "object": "chat.completion",
         "created": 1,
         "model": model,
-        "choices": [{
-            "index": 0,
-            "message": {"role": "assistant", "content": text},
-            "finish_reason": finish_reason,
-        }],
-        "usage": {"prompt_tokens": tokens_in, "completion_tokens": tokens_out,
-                  "total_tokens": tokens_in + tokens_out},
+        "choices": [{"index": 0, "message": message, "finish_reason": finish_reason}],
+        "usage": usage,
     })
 
 
 def anthropic_reply(
     text: str, *, stop_reason: str = "end_turn", tokens_in: int = 13, tokens_out: int = 5,
-    model: str = "claude-test",
+    model: str = "claude-test", thinking: str | None = None, cache_read: int | None = None,
+    cache_write: int | None = None,
 ) -> Reply:
+    """A message; `tokens_in` is Anthropic's `input_tokens` (the part not read from or written to the cache)."""
+    content: list[dict] = [{"type": "text", "text": text}]
+    if thinking is not None:
+        content.insert(0, {"type": "thinking", "thinking": thinking, "signature": "test-signature"})
+    usage: dict[str, Any] = {"input_tokens": tokens_in, "output_tokens": tokens_out}
+    if cache_read is not None:
+        usage["cache_read_input_tokens"] = cache_read
+    if cache_write is not None:
+        usage["cache_creation_input_tokens"] = cache_write
     return Reply(body={
         "id": "msg_test",
         "type": "message",
         "role": "assistant",
         "model": model,
-        "content": [{"type": "text", "text": text}],
+        "content": content,
         "stop_reason": stop_reason,
         "stop_sequence": None,
-        "usage": {"input_tokens": tokens_in, "output_tokens": tokens_out},
+        "usage": usage,
     })
 
 

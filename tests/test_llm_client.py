@@ -134,7 +134,8 @@ def test_ask_logs_the_prompt_report(server, llm_env):
     _client(server, llm_env, log).ask(prompt, run_id=1)
     logged = log.calls[0]["prompt"]
     assert logged["report"]["included_memories"] == [0]
-    assert server.requests[0].body["messages"][1]["content"] == prompt.messages[0]["content"]
+    # The OpenAI wire format takes the prompt's parts as one text, the stable part first.
+    assert server.requests[0].body["messages"][1]["content"] == prompt.user_text
 
 
 def test_price_table_file_and_unknown_models(tmp_path, llm_env):

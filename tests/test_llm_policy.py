@@ -33,10 +33,7 @@ def openai_policy(server, llm_env, log):
 
 
 def openai_reasoning_reply(text: str, reasoning: str, **kw):
-    reply = openai_reply(text, **kw)
-    reply.body["choices"][0]["message"]["reasoning_content"] = reasoning
-    reply.body["usage"]["completion_tokens_details"] = {"reasoning_tokens": 321}
-    return reply
+    return openai_reply(text, reasoning=reasoning, reasoning_tokens=321, **kw)
 
 
 # The three shapes the issue saw go wrong: a draft from the reasoning, a snippet or test block pulled in,
@@ -90,10 +87,8 @@ def test_separate_reasoning_field_is_stored_not_searched(server, llm_env):
 def test_anthropic_thinking_blocks_are_reasoning(server, llm_env):
     llm_env.setenv("ANTHROPIC_BASE_URL", server.url)
     llm_env.setenv("ANTHROPIC_API_KEY", "sk-ant-test-0123456789")
-    reply = anthropic_reply("```python\n" + A.GOOD_FILE + "```")
-    reply.body["content"].insert(0, {"type": "thinking", "thinking": "Plan: one pass.\n```python\n" + A.DRAFT_FILE
-                                     + "```", "signature": "sig"})
-    server.script = [reply]
+    server.script = [anthropic_reply("```python\n" + A.GOOD_FILE + "```",
+                                     thinking="Plan: one pass.\n```python\n" + A.DRAFT_FILE + "```")]
     log = FakeLog()
     policy = LLMPolicy("anthropic:test-model", log=log)
     policy.client.retry = RetryPolicy(max_attempts=1)

@@ -11,6 +11,7 @@ from evokernel.llm import (
     ProviderCallError,
     RetryPolicy,
     StepFacts,
+    facts_summary,
     summarize_step,
 )
 
@@ -69,3 +70,23 @@ def test_feasible_step():
                    speedup_eager=2.5, speedup_compile=1.01)
     text = summarize_step(ok).text
     assert "feasible (verdict: ok)" in text and "1.01x over torch.compile" in text
+
+
+def test_facts_from_an_eval_result_carry_what_helps():
+    from backends import EvalResult, KernelFacts, Roofline, Verdict
+
+    ok = EvalResult(Verdict.OK, "correct on 2 input sets", latency_ms=0.133, latency_iqr_ms=0.002,
+                    latency_source="measured-gpu", kernels=[KernelFacts("softmax_kernel", registers=32, spills=0)],
+                    roofline=Roofline(copy_bandwidth_gbps=4300.0, min_bytes_moved=268435456, achieved_gbps=2018.3))
+    text = summarize_step(StepFacts.from_result("23_Softmax", "triton", "refine", ok)).text
+    assert "feasible (verdict: ok)" in text and "0.133 ms (IQR 0.002 ms), measured-gpu" in text
+    assert "47% of the measured copy bandwidth" in text and "softmax_kernel: registers 32, spills 0" in text
+    wrong = EvalResult(Verdict.WRONG_RESULT, "output mismatch: max abs error 0.5",
+                       feedback="output mismatch: max abs error 0.5\nfirst bad index [3, 1000] (row 3, column 1000)",
+                       max_abs_error=0.5)
+    text = summarize_step(StepFacts.from_result("23_Softmax", "triton", "draft", wrong)).text
+    assert "Where: first bad index [3, 1000] (row 3, column 1000)" in text and "Latency" not in text
+    compiled = EvalResult(Verdict.COMPILED, "compiled for sm_90; cannot run here")
+    assert "feasible (verdict: compiled)" in facts_summary(StepFacts.from_result("t", "cuda", "draft", compiled))
+    interpreted = EvalResult(Verdict.OK, "correct", latency_ms=41.0, latency_source="interpreted-cpu")
+    assert "a correctness run, not speed" in facts_summary(StepFacts.from_result("t", "triton", "draft", interpreted))

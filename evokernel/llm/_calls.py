@@ -71,7 +71,8 @@ def format_call(row: dict, *, show_prompt: bool = True) -> str:
             lines.append(f"  note: {note}")
     parse = prompt.get("parse")
     if parse:
-        lines.append(f"parse: {parse.get('outcome')} from the {parse.get('source')}: {parse.get('decision')}")
+        origin = f" from the {parse['source']}" if parse.get("source") not in (None, "none") else ""
+        lines.append(f"parse: {parse.get('outcome')}{origin}: {parse.get('decision')}")
         if parse.get("reasoning_chars"):
             lines.append(f"  reasoning set apart: {parse.get('reasoning_sections', 0)} inline section(s), "
                          f"{parse['reasoning_chars']} characters")

@@ -354,3 +354,23 @@ class AnthropicProvider:
             cached_tokens_in=read if usage is not None else None,
             cache_write_tokens=written if usage is not None else None,
         )
+
+
+DRY_RUN_ANSWER = "(dry run: no model was called; the prompt is in the log, `evokernel logs --call ID`)"
+
+
+class DryRunProvider:
+    """Calls no model. `--model dry-run:gpt-5` runs a step as far as the request: the
+    prompt is built for that model's tokenizer and logged as it would be sent, and the
+    answer says that nothing was called (so the step records no candidate)."""
+
+    name = "dry-run"
+
+    def __init__(self, model: str, **_options: Any) -> None:
+        self.model = model
+
+    def complete(
+        self, messages: list[dict], *, system: str, max_tokens: int, temperature: float
+    ) -> Completion:
+        return Completion(text=DRY_RUN_ANSWER, tokens_in=0, tokens_out=0, finish_reason="stop", truncated=False,
+                          model=self.model, latency_ms=0.0)

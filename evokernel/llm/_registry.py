@@ -20,6 +20,7 @@ ENTRY_POINT_GROUP = "evokernel.providers"
 _BUILTIN: dict[str, str] = {
     "openai": "evokernel.llm._providers:OpenAIProvider",
     "anthropic": "evokernel.llm._providers:AnthropicProvider",
+    "dry-run": "evokernel.llm._providers:DryRunProvider",
 }
 
 # Registered at runtime (tests, notebooks); these win over entry points.

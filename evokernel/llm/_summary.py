@@ -7,6 +7,7 @@ never waits on the network to record an experience.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -41,6 +42,42 @@ class StepFacts:
     speedup_eager: float | None = None
     speedup_compile: float | None = None
     code: str | None = None
+    latency_iqr_ms: float | None = None
+    latency_source: str | None = None
+    location: str | None = None  # where it went wrong: the feedback line naming an index, row or line
+    roofline: str | None = None  # the latency against the copy bandwidth
+    kernels: tuple[str, ...] = ()  # "name: registers 32, spills 0"
+
+    @classmethod
+    def from_result(cls, task_name: str, backend: str, stage: str, result: Any, code: str | None = None) -> "StepFacts":
+        """The facts of a `backends.EvalResult` that help the next attempt."""
+        roof = getattr(result, "roofline", None)
+        roofline = None
+        if roof is not None and result.feasible and getattr(roof, "copy_bandwidth_gbps", None):
+            share = roof.achieved_gbps / roof.copy_bandwidth_gbps
+            roofline = (f"{roof.achieved_gbps:.4g} GB/s of its minimum traffic ({roof.min_bytes_moved} bytes), "
+                        f"{share:.0%} of the measured copy bandwidth")
+        kernels = tuple(f"{k.name}: {k.summary()}" for k in (getattr(result, "kernels", None) or [])[:4] if k.summary())
+        return cls(
+            task_name=task_name, backend=backend, stage=stage, status=result.status.value, message=result.message,
+            max_abs_error=result.max_abs_error, latency_ms=result.latency_ms if result.feasible else None,
+            speedup_eager=result.speedup_eager, speedup_compile=result.speedup_compile, code=code,
+            latency_iqr_ms=getattr(result, "latency_iqr_ms", None), latency_source=result.latency_source,
+            location=_location(result.feedback or "", result.message or ""), roofline=roofline, kernels=kernels,
+        )
+
+
+_WHERE = re.compile(r"(?i)\b(?:index|indices|row|rows|column|line \d+|at \[|element|offset)\b")
+
+
+def _location(feedback: str, message: str) -> str | None:
+    """The first line of the feedback that says where: an index, a row, a source line."""
+    first = _first_line(message, 300)
+    for line in feedback.splitlines():
+        line = line.strip()
+        if line and line != first and _WHERE.search(line):
+            return line[:240]
+    return None
 
 
 @dataclass(frozen=True)
@@ -81,10 +118,19 @@ def facts_summary(facts: StepFacts) -> str:
     ]
     if facts.message:
         lines.append(f"Verifier: {_first_line(facts.message, 300)}")
+    if facts.location:
+        lines.append(f"Where: {facts.location}")
     if facts.max_abs_error is not None:
         lines.append(f"Max abs error: {facts.max_abs_error:.3g}.")
     if facts.latency_ms is not None:
-        lines.append(f"Latency: {facts.latency_ms:.4g} ms.")
+        lat = f"Latency: {facts.latency_ms:.4g} ms"
+        if facts.latency_iqr_ms:
+            lat += f" (IQR {facts.latency_iqr_ms:.3g} ms)"
+        if facts.latency_source and facts.latency_source.startswith("interpreted"):
+            lat += f", {facts.latency_source}: a correctness run, not speed"
+        elif facts.latency_source:
+            lat += f", {facts.latency_source}"
+        lines.append(lat + ".")
     speedups = []
     if facts.speedup_eager is not None:
         speedups.append(f"{facts.speedup_eager:.3g}x over eager")
@@ -92,6 +138,10 @@ def facts_summary(facts: StepFacts) -> str:
         speedups.append(f"{facts.speedup_compile:.3g}x over torch.compile")
     if speedups:
         lines.append("Speedup: " + ", ".join(speedups) + ".")
+    if facts.roofline:
+        lines.append(f"Roofline: {facts.roofline}.")
+    if facts.kernels:
+        lines.append("Kernels: " + "; ".join(facts.kernels) + ".")
     return "\n".join(lines)
 
 

@@ -8,12 +8,20 @@ from ._search import FEASIBLE, ConfigSpace, PlanCache
 
 
 def get_policy(*, model: str | None = None, policy: str | None = None, log: Any = None, replay: bool = False,
-               cache: bool = False):
-    """`--model PROVIDER:MODEL` gives the LLM policy; otherwise the builtin one."""
-    if model:
+               cache: bool = False, llm: Any = None, hardware: Any = None):
+    """`--model PROVIDER:MODEL` (or `llm`, an `evokernel.llm.LLMOptions`: several models,
+    budget, multi-turn, reasoning) gives the LLM policy; otherwise the builtin one.
+    `hardware` is the device's `backends.HardwareFacts`, stated in every GPU prompt."""
+    if model or llm is not None:
+        import dataclasses
+
+        from evokernel.llm import LLMOptions
+
         from ._llm import LLMPolicy
 
-        return LLMPolicy(model, log=log, replay=replay, cache=cache)
+        options = llm if llm is not None else LLMOptions.from_specs([model])
+        options = dataclasses.replace(options, replay=options.replay or replay, cache=options.cache or cache)
+        return LLMPolicy(options, log=log, hardware=hardware)
     if policy in (None, "builtin"):
         from ._builtin import BuiltinPolicy
 

@@ -1,9 +1,17 @@
 """The LLM policy: the frozen model writes each candidate from a prompt that
-carries the task, the retrieved memories, the last verifier feedback and,
-when refining, the start-point kernel."""
+carries the task, the hardware and the task's floor, the retrieved memories,
+the last verifier feedback and, when refining, the start-point kernel.
+
+Single-turn by default (every step a fresh prompt, as in the paper). With
+`LLMOptions.multi_turn` the steps of one task continue one conversation: the
+policy keeps it per task key, the loop's feedback for the previous step
+becomes the next user turn, and retrieval is refreshed every turn. A resumed
+run starts a new conversation (the dialogue lives in this process only).
+"""
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 from evokernel.loop import Proposal, StepContext
@@ -15,45 +23,112 @@ def _title(note) -> str:
     return f"{note.kind} for {note.extra.get('task_name', note.task_key)} ({note.backend}, {status}{lat})"
 
 
+def _feedback_dict(obj: Any) -> dict:
+    """The stored EvalResult of a memory or start point, where the loop passes it."""
+    fb = getattr(obj, "feedback", None)
+    return fb if isinstance(fb, dict) else {}
+
+
 class LLMPolicy:
     is_llm = True
 
-    def __init__(self, spec: str, *, log: Any = None, replay: bool = False, cache: bool = False,
-                 token_budget: int = 24_000, provider_options: dict | None = None):
-        from evokernel.llm import LLMClient
+    def __init__(self, spec: "str | Any", *, log: Any = None, replay: bool = False, cache: bool = False,
+                 token_budget: int | None = None, provider_options: dict | None = None, hardware: Any = None,
+                 options: Any = None):
+        """`spec` is a model spec (`"openai:gpt-5"`) or an `LLMOptions`; `hardware` is the
+        device's `backends.HardwareFacts` (measured once per device by the caller)."""
+        from evokernel.llm import LLMClient, LLMOptions
 
-        self.name = spec
-        self.client = LLMClient.from_spec(spec, log=log, cache=cache or replay, replay=replay,
-                                          provider_options=provider_options)
-        self.token_budget = token_budget
+        if options is None:
+            options = spec if isinstance(spec, LLMOptions) else LLMOptions.from_specs(
+                [spec], cache=cache, replay=replay, **({"context_tokens": token_budget} if token_budget else {}))
+        self.options = options
+        self.name = options.label
+        self.hardware = hardware
+        self.clients = []
+        for choice in options.models:
+            provider = choice.spec.partition(":")[0]
+            opts = {**options.options_for(provider), **(provider_options or {})}
+            self.clients.append(LLMClient.from_spec(
+                choice.spec, log=log, cache=options.cache or options.replay, replay=options.replay,
+                provider_options=opts, max_tokens=options.max_tokens, temperature=options.temperature))
+        self._weights = [c.weight for c in options.models]
+        self._conversations: dict[str, Any] = {}
+        self._costs: dict[tuple[str, str], Any] = {}
 
-    def propose(self, ctx: StepContext) -> Proposal:
-        from evokernel.llm import (Candidate, LLMError, MemoryView, ParseError, PromptInputs, StartPoint, build_prompt,
-                                   parse_candidate)
+    @property
+    def client(self):
+        """The first model's client (the only one unless this is an ensemble)."""
+        return self.clients[0]
+
+    @property
+    def token_budget(self) -> int:
+        return self.options.context_tokens
+
+    def _pick(self, ctx: StepContext) -> tuple[int, Any]:
+        if len(self.clients) == 1:
+            return 0, self.clients[0]
+        # Seeded by task and step: a rerun draws the same model for the same step.
+        rng = random.Random(f"ensemble:{ctx.task_key}:{ctx.step}")
+        index = rng.choices(range(len(self.clients)), weights=self._weights)[0]
+        return index, self.clients[index]
+
+    def _task_cost(self, ctx: StepContext) -> Any:
+        given = getattr(ctx, "task_cost", None)
+        if given is not None:
+            return given
+        key = (ctx.task_path, getattr(ctx, "size", "full"))
+        if key not in self._costs:
+            from backends import task_cost
+
+            self._costs[key] = task_cost(ctx.task_path, size=key[1]) if ctx.task_path else None
+        return self._costs[key]
+
+    def inputs(self, ctx: StepContext) -> Any:
+        """The prompt's inputs for this step (public so the prompt can be previewed without a call)."""
+        from evokernel.llm import MemoryView, PromptInputs
 
         views = [
             MemoryView(kind=m.kind, title=_title(m), content=m.content, status=m.status, latency_ms=m.latency_ms,
-                       value=m.value, id=m.id)
+                       value=m.value, id=m.id, parent_id=getattr(m, "parent_id", None),
+                       latency_iqr_ms=_feedback_dict(m).get("latency_iqr_ms"),
+                       latency_source=(m.extra or {}).get("latency_source"))
             for m in ctx.memories
         ]
-        # Backend API notes (exact-name and category lookups): reference material shown beside the
-        # memories, kept before them when the prompt is trimmed, and given no id so no value update
-        # credits them.
-        views += [
-            MemoryView(kind="api_note", title=n.key_text.splitlines()[0], content=n.content, value=1.0, id=None)
-            for n in ctx.api_notes
-        ]
-        start = None
-        if ctx.start_point is not None:
-            sp = ctx.start_point
-            start = StartPoint(code=sp.code, latency_ms=sp.latency_ms, speedup_eager=sp.speedup_eager,
-                               speedup_compile=sp.speedup_compile, facts=sp.facts)
-        prompt = build_prompt(
-            PromptInputs(task_name=ctx.task_name, task_source=ctx.task_source, backend=ctx.backend, stage=ctx.stage,
-                         memories=views, feedback=ctx.feedback, start_point=start),
-            token_budget=self.token_budget, model=self.client.model,
+        # Backend API notes (exact-name and category lookups): reference material, given no id so
+        # no value update credits them.
+        notes = [MemoryView(kind="api_note", title=n.key_text.splitlines()[0], content=n.content, value=1.0, id=None)
+                 for n in ctx.api_notes]
+        skills = [MemoryView(kind="skill", title=s.key_text.splitlines()[0], content=s.content, value=s.value,
+                             id=None) for s in getattr(ctx, "skills", ()) or ()]
+        start = _start(ctx.start_point)
+        source = getattr(ctx, "latency_source", None) or (start.latency_source if start else None) or next(
+            (v.latency_source for v in views if v.latency_source), None)
+        best = _start(getattr(ctx, "best", None)) or _best_retrieved(ctx, start, source)
+        return PromptInputs(
+            task_name=ctx.task_name, task_source=ctx.task_source, backend=ctx.backend, stage=ctx.stage,
+            memories=views, feedback=ctx.feedback, start_point=start, best=best, api_notes=notes, skills=skills,
+            hardware=getattr(ctx, "hardware", None) or self.hardware, cost=self._task_cost(ctx),
+            latency_source=source,
         )
-        shown = tuple(views[i].id for i in prompt.report.included_memories if views[i].id is not None)
+
+    def prompt(self, ctx: StepContext, *, model: str | None = None) -> Any:
+        from evokernel.llm import Conversation, build_prompt
+
+        conversation = None
+        if self.options.multi_turn:
+            conversation = self._conversations.setdefault(ctx.task_key, Conversation())
+        return build_prompt(self.inputs(ctx), token_budget=self.options.context_tokens,
+                            model=model or self.client.model, conversation=conversation)
+
+    def propose(self, ctx: StepContext) -> Proposal:
+        from evokernel.llm import Candidate, LLMError, ParseError, parse_candidate, split_reasoning
+
+        index, client = self._pick(ctx)
+        choice = self.options.models[index]
+        prompt = self.prompt(ctx, model=client.model)
+        inputs_ids = [m.id for m in ctx.memories]
+        shown = tuple(inputs_ids[i] for i in prompt.report.included_memories if inputs_ids[i] is not None)
         marker = getattr(_backend(ctx.backend), "kernel_marker", None)
         parsed: list[Candidate | ParseError] = []
 
@@ -62,30 +137,80 @@ class LLMPolicy:
             try:
                 parsed.append(parse_candidate(
                     completion.text, reasoning=completion.reasoning, finish_reason=completion.finish_reason,
-                    truncated=completion.truncated, kernel_marker=marker, max_tokens=self.client.max_tokens,
+                    truncated=completion.truncated, kernel_marker=marker, max_tokens=client.max_tokens,
                 ))
             except ParseError as exc:
                 parsed.append(exc)
             return {"parse": parsed[-1].report.as_dict()} if parsed[-1].report else {}
 
+        extra: dict[str, Any] = {"model": choice.spec, "prompt": prompt.report.as_dict()}
         try:
-            completion = self.client.ask(prompt, run_id=ctx.run_id, annotate=parse)
+            completion = client.ask(prompt, run_id=ctx.run_id, annotate=parse)
         except LLMError as exc:
-            return Proposal(None, error=f"LLM call failed: {exc}", used_memory_ids=shown)
-        usage = dict(tokens_in=completion.tokens_in or 0, tokens_out=completion.tokens_out or 0, cost_usd=completion.cost_usd)
+            return Proposal(None, error=f"LLM call failed: {exc}", extra=extra, used_memory_ids=shown)
+        usage = dict(tokens_in=completion.tokens_in or 0, tokens_out=completion.tokens_out or 0,
+                     cost_usd=completion.cost_usd)
         outcome = parsed[-1] if parsed else ParseError("no_code", "answer not parsed", "Your previous answer was not read.")
-        extra = {"model": self.name, "call_id": completion.call_id}
+        extra["call_id"] = completion.call_id
         if outcome.report is not None:
             extra["parse"] = outcome.report.as_dict()
+        if self.options.multi_turn:
+            # The assistant turn is the answer without its reasoning (as the providers advise).
+            answer = "\n".join(line for line in split_reasoning(completion.text).answer.strip().splitlines())
+            self._conversations[ctx.task_key].record(
+                prompt, answer.strip() or "(no answer)", None if isinstance(outcome, ParseError) else outcome.code)
         if isinstance(outcome, ParseError):
             return Proposal(None, error=outcome.feedback, extra=extra, used_memory_ids=shown, **usage)
         return Proposal(
             outcome.code,
-            key_text=f"{ctx.task_name} {ctx.category} {ctx.backend}\n{ctx.stage} by {self.name}",
+            key_text=f"{ctx.task_name} {ctx.category} {ctx.backend}\n{ctx.stage} by {choice.spec}",
             extra=extra,
             used_memory_ids=shown,
             **usage,
         )
+
+
+def _best_retrieved(ctx: StepContext, start: Any, source: str | None) -> Any:
+    """Without the loop's best kernel, the fastest retrieved kernel of this task that beats
+    the start point on the same latency scale (shown as its diff against the start point)."""
+    from backends import Verdict
+
+    if start is None or start.latency_ms is None:
+        return None
+    best = None
+    for m in ctx.memories:
+        if m.kind != "trace" or m.task_key != ctx.task_key or m.latency_ms is None or m.id == start.id:
+            continue
+        if (m.extra or {}).get("latency_source") != source or m.status not in {v.value for v in Verdict if v.feasible}:
+            continue
+        if m.latency_ms < start.latency_ms and (best is None or m.latency_ms < best.latency_ms):
+            best = m
+    if best is None:
+        return None
+    from evokernel.llm import StartPoint
+
+    return StartPoint(code=best.content, latency_ms=best.latency_ms, latency_source=source, id=best.id,
+                      latency_iqr_ms=_feedback_dict(best).get("latency_iqr_ms"))
+
+
+def _start(sp: Any) -> Any:
+    """A StartPointView (or the best kernel's view) as the prompt's StartPoint."""
+    if sp is None:
+        return None
+    from evokernel.llm import StartPoint
+
+    fb = _feedback_dict(sp)
+    samples = fb.get("latency_samples_ms") or []
+    roof = fb.get("roofline") or {}
+    return StartPoint(
+        code=sp.code, latency_ms=sp.latency_ms, speedup_eager=sp.speedup_eager, speedup_compile=sp.speedup_compile,
+        facts=tuple(getattr(sp, "facts", ()) or ()),
+        latency_iqr_ms=getattr(sp, "latency_iqr_ms", None) or fb.get("latency_iqr_ms"),
+        timing_runs=getattr(sp, "timing_runs", None) or (len(samples) or None),
+        latency_source=(getattr(sp, "extra", None) or {}).get("latency_source") or fb.get("latency_source"),
+        min_bytes=getattr(sp, "min_bytes", None) or roof.get("min_bytes_moved"),
+        id=getattr(sp, "id", None),
+    )
 
 
 def _backend(name: str):
