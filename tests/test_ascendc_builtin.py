@@ -43,13 +43,23 @@ def test_templates_write_a_complete_candidate():
     source = generate(plan, AscendCConfig("rows", tile_bytes=8192, block_dim=16, buffer_num=1))
     compile(source, "candidate", "exec")
     for needed in ("from backends.ascendc import load_inline", "class ModelNew", "DataCopyPad", "ReduceSum",
-                   "Rsqrt", 'extern "C" __global__ __aicore__ void', "TILE_BYTES = 8192", "BUFFER_NUM = 1",
+                   "Rsqrt", 'extern "C" __global__ __aicore__ void', "TILE_BYTES=8192", "BUFFER_NUM=1",
                    "RoundMode::CAST_RINT"):
         assert needed in source, needed
 
 
-@pytest.mark.parametrize("task, why", [("10_matmul", "cube unit"), ("12_mean_dim0", "trailing dims"),
-                                      ("07_rms_norm", "families")])
+def test_matmul_templates_write_a_cube_kernel_and_an_epilogue():
+    plan = analyze(str(NPU / "10_matmul.py"))
+    source = generate(plan, AscendCConfig("matmul", block_dim=16, buffer_num=2, base_m=64, base_n=128, base_k=128))
+    compile(source, "candidate", "exec")
+    for needed in ("Mmad(", "LoadData(", "Fixpipe<", "Nd2NzParams", "TQue<TPosition::A1, 2>", "BASE_M=64",
+                   "_matmul_cube("):
+        assert needed in source, needed
+    assert config_from_triton({"family": "matmul", "block_m": 64, "block_n": 64, "block_k": 128}, "matmul", 1) \
+        == AscendCConfig("matmul", block_dim=24, buffer_num=2, base_m=64, base_n=64, base_k=128)
+
+
+@pytest.mark.parametrize("task, why", [("12_mean_dim0", "trailing dims")])
 def test_stops_honestly_outside_the_templates(task, why):
     proposal = AscendCBuiltinPolicy().propose(_ctx(task))
     assert proposal.stop and proposal.source is None and why in proposal.error

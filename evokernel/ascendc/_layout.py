@@ -50,8 +50,9 @@ def _padded(shape: tuple[int, ...], rank: int) -> tuple[int, ...]:
 
 def layout_of(plan: Plan) -> Layout:
     """The kernel layout of a plan; raises LoweringError outside what the templates cover."""
-    if plan.family == "matmul":
-        raise LoweringError("matmul needs the cube unit, which the Ascend C CPU model does not implement")
+    if plan.family not in ("elementwise", "rows"):
+        raise LoweringError(f"the {plan.family} family has no Ascend C vector template (elementwise chains and "
+                            "row reductions do; matmuls go to the cube template)")
     if plan.family == "elementwise":
         full_shape = tuple(plan.out_spec.shape)
         group_dims = 1

@@ -36,6 +36,7 @@ class AscendCBuiltinPolicy:
     def _ported(self, ctx: StepContext, plan, family: str):
         """(note, config) suggested by feasible Triton traces of the same family: this task's first."""
         width = 1
+        plan = plan.main_stage
         if plan.reduce is not None:
             width = math.prod(plan.reduce.full_shape[plan.reduce.start:plan.reduce.stop])
         notes = [m for m in ctx.memories if m.kind == "trace" and m.backend == "triton" and m.status in FEASIBLE
@@ -59,7 +60,7 @@ class AscendCBuiltinPolicy:
         reason = covers(plan)
         if reason:
             return Proposal(None, stop=True, error=f"outside the builtin Ascend C templates: {reason}")
-        family = plan.family
+        family = plan.main_stage.family
         space = ConfigSpace(
             prefix="builtin-ascendc:", config_key=CONFIG_KEY, parse=AscendCConfig.from_dict,
             space=search_space(family), default=default_config(family), neighbours=neighbours,
