@@ -57,14 +57,14 @@ def test_builtin_policy_end_to_end_learns_values(tmp_path, cpu_executor):
 
 
 def test_builtin_policy_stops_honestly_outside_its_families(tmp_path, cpu_executor):
-    conv = tmp_path / "conv.py"
-    conv.write_text(
-        "import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
-        "        self.conv = nn.Conv2d(3, 4, 3)\n\n    def forward(self, x):\n        return self.conv(x)\n\n\n"
-        "def get_inputs():\n    return [torch.randn(1, 3, 8, 8)]\n\n\ndef get_init_inputs():\n    return []\n"
+    qr = tmp_path / "qr.py"
+    qr.write_text(
+        "import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n    def forward(self, x):\n"
+        "        return torch.linalg.qr(x)[1]\n\n\ndef get_inputs():\n    return [torch.randn(6, 6)]\n\n\n"
+        "def get_init_inputs():\n    return []\n"
     )
     with MemoryStore(tmp_path / "m.db") as store:
-        result = run_tasks([conv], get_policy(), store, RunOptions(budget=3, **FAST), executor=cpu_executor)
+        result = run_tasks([qr], get_policy(), store, RunOptions(budget=3, **FAST), executor=cpu_executor)
     (task,) = result.tasks
     assert not task.correct and task.attempts == 0
     assert "outside the builtin policy's families" in task.stopped
