@@ -1,0 +1,41 @@
+"""Mean of 1 - cosine similarity between matching rows, in fp32 and fp16."""
+
+import os
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+CATEGORY = "loss"
+SIZE = os.environ.get("EVOKERNEL_SIZE", "full")
+
+if SIZE == "full":
+    SHAPES = [(16384, 4096), (4096, 1000), (100_000, 37)]
+else:
+    SHAPES = [(128, 256), (64, 1000), (1000, 37)]
+DTYPES = [torch.float32, torch.float16]
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, predictions: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        return torch.mean(1 - F.cosine_similarity(predictions, targets, dim=1))
+
+
+def _group(shape, dtype):
+    base = torch.randn(shape)
+    return [base.to(dtype), (base + torch.randn(shape)).to(dtype)]
+
+
+def get_input_groups():
+    return [_group(shape, dtype) for dtype in DTYPES for shape in SHAPES]
+
+
+def get_inputs():
+    return _group(SHAPES[0], DTYPES[0])
+
+
+def get_init_inputs():
+    return []
