@@ -14,7 +14,14 @@ RUNTIME_KINDS = (
     "use_after_free",  # a LocalTensor used after FreeTensor
     "gm_out_of_bounds",
     "ub_out_of_bounds",
-    "sync_deadlock",  # WaitFlag without a SetFlag
+    "sync_deadlock",  # WaitFlag without a SetFlag, or every core of a launch waiting on another
+    "l1_overflow", "l0a_overflow", "l0b_overflow", "l0c_overflow", "bt_overflow",  # cube buffers over capacity
+    "wrong_position",  # a tensor in the wrong buffer for the call (Mmad from A1, Add on CO1, DataCopy into L0A...)
+    "cube_align",  # an L0A/L0B/L0C/L1 operand off its alignment (512 bytes for L0A/L0B)
+    "buffer_out_of_bounds",  # past the end of an L1/L0 tensor
+    "core_type",  # cube code on a vector core or the other way round (a MIX kernel without ASCEND_IS_AIC/AIV)
+    "cross_core_race",  # GM written by one core and read (or overwritten) by another without synchronisation
+    "matmul_misuse",  # the Matmul API out of order or with a tiling that breaks its rules
     "invalid_argument",  # a mask, repeat count or calCount the hardware rejects
     "bad_argument",  # the Python call does not match the entry (wrong tensors, scalars, block_dim)
     "runtime_error",  # any other C++ exception inside the model

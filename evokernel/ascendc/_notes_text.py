@@ -641,4 +641,269 @@ NOTES: tuple[tuple[str, str, str, str], ...] = (
      "Example:\n"
      "    event_t e = static_cast<event_t>(GetTPipePtr()->FetchEventID(HardEvent::V_S));\n"
      "    SetFlag<HardEvent::V_S>(e); WaitFlag<HardEvent::V_S>(e);"),
+    # ---- the cube unit (AIC), MIX kernels and the Matmul API ----------------------------------------
+    ("cube_dataflow", "cube", "how a matmul moves through a 910B AI Core's cube unit",
+     "GM --DataCopy(a1, aGm, Nd2NzParams)--> L1 (TPosition A1/B1, 512 KB) --LoadData--> L0A (A2, 64 KB) and\n"
+     "L0B (B2, 64 KB) --Mmad--> L0C (CO1, 128 KB, float) --Fixpipe--> GM. The cube core (AIC) has no Unified\n"
+     "Buffer and no vector unit; the vector cores (AIV, two per AI Core) have no L1/L0. Data between them goes\n"
+     "through GM, with CrossCoreSetFlag/CrossCoreWaitFlag in between.\n"
+     "Example:\n"
+     "    DataCopy(a1, aGm, Nd2NzParams(1, m, k, 0, k, ceil16(m), 1, 0));\n"
+     "    LoadData(a2, a1, LoadData2DParams(0, kf, mf, 0, 0, false, 0)); Mmad(c, a2, b2, MmadParams(m, n, k));"),
+    ("fractal_layout", "cube", "fractals: 512-byte blocks, Nz in L1, Zz in L0A, Zn in L0B, Nz in L0C",
+     "A fractal of the left matrix is 16 rows x C0 (C0 = 32 bytes / sizeof(T): 16 half, 8 float), of the\n"
+     "right matrix C0 x 16, of the result 16 x 16. ND2NZ writes Nz (C0-wide column strips, each ceil16(rows)\n"
+     "tall). Mmad reads A2 as Zz (fractals row by row), B2 as Zn (fractals row by row, each column-major) and\n"
+     "writes CO1 as Nz: C(i, j) at (j/16)*ceil16(M)*16 + i*16 + j%16. Rows/columns past m, n, k are ignored.\n"
+     "Example:\n"
+     "    for (i = 0; i < mf; ++i) LoadData(a2[i*kf*256], a1[i*256], LoadData2DParams(0, kf, mf, 0, 0, false, 0));\n"
+     "    for (i = 0; i < kf; ++i) LoadData(b2[i*nf*256], b1[i*256], LoadData2DParams(0, nf, kf16, 0, 0, true, 0));"),
+    ("Nd2NzParams", "cube", "DataCopy(GM -> L1) with the row-major to fractal conversion",
+     "Nd2NzParams(ndNum, nValue, dValue, srcNdMatrixStride, srcDValue, dstNzC0Stride, dstNzNStride,\n"
+     "dstNzMatrixStride): nValue rows of dValue elements, rows srcDValue apart in GM; in L1 column strip b of\n"
+     "row r lands at b*dstNzC0Stride*C0 + r*dstNzNStride*C0 (strides in 32-byte units); each row is padded\n"
+     "with zeros to 32 bytes. The destination is an A1/B1 tensor, 32-byte aligned.\n"
+     "Example:\n"
+     "    DataCopy(a1, aGm[m0 * K + k0], Nd2NzParams(1, mLen, kLen, 0, K, ceil16(mLen), 1, 0));\n"
+     "    DataCopy(b1, bGm[k0 * N + n0], Nd2NzParams(1, kLen, nLen, 0, N, ceil16(kLen), 1, 0));"),
+    ("LoadData", "cube", "L1 (or GM) -> L0A/L0B, one 512-byte fractal per repeat",
+     "LoadData(dst, src, LoadData2DParams(startIndex, repeatTimes, srcStride, sid, dstGap, ifTranspose, addrMode)):\n"
+     "repeat r copies fractal startIndex + r*srcStride of src to fractal r*(1+dstGap) of dst. A1 -> A2 and\n"
+     "B1 -> B2 only; dst 512-byte aligned; repeatTimes <= 255; ifTranspose (b16 only) transposes each fractal,\n"
+     "which turns a K x N Nz strip into the Zn L0B wants.\n"
+     "Example:\n"
+     "    LoadData(a2[i * kf * 256], a1[i * 256], LoadData2DParams(0, kf, mf, 0, 0, false, 0));\n"
+     "    LoadData(b2[i * nf * 256], b1[i * 256], LoadData2DParams(0, nf, kf16, 0, 0, true, 0));"),
+    ("LoadData2DParams", "cube", "the parameters of LoadData (2-D, fractal by fractal)",
+     "Fields startIndex, repeatTimes, srcStride (in fractals), sid (0), dstGap (fractals skipped between\n"
+     "repeats), ifTranspose, addrMode (0). LoadData2dParams is the older spelling.\n"
+     "Example:\n"
+     "    LoadData2DParams p; p.repeatTimes = kf; p.srcStride = mf; p.ifTranspose = false;\n"
+     "    LoadData(a2, a1, p);"),
+    ("LoadData2dParams", "cube", "older spelling of LoadData2DParams", "Same fields as LoadData2DParams.\n"
+     "Example:\n"
+     "    LoadData2dParams p(0, kf, 1, 0, 0, false, 0);\n"
+     "    LoadData(a2, a1, p);"),
+    ("LoadDataWithTranspose", "cube", "L1 -> L0 with each square of fractals transposed (fp32 right matrix)",
+     "LoadDataWithTranspose(dst, src, LoadData2dTransposeParams(startIndex, repeatTimes, srcStride, dstGap,\n"
+     "dstFracGap)). b16: one 16x16 fractal per repeat. b32: two neighbouring 16x8 fractals form a 16x16\n"
+     "square, written transposed as two 16x8 fractals (1 + dstFracGap) fractals apart. Load a float K x N\n"
+     "matrix into L1 as 16-row slabs (Nd2NzParams with ndNum slabs) so neighbours form squares.\n"
+     "Example:\n"
+     "    LoadDataWithTranspose(b2[2 * s * nf * 128], b1[s * nf * 256], LoadData2dTransposeParams(0, nf, 1, 0, nf - 1));\n"
+     "    Mmad(c, a2, b2, MmadParams(m, n, k));"),
+    ("LoadData2dTransposeParams", "cube", "the parameters of LoadDataWithTranspose",
+     "Fields startIndex and srcStride (in squares), repeatTimes, dstGap (512-byte fractals between repeats),\n"
+     "dstFracGap (fractals between the two halves of a b32 square), addrMode.\n"
+     "Example:\n"
+     "    LoadData2dTransposeParams p(0, nf, 1, 0, nf - 1);\n"
+     "    LoadDataWithTranspose(b2, b1, p);"),
+    ("Mmad", "cube", "the cube's matrix multiply-accumulate: CO1 (+)= A2 x B2",
+     "Mmad(c, a, b, MmadParams(m, n, k)) with c in CO1 (float for half/bfloat16/float inputs, int32 for int8),\n"
+     "a in A2 (Zz), b in B2 (Zn); m, n, k <= 4095. cmatrixInitVal=true starts from 0, false accumulates into\n"
+     "c (K split into chunks). With m == 1 the cube runs as GEMV and reads A2 as k consecutive elements.\n"
+     "A2/B2 512-byte aligned, CO1 256-element aligned. Mmad(c, a, b, bias, p) adds a C2 (bias table) row.\n"
+     "Example:\n"
+     "    MmadParams p(mLen, nLen, kLen); p.cmatrixInitVal = (k0 == 0);\n"
+     "    Mmad(acc, a2, b2, p);"),
+    ("MmadParams", "cube", "the parameters of Mmad",
+     "MmadParams(m, n, k, isBias, fmOffset, enSsparse, enWinogradA, enWinogradB) plus unitFlag,\n"
+     "kDirectionAlign (float: K in L0 aligned to 16), cmatrixSource, cmatrixInitVal (default true).\n"
+     "Example:\n"
+     "    MmadParams p(32, 64, 128);\n"
+     "    p.cmatrixInitVal = false;  // accumulate"),
+    ("Fixpipe", "cube", "L0C -> GM: the result out of the cube, NZ to row-major, float to half",
+     "Fixpipe<OutT, float, CFG_ROW_MAJOR>(cGm, c1, FixpipeParamsV220(nSize, mSize, srcStride, dstStride, reluEn)):\n"
+     "mSize x nSize of the NZ result; srcStride = ceil16(M of the Mmad), dstStride = GM row length N. Set\n"
+     "quantPre = QuantMode_t::F322F16 for a half output (NoQuant for float). reluEn applies ReLU on the way.\n"
+     "Example:\n"
+     "    FixpipeParamsV220 p(nLen, mLen, ceil16(mLen), N, false); p.quantPre = QuantMode_t::F322F16;\n"
+     "    Fixpipe<half, float, CFG_ROW_MAJOR>(cGm[m0 * N + n0], acc, p);"),
+    ("FixpipeParamsV220", "cube", "the parameters of Fixpipe on the 910B",
+     "Fields nSize, mSize, srcStride (16-element units between 16-column strips in L0C), dstStride (GM row\n"
+     "length for ROW_MAJOR, 32-byte units for NZ), quantPre, deqScalar, ndNum, srcNdStride, dstNdStride,\n"
+     "reluEn, unitFlag, isChannelSplit.\n"
+     "Example:\n"
+     "    FixpipeParamsV220 p(64, 32, 32, N, false);\n"
+     "    Fixpipe<float, float, CFG_ROW_MAJOR>(cGm, c1, p);"),
+    ("FixpipeParams", "cube", "alias of FixpipeParamsV220 in the CPU model", "See FixpipeParamsV220.\n"
+     "Example:\n"
+     "    FixpipeParams p(64, 32, 32, N, false);\n"
+     "    Fixpipe<float, float, CFG_ROW_MAJOR>(cGm, c1, p);"),
+    ("FixpipeConfig", "cube", "Fixpipe's output layout: CFG_ROW_MAJOR (ND) or CFG_NZ",
+     "The third template argument of Fixpipe. CFG_ROW_MAJOR converts NZ to row-major (any nSize); CFG_NZ\n"
+     "keeps fractals (nSize a multiple of 16).\n"
+     "Example:\n"
+     "    Fixpipe<float, float, CFG_ROW_MAJOR>(cGm, c1, p);\n"
+     "    Fixpipe<float, float, CFG_NZ>(nzGm, c1, p);"),
+    ("CFG_ROW_MAJOR", "cube", "Fixpipe to a row-major GM matrix", "See FixpipeConfig.\nExample:\n"
+     "    Fixpipe<half, float, CFG_ROW_MAJOR>(cGm, acc, p);\n    // p.dstStride = N"),
+    ("CFG_NZ", "cube", "Fixpipe keeping the NZ fractal layout", "See FixpipeConfig.\nExample:\n"
+     "    Fixpipe<float, float, CFG_NZ>(nzGm, acc, p);\n    // p.dstStride in 32-byte units"),
+    ("QuantMode_t", "cube", "Fixpipe's conversion of the float result",
+     "NoQuant (float -> float, int32 -> int32), F322F16 (float -> half, round to nearest), F322BF16 (float ->\n"
+     "bfloat16_t). The scalar/vector quantisation modes are not modelled by the CPU model.\n"
+     "Example:\n"
+     "    p.quantPre = QuantMode_t::F322F16;\n"
+     "    Fixpipe<half, float, CFG_ROW_MAJOR>(cGm, acc, p);"),
+    ("CO2Layout", "cube", "the layout enum behind FixpipeConfig (NZ, ROW_MAJOR)", "See FixpipeConfig.\nExample:\n"
+     "    constexpr FixpipeConfig cfg = {CO2Layout::ROW_MAJOR};\n    Fixpipe<float, float, cfg>(cGm, c1, p);"),
+    ("CubeFormat", "cube", "matrix formats for MatmulType: ND (row-major), NZ (fractals)...",
+     "The Matmul API's CubeFormat::ND is a row-major GM matrix; the CPU model supports ND.\n"
+     "Example:\n"
+     "    using AType = MatmulType<TPosition::GM, CubeFormat::ND, half>;\n"
+     "    Matmul<AType, AType, CType, CType> mm;"),
+    ("Matmul", "cube", "the high-level Matmul API: C = A x B (+ bias) for one core's block",
+     "Matmul<AType, BType, CType, BiasType> mm; REGIST_MATMUL_OBJ(&pipe, GetSysWorkSpacePtr(), mm, &tiling)\n"
+     "before any InitBuffer; mm.SetTensorA(aGm); mm.SetTensorB(bGm[, isTransposeB]); mm.SetBias(biasGm) (with\n"
+     "tiling.isBias = 1); then mm.IterateAll(cGm) or `while (mm.Iterate()) mm.GetTensorC(cUb or cGm);`;\n"
+     "mm.End(). In a MIX kernel the vector core drives it and the cube core serves it.\n"
+     "Example:\n"
+     "    mm.SetTensorA(aGm); mm.SetTensorB(bGm);\n"
+     "    while (mm.Iterate()) { mm.GetTensorC(cUb); LeakyRelu(cUb, cUb, 0.1f, n); ... }"),
+    ("MatmulType", "cube", "the type description of one Matmul operand",
+     "MatmulType<TPosition::GM, CubeFormat::ND, T, isTrans=false>; isTrans=true allows\n"
+     "SetTensorA/SetTensorB(gm, true) (A stored K x M, B stored N x K).\n"
+     "Example:\n"
+     "    using BType = MatmulType<TPosition::GM, CubeFormat::ND, half, true>;\n"
+     "    mm.SetTensorB(wGm, true);"),
+    ("TCubeTiling", "cube", "the tiling of the Matmul API (normally from the host's GetTiling)",
+     "Fields usedCoreNum, M, N, Ka, Kb, singleCoreM/N/K, baseM/N/K, depthA1, depthB1, stepM, stepN, stepKa,\n"
+     "stepKb, isBias, iterateOrder, dbL0A/B/C... Rules: baseM, baseN multiples of 16; baseM*baseK*sizeof(A)*dbL0A\n"
+     "<= 64 KB, baseN*baseK*sizeof(B)*dbL0B <= 64 KB, baseM*baseN*4*dbL0C <= 128 KB, depthA1 = stepM*stepKa (x2\n"
+     "when double-buffered), the L1 blocks within 512 KB. Start from baseM=128, baseN=256, baseK=64.\n"
+     "Example:\n"
+     "    tiling.baseM = 128; tiling.baseN = 256; tiling.baseK = 64; tiling.stepKa = tiling.stepKb = 4;\n"
+     "    tiling.depthA1 = tiling.depthB1 = 8; tiling.dbL0A = tiling.dbL0B = 2;"),
+    ("REGIST_MATMUL_OBJ", "cube", "register a Matmul object (and its tiling) with the pipe",
+     "REGIST_MATMUL_OBJ(&pipe, GetSysWorkSpacePtr(), mm, &tiling) before any pipe.InitBuffer; up to four\n"
+     "objects (mm1, &t1, mm2, &t2...). On the cube core of a MIX kernel it never returns: the AIC serves.\n"
+     "Example:\n"
+     "    TPipe pipe; REGIST_MATMUL_OBJ(&pipe, GetSysWorkSpacePtr(), mm, &tiling);\n"
+     "    pipe.InitBuffer(cQ, 1, 16 * 64 * sizeof(float));"),
+    ("MatmulConfig", "cube", "the Matmul template configuration (CFG_NORM, CFG_MDL)",
+     "The fifth template argument of Matmul; the CPU model treats both alike.\n"
+     "Example:\n"
+     "    Matmul<AType, BType, CType, CType, CFG_NORM> mm;\n"
+     "    REGIST_MATMUL_OBJ(&pipe, GetSysWorkSpacePtr(), mm, &tiling);"),
+    ("CFG_NORM", "cube", "the default Matmul configuration", "See MatmulConfig.\nExample:\n"
+     "    Matmul<A, B, C, C, CFG_NORM> mm;\n    mm.IterateAll(cGm);"),
+    ("CFG_MDL", "cube", "the Matmul configuration for large K", "See MatmulConfig.\nExample:\n"
+     "    Matmul<A, B, C, C, CFG_MDL> mm;\n    mm.IterateAll(cGm);"),
+    ("LayoutMode", "cube", "batch layouts of the Matmul API (NONE for a plain matmul)",
+     "Only LayoutMode::NONE (no BatchMatmul) is modelled.\nExample:\n"
+     "    using A = MatmulType<TPosition::GM, CubeFormat::ND, half, false, LayoutMode::NONE>;\n"
+     "    Matmul<A, A, C, C> mm;"),
+    ("mix_kernel", "cube", "a MIX kernel: the cube core and its two vector cores in one launch",
+     "With block_dim N the launch runs N AI Cores: N AICs and 2N AIVs. Guard each side with\n"
+     "`if ASCEND_IS_AIC { ... }` / `if ASCEND_IS_AIV { ... }`. On the AIV GetBlockIdx() is 0..2N-1,\n"
+     "GetSubBlockIdx() 0 or 1 and GetTaskRation() 2; the AIC of AI Core g is GetBlockIdx() == g. Pass results\n"
+     "through GM and synchronise: AIC CrossCoreSetFlag<2, PIPE_FIX>(id) after Fixpipe, AIV CrossCoreWaitFlag(id).\n"
+     "Example:\n"
+     "    if ASCEND_IS_AIC { ...; Fixpipe(...); CrossCoreSetFlag<2, PIPE_FIX>(0); }\n"
+     "    if ASCEND_IS_AIV { CrossCoreWaitFlag(0); DataCopy(x, workGm[...], n); ... }"),
+    ("ASCEND_IS_AIC", "core", "true on the cube core (AIC)", "Written `if ASCEND_IS_AIC { ... }`.\nExample:\n"
+     "    if ASCEND_IS_AIC { pipe.InitBuffer(a1q, 2, bytes); }\n    if ASCEND_IS_AIV { pipe.InitBuffer(inQ, 2, bytes); }"),
+    ("ASCEND_IS_AIV", "core", "true on a vector core (AIV)", "Written `if ASCEND_IS_AIV { ... }`.\nExample:\n"
+     "    if ASCEND_IS_AIV { CrossCoreWaitFlag(0); }\n    uint32_t sub = GetSubBlockIdx();"),
+    ("GetSubBlockIdx", "core", "which of its AI Core's vector cores this AIV is (0 or 1)",
+     "0 on the AIC. Use it to split the AIC's tile between the two AIVs.\nExample:\n"
+     "    uint32_t rows = TILE_M / 2, r0 = GetSubBlockIdx() * rows;\n    DataCopy(x, workGm[r0 * N], rows * N);"),
+    ("GetSubBlockNum", "core", "vector cores per AI Core in this launch (2 in a 1:2 MIX kernel)",
+     "1 on the AIC.\nExample:\n    uint32_t share = TILE_M / GetSubBlockNum();\n    uint32_t r0 = GetSubBlockIdx() * share;"),
+    ("GetTaskRation", "core", "vector cores per cube core (2 on an AIV of a 1:2 MIX kernel, else 1)",
+     "GetBlockNum() * GetTaskRation() is the number of vector cores of a MIX launch.\nExample:\n"
+     "    uint32_t aivs = GetBlockNum() * GetTaskRation();\n    uint32_t group = GetBlockIdx() / GetTaskRation();"),
+    ("CrossCoreSetFlag", "sync", "signal other cores: CrossCoreSetFlag<mode, pipe>(flagId)",
+     "flagId 0..15. Mode 0: all cores of the caller's kind; mode 1: the two AIVs of an AI Core; mode 2: the AIC\n"
+     "and its AIVs (an AIC set wakes each AIV; the AIVs' sets, once all have set, wake the AIC). pipe is the\n"
+     "pipe whose work must be done first (PIPE_FIX after Fixpipe, PIPE_MTE3 after a UB -> GM DataCopy).\n"
+     "Example:\n"
+     "    Fixpipe<float, float, CFG_ROW_MAJOR>(workGm, c, p);\n"
+     "    CrossCoreSetFlag<2, PIPE_FIX>(0);"),
+    ("CrossCoreWaitFlag", "sync", "wait for a CrossCoreSetFlag: CrossCoreWaitFlag(flagId)",
+     "Blocks until the flag's counter is positive, then takes one. A wait nobody sets hangs (sync_deadlock).\n"
+     "Example:\n"
+     "    CrossCoreWaitFlag(0);\n"
+     "    DataCopy(x, workGm[off], n);"),
+    ("SyncAll", "sync", "barrier over all vector cores (SyncAll()) or all cores (SyncAll<false>())",
+     "Every core of the set must reach it; GM written before it is visible after it.\nExample:\n"
+     "    DataCopy(partialGm[8 * GetBlockIdx()], part, 8);\n    SyncAll();"),
+    ("SetAtomicAdd", "sync", "GM writes add to what is there until SetAtomicNone",
+     "SetAtomicAdd<float>(); DataCopy/Fixpipe to GM then accumulate (several cores may add to the same\n"
+     "elements); SetAtomicNone() ends it.\nExample:\n"
+     "    SetAtomicAdd<float>(); DataCopy(outGm, part, 8);\n    SetAtomicNone();"),
+    ("SetAtomicNone", "sync", "end SetAtomicAdd", "See SetAtomicAdd.\nExample:\n"
+     "    SetAtomicAdd<float>(); DataCopy(outGm, part, 8);\n    SetAtomicNone();"),
+    ("DisableDmaAtomic", "sync", "end SetAtomicAdd (another spelling)", "See SetAtomicAdd.\nExample:\n"
+     "    SetAtomicAdd<float>(); DataCopy(outGm, part, 8);\n    DisableDmaAtomic();"),
+    ("GetSysWorkSpacePtr", "core", "the system workspace the Matmul API and SyncAll need",
+     "Pass it to REGIST_MATMUL_OBJ. In direct kernel launches set it first with SetSysWorkspace(workspace).\n"
+     "Example:\n    SetSysWorkspace(workspace);\n    REGIST_MATMUL_OBJ(&pipe, GetSysWorkSpacePtr(), mm, &tiling);"),
+    ("SetSysWorkspace", "core", "tell the runtime where the system workspace is", "See GetSysWorkSpacePtr.\n"
+     "Example:\n    SetSysWorkspace(workspace);\n    GM_ADDR user = GetUserWorkspace(workspace);"),
+    ("GetUserWorkspace", "core", "the user part of a workspace argument", "See GetSysWorkSpacePtr.\nExample:\n"
+     "    GM_ADDR user = GetUserWorkspace(workspace);\n    workGm.SetGlobalBuffer((__gm__ float*)user, n);"),
+    ("KERNEL_TYPE_AIC_ONLY", "core", "kernel type: cube cores only", "KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIC_ONLY)\n"
+     "in the entry; the CPU model infers it from cube calls without vector queues.\nExample:\n"
+     "    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIC_ONLY);\n    CubeMatmul<half> op; op.Process();"),
+    ("KERNEL_TYPE_MIX_AIC_1_2", "core", "kernel type: one AIC and two AIVs per block", "See mix_kernel.\nExample:\n"
+     "    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_2);\n    if ASCEND_IS_AIC { ... }"),
+    ("KERNEL_TYPE_MIX_AIC_1_1", "core", "kernel type: one AIC and one AIV per block", "See mix_kernel.\nExample:\n"
+     "    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_1);\n    if ASCEND_IS_AIV { ... }"),
+    ("KERNEL_TYPE_MIX_AIV_1_0", "core", "kernel type: vector cores with the cross-core scheduler on",
+     "For CrossCoreSetFlag mode 0 between vector cores.\nExample:\n"
+     "    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIV_1_0);\n    CrossCoreSetFlag<0, PIPE_MTE3>(0); CrossCoreWaitFlag(0);"),
+    ("KERNEL_TYPE_MIX_AIC_1_0", "core", "kernel type: cube cores with the cross-core scheduler on",
+     "For CrossCoreSetFlag mode 0 between cube cores.\nExample:\n"
+     "    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_0);\n    CrossCoreSetFlag<0, PIPE_FIX>(0); CrossCoreWaitFlag(0);"),
+    ("l1_overflow", "concept", "L1 Buffer: 524,288 bytes (512 KB) per cube core",
+     "The A1/B1/C1 queues of a cube core share L1. Shrink baseM/baseN/baseK or the queue depth.\nExample:\n"
+     "    pipe.InitBuffer(inA1, 2, 128 * 64 * sizeof(half));   // 32 KB\n"
+     "    pipe.InitBuffer(inB1, 2, 64 * 256 * sizeof(half));   // 64 KB"),
+    ("l0a_overflow", "concept", "L0A: 65,536 bytes per cube core (the A2 queues)",
+     "baseM * baseK * sizeof(T) * buffers must fit 64 KB (fp32 halves the block).\nExample:\n"
+     "    pipe.InitBuffer(inA2, 2, 128 * 64 * sizeof(half));   // 2 x 16 KB\n    // fp32: baseK 32"),
+    ("l0b_overflow", "concept", "L0B: 65,536 bytes per cube core (the B2 queues)",
+     "baseK * baseN * sizeof(T) * buffers must fit 64 KB.\nExample:\n"
+     "    pipe.InitBuffer(inB2, 2, 64 * 256 * sizeof(half));   // 2 x 32 KB\n    // fp32: baseN 128"),
+    ("l0c_overflow", "concept", "L0C: 131,072 bytes per cube core (the CO1 queues, float results)",
+     "baseM * baseN * 4 * buffers must fit 128 KB.\nExample:\n"
+     "    pipe.InitBuffer(outCO1, 1, 128 * 256 * sizeof(float));  // 128 KB\n    // double-buffered: 128 x 128"),
+    ("bt_overflow", "concept", "the bias table (C2): 1 KB per cube core", "baseN * 4 bytes at most 1 KB.\nExample:\n"
+     "    pipe.InitBuffer(biasC2, 1, 256 * sizeof(float));\n    Mmad(c, a2, b2, biasC2Local, p);"),
+    ("wrong_position", "concept", "a tensor in the wrong buffer for the call",
+     "Vector instructions take UB tensors (VECIN/VECOUT/VECCALC); Mmad takes CO1, A2, B2; LoadData writes\n"
+     "A2/B2 from A1/B1; DataCopy moves GM <-> UB and GM <-> L1; Fixpipe moves CO1 -> GM. The message names\n"
+     "the call to use.\nExample:\n"
+     "    LoadData(a2, a1, LoadData2DParams(0, kf, mf, 0, 0, false, 0));   // not DataCopy(a2, ...)\n"
+     "    Mmad(c, a2, b2, MmadParams(m, n, k));                              // not Mmad(c, a1, ...)"),
+    ("cube_align", "concept", "cube operands start on their buffer's alignment",
+     "L0A/L0B tensors 512 bytes (a whole fractal: offsets in multiples of 256 half / 128 float), L1 32 bytes,\n"
+     "CO1 256 elements for Mmad and 64 bytes for Fixpipe, the bias table 64 bytes.\nExample:\n"
+     "    LoadData(a2[i * kf * 256], a1[i * 256], p);   // half: 256 elements per fractal\n"
+     "    Mmad(c, a2, b2, MmadParams(m, n, k));"),
+    ("buffer_out_of_bounds", "concept", "a cube call past the end of its L1/L0 tensor",
+     "Mmad needs ceil16(m) x ceil(k/C0) fractals in A2, ceil(k/C0) x ceil16(n) in B2 and ceil16(m) x ceil16(n)\n"
+     "floats in CO1; LoadData's last repeat must stay inside src and dst. Size the queues from the padded\n"
+     "block.\nExample:\n"
+     "    pipe.InitBuffer(inA2, 2, ceil16(baseM) * ceil16(baseK) * sizeof(half));\n"
+     "    Mmad(c, a2, b2, MmadParams(mLen, nLen, kLen));"),
+    ("core_type", "concept", "code for one kind of core running on the other",
+     "The AIC has no UB or vector unit, the AIV no L1/L0. In a MIX kernel guard the cube side with\n"
+     "`if ASCEND_IS_AIC` and the vector side with `if ASCEND_IS_AIV`; CrossCoreSetFlag modes 1 and 2 need a\n"
+     "MIX kernel.\nExample:\n"
+     "    if ASCEND_IS_AIC { pipe.InitBuffer(inA1, 2, bytes); }\n"
+     "    if ASCEND_IS_AIV { pipe.InitBuffer(inQ, 2, bytes); }"),
+    ("cross_core_race", "concept", "a core reads GM another core wrote (or overwrites what it read) without sync",
+     "All cores run at once on the NPU. Between a write and another core's read put a release and an\n"
+     "acquire: CrossCoreSetFlag after the write and CrossCoreWaitFlag before the read (mode 2 between an AIC\n"
+     "and its AIVs), or SyncAll() between vector cores.\nExample:\n"
+     "    Fixpipe<float, float, CFG_ROW_MAJOR>(workGm, c, p); CrossCoreSetFlag<2, PIPE_FIX>(0);   // AIC\n"
+     "    CrossCoreWaitFlag(0); DataCopy(x, workGm, n);                                           // AIV"),
+    ("matmul_misuse", "concept", "the Matmul API used against its protocol or with an impossible tiling",
+     "Order: REGIST_MATMUL_OBJ (before InitBuffer), SetTensorA, SetTensorB, [SetBias], IterateAll or\n"
+     "Iterate + GetTensorC per block, End. The tiling must satisfy the TCubeTiling rules.\nExample:\n"
+     "    REGIST_MATMUL_OBJ(&pipe, GetSysWorkSpacePtr(), mm, &tiling);\n"
+     "    mm.SetTensorA(aGm); mm.SetTensorB(bGm); mm.IterateAll(cGm); mm.End();"),
 )
