@@ -137,3 +137,48 @@ def test_ascendc_hazard_rejected_with_its_name(tmp_path, change, kind):
     assert res.exit_code == 1
     assert data["status"] in ("compile_error", "runtime_error")
     assert kind in data["message"] + data["feedback"]
+
+
+# ---- builds isolated by content: one extension name, two sources ------------------------------------------------
+
+SAME_NAME = CANDIDATE.replace('name="add_relu"', 'name="fast_kernel"')
+WRONG = KERNEL.replace("Add(z, x, y, len);", "Sub(z, x, y, len);")
+
+
+def _verdicts_for_same_name(executor_factory, concurrently: bool) -> dict[str, str]:
+    """The honest and the wrong kernel, both built as "fast_kernel", each with its own verdict."""
+    import threading
+
+    from backends import EvalOptions
+
+    sources = {"honest": SAME_NAME.format(source=KERNEL), "wrong": SAME_NAME.format(source=WRONG)}
+    verdicts: dict[str, str] = {}
+    options = EvalOptions(trials=1)
+    if not concurrently:
+        with executor_factory() as ex:  # one reused worker process evaluates both, one after the other
+            for label in ("honest", "wrong", "honest"):
+                verdicts[label] = ex.evaluate(TASK, sources[label], backend="ascendc", options=options).status.value
+        return verdicts
+
+    def run(label: str) -> None:
+        with executor_factory() as ex:  # a worker process each, building at the same time
+            verdicts[label] = ex.evaluate(TASK, sources[label], backend="ascendc", options=options).status.value
+
+    threads = [threading.Thread(target=run, args=(label,)) for label in sources]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return verdicts
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("concurrently", [False, True], ids=["serial", "concurrent"])
+def test_same_extension_name_different_sources_get_their_own_verdicts(tmp_path, monkeypatch, concurrently):
+    from backends import Executor
+
+    monkeypatch.setenv("EVOKERNEL_CACHE", str(tmp_path / "cache"))  # nothing built yet: both compile now
+    verdicts = _verdicts_for_same_name(lambda: Executor(device="cpu", timeout_s=300), concurrently)
+    assert verdicts == {"honest": "ok", "wrong": "wrong_result"}
+    builds = sorted(p.name for p in (tmp_path / "cache" / "ascendc").iterdir() if p.is_dir())
+    assert len(builds) == 2 and all(b.startswith("fast_kernel-") for b in builds)  # a directory per source

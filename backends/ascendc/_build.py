@@ -1,6 +1,9 @@
 """Build a candidate's Ascend C source against the CPU model with g++.
 
-One shared library per (source, header, flags, entries): cached under
+One shared library per (source, header, flags, compiler, entries), in a
+directory named by the extension name and a hash of all of them, so two
+candidates that pick the same name never share (or load) a binary, whether
+they run one after the other in one worker or at once in several; cached under
 `$EVOKERNEL_CACHE/ascendc` (default `~/.cache/evokernel/ascendc`), one
 directory per build, a file lock around each build so concurrent workers
 compile a source once."""

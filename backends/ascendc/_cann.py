@@ -37,6 +37,15 @@ class CannBuildPlan:
     entries: dict[str, Entry]
 
 
+def bisheng_version(bisheng: str = "bisheng") -> str:
+    """The first line of `bisheng --version` (part of every NPU build key), or "" without CANN."""
+    try:
+        out = subprocess.run([bisheng, "--version"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return (out.stdout.splitlines() or [""])[0]
+
+
 def host_source(source_file: str, entries: dict[str, Entry]) -> str:
     """The .asc translation unit: the candidate's kernel plus one extern "C"
     host launcher per entry, taking the block count and an aclrtStream."""

@@ -114,7 +114,11 @@ def _load_on_npu(name: str, source: str, entries: dict[str, Entry], build_dir: s
     from ._build import build_key, cache_root
     from ._cann import NpuKernelLauncher, build_plan, run_plan
 
-    key = build_key(source, entries, ("cann",) + extra_cflags)
+    from ._cann import bisheng_version
+
+    # the directory (and so the library path) comes from the source and the toolchain, never the name alone:
+    # two candidates naming their extension alike never load each other's binary
+    key = build_key(source, entries, ("cann", bisheng_version()) + extra_cflags)
     directory = (Path(build_dir) if build_dir else cache_root()) / f"{name}-npu-{key[:16]}"
     plan = build_plan(name, source, list(entries), directory=directory, extra_cflags=extra_cflags)
     started = time.perf_counter()
