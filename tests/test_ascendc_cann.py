@@ -4,6 +4,7 @@ generated files and commands are checked."""
 from __future__ import annotations
 
 import importlib
+import json
 import os
 import shutil
 import stat
@@ -142,3 +143,32 @@ def test_compile_check_uses_bisheng_on_cann_sim(bare, monkeypatch, tmp_path):
     assert "no member named Foo" in report.message
     args = (bare / "args.txt").read_text().split()
     assert args[:2] == ["-xasc", "--npu-arch=dav-2201"] and "-c" in args
+
+
+def test_the_cann_path_builds_the_matmul_operator_too(tmp_path):
+    """Direct launch of the cube kernel, and the msopgen-style project for CANN users (never run here)."""
+    from backends.ascendc._cann import build_plan
+    from evokernel.ascendc import matmul_operator_project
+    from evokernel.ascendc._matmul_kernel import ENTRY_F16, ENTRY_F32, MATMUL_SOURCE
+
+    plan = build_plan("matmul", MATMUL_SOURCE, [ENTRY_F16, ENTRY_F32], directory=tmp_path / "direct")
+    unit = plan.files["matmul.asc"]
+    assert f"{ENTRY_F16}<<<evk_block_dim, nullptr, evk_stream>>>" in unit and "--npu-arch=dav-2201" in plan.commands[0]
+
+    project = matmul_operator_project("float16")
+    root = project.write(tmp_path / "MatmulCustom")
+    files = {p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()}
+    assert files == {"matmul_custom.json", "op_host/matmul_custom_tiling.h", "op_host/matmul_custom.cpp",
+                     "op_kernel/matmul_custom.cpp", "README.md"}
+    op = json.loads((root / "matmul_custom.json").read_text())[0]
+    assert op["op"] == "MatmulCustom" and [d["name"] for d in op["input_desc"]] == ["a", "b"]
+    assert op["output_desc"][0]["type"] == ["float16"]
+    tiling_h = (root / "op_host/matmul_custom_tiling.h").read_text()
+    for field in ("M", "N", "K", "baseM", "bufNum"):
+        assert f"TILING_DATA_FIELD_DEF(uint32_t, {field});" in tiling_h
+    host = (root / "op_host/matmul_custom.cpp").read_text()
+    assert "tiling.set_baseN(static_cast<uint32_t>(256));" in host and 'AddConfig("ascend910b")' in host
+    kernel = (root / "op_kernel/matmul_custom.cpp").read_text()
+    assert "GET_TILING_DATA(t, tiling);" in kernel and f"__aicore__ inline void {ENTRY_F16}_body(" in kernel
+    assert f"{ENTRY_F16}_body(a, b, c, t.batch, t.M" in kernel
+    assert all("NEVER RUN" in text for name, text in project.files.items() if not name.endswith(".json"))

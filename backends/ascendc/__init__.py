@@ -20,6 +20,7 @@ from ._detect import detect_mode
 from ._errors import COMPILE_KINDS, RUNTIME_KINDS, AscendCCompileError, AscendCError, AscendCRuntimeError
 from ._launch import get_launch_hook, set_launch_hook
 from ._loader import AscendCModule, build_records, load_inline
+from ._msopgen import CannProject, OpSpec, TensorArg, msopgen_project
 
 __all__ = [
     "API_NAMES",
@@ -28,11 +29,14 @@ __all__ = [
     "AscendCError",
     "AscendCModule",
     "AscendCRuntimeError",
+    "CannProject",
     "CHIP_910B",
     "COMPILE_KINDS",
     "Chip",
     "KNOWN_UNMODELLED",
     "MEMBER_NAMES",
+    "OpSpec",
+    "TensorArg",
     "RUNTIME_KINDS",
     "build_records",
     "detect_mode",
@@ -40,6 +44,7 @@ __all__ = [
     "get_launch_hook",
     "load_inline",
     "modelled_latency_ms",
+    "msopgen_project",
     "parse_stats",
     "set_launch_hook",
 ]

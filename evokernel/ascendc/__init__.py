@@ -11,6 +11,7 @@
 
 from ._config import AscendCConfig, config_from_triton, default_config, neighbours, search_space
 from ._lower import LoweringError
+from ._matmul_kernel import matmul_operator_project
 from ._notes import API_NOTES, CATEGORIES, ApiNote, api_names_in, seed_api_notes
 from ._policy import AscendCBuiltinPolicy
 from ._templates import TemplateError, covers, generate
@@ -28,6 +29,7 @@ __all__ = [
     "covers",
     "default_config",
     "generate",
+    "matmul_operator_project",
     "neighbours",
     "search_space",
     "seed_api_notes",

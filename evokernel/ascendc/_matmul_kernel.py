@@ -189,3 +189,19 @@ extern "C" __global__ __aicore__ void {name}(GM_ADDR a, GM_ADDR b, GM_ADDR c, ui
     op.Process();
 }}
 ''' for name, ctype in ((ENTRY_F16, "half"), (ENTRY_F32, "float")))
+
+
+def matmul_operator_project(dtype: str = "float16"):
+    """The builtin matmul as an msopgen-style CANN operator (`MatmulCustom`, C = A @ B for 2-D
+    row-major A (M x K) and B (K x N)), with a host tiling of the same base blocks the CPU
+    model's launcher starts from. Never run: see backends/ascendc/_msopgen.py."""
+    from backends.ascendc import OpSpec, TensorArg, msopgen_project
+
+    entry, (bm, bn, bk) = (ENTRY_F16, (128, 256, 64)) if dtype == "float16" else (ENTRY_F32, (128, 128, 64))
+    m, n, k = "in0.GetDim(0)", "in1.GetDim(1)", "in0.GetDim(1)"
+    op = OpSpec("MatmulCustom", inputs=(TensorArg("a", (dtype,)), TensorArg("b", (dtype,))),
+                outputs=(TensorArg("c", (dtype,)),), output_shapes=(f"{{{m}, {n}}}",),
+                block_dim=f"std::min<int64_t>(24, (({m} + {bm - 1}) / {bm}) * (({n} + {bn - 1}) / {bn}))")
+    tiling = {"batch": "1", "M": m, "N": n, "K": k, "transB": "0", "strideA": f"{m} * {k}",
+              "strideB": f"{k} * {n}", "baseM": str(bm), "baseN": str(bn), "baseK": str(bk), "bufNum": "2"}
+    return msopgen_project(op, MATMUL_SOURCE, entry, tiling)
