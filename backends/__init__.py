@@ -9,7 +9,8 @@ from ._compare import DEFAULT_TOLERANCE, Comparison, compare
 from ._hardware import HardwareFacts, TaskCost, hardware_facts, measure_hardware, task_cost
 from ._evaluate import EvalOptions
 from ._executor import Executor, default_device
-from ._pool import DevicePlanError, ExecutorPool, PoolStats, plan_devices, visible_gpu_count
+from ._pool import DevicePlanError, ExecutorPool, MemoryWatch, PoolStats, plan_devices, visible_gpu_count
+from ._ray import RayPool, RayUnavailable
 from ._result import RULE_SETS, Baselines, EvalResult, KernelFacts, MemoryPlan, Roofline, Verdict
 from ._sandbox import SandboxLimits
 from ._static import StaticFinding, static_findings
@@ -31,7 +32,10 @@ __all__ = [
     "ExecutorPool",
     "KernelFacts",
     "LaunchLog",
+    "MemoryWatch",
     "PoolStats",
+    "RayPool",
+    "RayUnavailable",
     "MemoryPlan",
     "SandboxLimits",
     "StaticFinding",

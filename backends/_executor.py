@@ -37,6 +37,14 @@ def _signal_name(rc: int) -> str:
         return f"signal {-rc}"
 
 
+def physical_gpu(device: str, visible: str | None) -> str:
+    """The CUDA_VISIBLE_DEVICES value that pins a worker to `device` ("cuda:N", numbered
+    as this process sees GPUs): the N-th entry of this process's own list when it has one."""
+    index = int(device.partition(":")[2] or 0)
+    listed = [d.strip() for d in (visible or "").split(",") if d.strip()]
+    return listed[index] if index < len(listed) else str(index)
+
+
 class WorkerError(RuntimeError):
     pass
 
@@ -72,8 +80,7 @@ class Worker:
         child_env["EVOKERNEL_WORKER_DIR"] = str(self.dir)
         child_env["PYTHONUNBUFFERED"] = "1"
         if device.startswith("cuda"):
-            index = device.split(":")[1] if ":" in device else "0"
-            child_env["CUDA_VISIBLE_DEVICES"] = index
+            child_env["CUDA_VISIBLE_DEVICES"] = physical_gpu(device, child_env.get("CUDA_VISIBLE_DEVICES"))
             child_env["EVOKERNEL_WORKER_DEVICE"] = "cuda:0"
         else:
             child_env["EVOKERNEL_WORKER_DEVICE"] = "cpu"

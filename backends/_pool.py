@@ -73,6 +73,39 @@ class PoolStats:
     waiting: int  # evaluations queued for a free worker
     evaluations: int
     devices: tuple[str, ...]
+    retired_for_memory: int = 0
+
+
+@dataclasses.dataclass
+class MemoryWatch:
+    """Retires a GPU worker whose memory keeps growing (long-lived workers leak: a
+    candidate's module-level cache, a fragmented allocator), judged from the free
+    memory each result's plan recorded: more than `max_growth_bytes` lost since the
+    worker started, or a loss of at least `min_step_bytes` on `growth_jobs` jobs in a row."""
+
+    max_growth_bytes: int = 2 << 30
+    growth_jobs: int = 8
+    min_step_bytes: int = 16 << 20
+    _first: dict[int, int] = dataclasses.field(default_factory=dict)
+    _last: dict[int, int] = dataclasses.field(default_factory=dict)
+    _streak: dict[int, int] = dataclasses.field(default_factory=dict)
+
+    def observe(self, worker: int, result: EvalResult) -> bool:
+        """Whether the worker that produced `result` should be retired now."""
+        plan = getattr(result, "memory", None)
+        if plan is None or not str(result.device).startswith("cuda"):
+            return False
+        free = int(plan.available_bytes)
+        if not result.worker_reused or worker not in self._first:
+            self._first[worker], self._last[worker], self._streak[worker] = free, free, 0
+            return False
+        shrank = self._last[worker] - free >= self.min_step_bytes
+        self._streak[worker] = self._streak[worker] + 1 if shrank else 0
+        self._last[worker] = free
+        if self._first[worker] - free > self.max_growth_bytes or self._streak[worker] >= self.growth_jobs:
+            del self._first[worker]
+            return True
+        return False
 
 
 class ExecutorPool:
@@ -82,11 +115,14 @@ class ExecutorPool:
     ...     result = pool.evaluate("task.py", source, backend="triton")
     """
 
-    def __init__(self, devices: Sequence[str], **executor_kwargs: Any):
+    def __init__(self, devices: Sequence[str], *, memory_watch: MemoryWatch | None = None,
+                 executor_factory: Any = Executor, **executor_kwargs: Any):
         if not devices:
             raise DevicePlanError("an executor pool needs at least one device")
         self.devices = tuple(devices)
-        self._executors = [Executor(device=d, **executor_kwargs) for d in self.devices]
+        self._executors = [executor_factory(device=d, **executor_kwargs) for d in self.devices]
+        self.memory_watch = memory_watch or MemoryWatch()
+        self._retired_for_memory = 0
         self._free: queue.SimpleQueue[Executor] = queue.SimpleQueue()
         for ex in self._executors:
             self._free.put(ex)
@@ -108,11 +144,12 @@ class ExecutorPool:
 
     def stats(self) -> PoolStats:
         with self._lock:
-            return PoolStats(len(self._executors), self._busy, self._waiting, self._done, self.devices)
+            return PoolStats(len(self._executors), self._busy, self._waiting, self._done, self.devices,
+                             self._retired_for_memory)
 
     @property
     def workers_started(self) -> int:
-        return sum(ex.workers_started for ex in self._executors)
+        return sum(getattr(ex, "workers_started", 0) for ex in self._executors)
 
     def evaluate(self, task_path: str | Path, source: str, *, backend: str = "triton",
                  options: EvalOptions | None = None, timeout_s: float | None = None) -> EvalResult:
@@ -123,12 +160,21 @@ class ExecutorPool:
             self._waiting -= 1
             self._busy += 1
         try:
-            return ex.evaluate(task_path, source, backend=backend, options=options, timeout_s=timeout_s)
+            result = ex.evaluate(task_path, source, backend=backend, options=options, timeout_s=timeout_s)
+            self._watch(ex, result)
+            return result
         finally:
             with self._lock:
                 self._busy -= 1
                 self._done += 1
             self._free.put(ex)
+
+    def _watch(self, ex: Any, result: EvalResult) -> None:
+        if self.memory_watch.observe(id(ex), result):
+            ex.close()  # its next job starts a fresh worker
+            result.warnings.append("the worker was retired after this candidate: its GPU memory kept growing")
+            with self._lock:
+                self._retired_for_memory += 1
 
     def close(self) -> None:
         """Stop every worker (a worker in the middle of a candidate is killed)."""

@@ -86,6 +86,7 @@ class Request:
     path: str
     headers: dict[str, str]
     body: Any
+    arrived_s: float = field(default_factory=time.monotonic)  # when the server read it
 
 
 class FakeLLMServer:
@@ -98,6 +99,8 @@ class FakeLLMServer:
         self.script: list[Reply] = []
         self.default: Reply | None = None
         self.requests: list[Request] = []
+        self.in_flight = 0  # requests being answered now
+        self.peak_in_flight = 0
         self._lock = threading.Lock()
         server = self
 
@@ -116,9 +119,15 @@ class FakeLLMServer:
                         Request(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
                     )
                     reply = server.script.pop(0) if server.script else server.default
+                    server.in_flight += 1
+                    server.peak_in_flight = max(server.peak_in_flight, server.in_flight)
                 reply = reply or error_reply(500, "script exhausted")
-                if reply.delay_s:
-                    time.sleep(reply.delay_s)
+                try:
+                    if reply.delay_s:
+                        time.sleep(reply.delay_s)
+                finally:
+                    with server._lock:
+                        server.in_flight -= 1
                 payload = reply.body if isinstance(reply.body, bytes) else json.dumps(reply.body).encode()
                 try:
                     self.send_response(reply.status)

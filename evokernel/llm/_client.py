@@ -18,6 +18,7 @@ from typing import Any, Callable, Protocol, runtime_checkable
 from ._prices import PriceTable
 from ._prompts import Prompt
 from ._registry import get_provider, parse_spec
+from ._backoff import SharedBackoff, shared_backoff
 from ._retry import RetryPolicy, call_with_retries
 from ._secrets import logger, mask_obj, mask_secrets
 from ._types import Completion, LLMError, Provider
@@ -87,6 +88,7 @@ class LLMClient:
         max_tokens: int = DEFAULT_MAX_TOKENS,
         temperature: float = DEFAULT_TEMPERATURE,
         rng: random.Random | None = None,
+        backoff: SharedBackoff | None = None,
     ) -> None:
         if (cache or replay) and log is None:
             raise ValueError("cache and replay need a log (a MemoryStore) to keep answers in")
@@ -101,6 +103,8 @@ class LLMClient:
         self.max_tokens = max_tokens
         self.temperature = temperature
         self._rng = rng or random.Random()
+        # Concurrent calls share one pause per provider: a 429 slows them all (see _backoff).
+        self.backoff = backoff or shared_backoff(provider_name)
 
     @classmethod
     def from_spec(
@@ -168,17 +172,22 @@ class LLMClient:
 
         start = time.perf_counter()
         try:
-            completion, attempts = call_with_retries(
-                lambda: self.provider.complete(
+            def send() -> Completion:
+                self.backoff.wait()
+                return self.provider.complete(
                     list(messages),
                     system=system,
                     max_tokens=params["max_tokens"],
                     temperature=params["temperature"],
-                ),
+                )
+
+            completion, attempts = call_with_retries(
+                send,
                 policy=self.retry,
                 provider=self.provider_name,
                 model=self.model,
                 rng=self._rng,
+                sleep=self.backoff.sleep,
             )
         except LLMError as exc:
             elapsed_ms = (time.perf_counter() - start) * 1000.0

@@ -65,7 +65,11 @@ def run(
             policy = make_policy(options, bank)
         jobs = options.jobs or default_jobs(policy.is_llm, len(loaded), n_gpus=sum(d.startswith("cuda") for d in devices or ()))
         owned = executor is None
-        executor = executor if executor is not None else make_executor(options, devices, size, jobs)
+        if owned:
+            try:
+                executor = make_executor(options, devices, size, jobs)
+            except ImportError as exc:  # --engine ray without Ray installed
+                raise RunError(str(exc)) from None
         try:
             if loaded:
                 from ._loop import Runner
