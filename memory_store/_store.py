@@ -794,6 +794,35 @@ class MemoryStore:
                 "size_bytes": size,
             }
 
+    def value_summary(self, *, top: int = 5) -> dict:
+        """The learned values at a glance: per kind, how many items were visited in each
+        stage and the mean, min and max of Q_draft and Q_refine; the `top` items by each."""
+        if isinstance(top, bool) or not isinstance(top, int) or top < 0:
+            raise MemoryStoreError(f"top must be a non-negative integer, got {top!r}")
+        with self._lock:
+            rows = self.conn.execute(
+                "SELECT kind, count(*), sum(visits_draft > 0), sum(visits_refine > 0), "
+                "avg(q_draft), min(q_draft), max(q_draft), avg(q_refine), min(q_refine), max(q_refine) "
+                "FROM items GROUP BY kind ORDER BY kind"
+            ).fetchall()
+            by_kind = {
+                r[0]: {"items": r[1], "visited_draft": r[2] or 0, "visited_refine": r[3] or 0,
+                       "q_draft": {"mean": r[4], "min": r[5], "max": r[6]},
+                       "q_refine": {"mean": r[7], "min": r[8], "max": r[9]}}
+                for r in rows
+            }
+            best = {}
+            for stage in STAGES:
+                q, visits = f"q_{stage}", f"visits_{stage}"
+                best[stage] = [
+                    {"id": r[0], "kind": r[1], "task_key": r[2], "backend": r[3], q: r[4], visits: r[5]}
+                    for r in self.conn.execute(
+                        f"SELECT id, kind, task_key, backend, {q}, {visits} FROM items WHERE {visits} > 0 "
+                        f"ORDER BY {q} DESC, id LIMIT ?", (top,)
+                    ).fetchall()
+                ]
+            return {"by_kind": by_kind, "top": best}
+
     def integrity_check(self) -> list[str]:
         """Problems SQLite finds in the file and the FTS index; empty when sound."""
         with self._lock:

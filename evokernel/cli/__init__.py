@@ -72,7 +72,7 @@ def _root(
 
 
 def _register() -> None:
-    from . import bench_cmd, check_cmd, eval_cmd, logs_cmd, memory_cmd, run_cmd
+    from . import bench_cmd, check_cmd, eval_cmd, logs_cmd, mcp_cmd, memory_cmd, run_cmd
 
     check_cmd.register(app)
 
@@ -81,6 +81,7 @@ def _register() -> None:
     logs_cmd.register(app)
     memory_cmd.register(app)
     bench_cmd.register(app)
+    mcp_cmd.register(app)
 
 
 _register()

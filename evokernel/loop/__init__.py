@@ -19,6 +19,7 @@ from ._types import (
     RunResult,
     StartPointView,
     StepContext,
+    StepPlan,
     TaskOutcome,
 )
 
@@ -38,6 +39,7 @@ __all__ = [
     "Runner",
     "StartPointView",
     "StepContext",
+    "StepPlan",
     "TaskOutcome",
     "default_jobs",
     "draft_reward",

@@ -30,7 +30,7 @@ from memory_store import Item, MemoryStore
 from ._concurrent import RunMonitor, StepsInterrupted, run_all
 from ._options import RunOptions
 from ._rewards import draft_reward, refine_reward
-from ._types import Attempt, MemoryNote, Policy, Proposal, RunResult, StartPointView, StepContext, TaskOutcome
+from ._types import Attempt, MemoryNote, Policy, Proposal, RunResult, StartPointView, StepContext, StepPlan, TaskOutcome
 
 Event = dict[str, Any]
 KINDS_FOR_CONTEXT = ["trace", "experience", "best_practice"]
@@ -105,6 +105,7 @@ class Runner:
         self._seed_lock = threading.Lock()
         self._seeded = False
         self._stopping = False  # set when the run is interrupted: steps still in flight commit nothing
+        self._started = False
         self.signature = {
             "tasks": [s.key for s in self.states],
             "policy": policy.name,
@@ -215,13 +216,19 @@ class Runner:
         return frozenset(fp for i in items if (fp := (i.extra or {}).get("fingerprint")))
 
     # --- one step ---------------------------------------------------------
-    def step(self, st: _TaskState, iteration: int, as_of: int | None = None) -> None:
+    def plan_step(self, st: _TaskState, iteration: int, as_of: int | None = None, *,
+                  stage: str | None = None) -> StepPlan:
+        """What the task's next step sees, chosen as the loop chooses it: the stage (refine
+        once the task has a feasible kernel, unless `stage` names one), the start point by
+        Q_refine, the memories and API notes. Seeded by (seed, task, step), so asking twice
+        before the step is committed gives the same plan. Writes nothing but the backend's
+        API notes (seeded into the bank once)."""
         out, opts = st.outcome, self.options
         step_no = out.attempts + 1
         rng = random.Random(zlib.crc32(f"{opts.seed}:{st.key}:{step_no}".encode()))
         feasible = [] if opts.independent_samples else self._feasible(st)
-        stage = "refine" if feasible else "draft"
-        start = self._choose_start(feasible, rng) if feasible else None
+        stage = stage or ("refine" if feasible else "draft")
+        start = self._choose_start(feasible, rng) if feasible and stage == "refine" else None
         best_ms = self._best_ms(feasible)
         memories = self._retrieve(st, stage, rng, as_of)
         api_notes = self._api_notes(st, stage, memories, start, rng)
@@ -233,31 +240,46 @@ class Runner:
             tried=frozenset() if fresh else self._tried(st), run_id=self.run_id, api_notes=api_notes,
             rules=opts.rules, size=self.size,
         )
-        self.monitor.emit({"type": "step_start", "task": st.task.name, "stage": stage, "step": step_no,
+        return StepPlan(context=ctx, start=start, best_ms=best_ms, iteration=iteration)
+
+    def step(self, st: _TaskState, iteration: int, as_of: int | None = None) -> None:
+        plan = self.plan_step(st, iteration, as_of)
+        ctx = plan.context
+        self.monitor.emit({"type": "step_start", "task": st.task.name, "stage": ctx.stage, "step": ctx.step,
                            "iteration": iteration})
         with self.monitor.proposing():
             proposal = self.policy.propose(ctx)
         self.monitor.add_usage(proposal.tokens_in, proposal.tokens_out, proposal.cost_usd)
         if proposal.stop:
-            out.stopped = proposal.error or "the policy stopped"
-            self.monitor.emit({"type": "stopped", "task": st.task.name, "reason": out.stopped})
+            st.outcome.stopped = proposal.error or "the policy stopped"
+            self.monitor.emit({"type": "stopped", "task": st.task.name, "reason": st.outcome.stopped})
             return
         with self.monitor.evaluating():
-            result = self._evaluate(st, proposal)
+            result = self.evaluate(st, proposal)
         if self._stopping:
             raise StepsInterrupted(st.task.name)
-        reward = draft_reward(result.feasible) if stage == "draft" else refine_reward(result.feasible, result.latency_ms, best_ms)
-        context_ids = [m.id for m in memories] if proposal.used_memory_ids is None else list(proposal.used_memory_ids)
-        item_id = self._commit(st, stage, proposal, result, reward, context_ids, start, iteration)
-        out.record(Attempt.from_result(result, step=step_no, stage=stage, item_id=item_id, reward=reward,
-                                       tokens_in=proposal.tokens_in, tokens_out=proposal.tokens_out,
-                                       cost_usd=proposal.cost_usd))
+        self.commit_step(st, plan, proposal, result)
+
+    def commit_step(self, st: _TaskState, plan: StepPlan, proposal: Proposal, result: EvalResult) -> Attempt:
+        """Reward an evaluated candidate and commit its step in one transaction (trace,
+        experience, value updates of the memories it used and of the plan's start point);
+        the attempt as the run accounts for it."""
+        out, stage = st.outcome, plan.context.stage
+        reward = draft_reward(result.feasible) if stage == "draft" else refine_reward(result.feasible, result.latency_ms, plan.best_ms)
+        context_ids = [m.id for m in plan.context.memories] if proposal.used_memory_ids is None else list(proposal.used_memory_ids)
+        item_id = self._commit(st, stage, proposal, result, reward, context_ids, plan.start, plan.iteration)
+        attempt = Attempt.from_result(result, step=plan.context.step, stage=stage, item_id=item_id, reward=reward,
+                                      tokens_in=proposal.tokens_in, tokens_out=proposal.tokens_out,
+                                      cost_usd=proposal.cost_usd)
+        out.record(attempt)
         st.feedback = _feedback_of(result)
         self.monitor.emit({
-            "type": "step_done", "task": st.task.name, "stage": stage, "step": step_no, "status": result.status.value,
-            "latency_ms": result.latency_ms, "reward": reward, "best_latency_ms": out.best_latency_ms,
-            "speedup_over_first": out.speedup_over_first, "iteration": iteration, "message": result.message[:300],
+            "type": "step_done", "task": st.task.name, "stage": stage, "step": plan.context.step,
+            "status": result.status.value, "latency_ms": result.latency_ms, "reward": reward,
+            "best_latency_ms": out.best_latency_ms, "speedup_over_first": out.speedup_over_first,
+            "iteration": plan.iteration, "message": result.message[:300],
         })
+        return attempt
 
     def _start_view(self, start: Item | None) -> StartPointView | None:
         if start is None:
@@ -272,7 +294,8 @@ class Runner:
             extra=dict(start.extra or {}), facts=tuple(facts),
         )
 
-    def _evaluate(self, st: _TaskState, proposal: Proposal) -> EvalResult:
+    def evaluate(self, st: _TaskState, proposal: Proposal) -> EvalResult:
+        """The executor's verdict on a proposal, under the run's evaluation options."""
         if proposal.source is None:
             msg = proposal.error or "the policy produced no candidate"
             return EvalResult(Verdict.COMPILE_ERROR, msg, feedback=msg)
@@ -320,10 +343,18 @@ class Runner:
         return trace_id
 
     # --- the whole run ------------------------------------------------------
-    def run(self) -> RunResult:
+    def start(self) -> None:
+        """Before the first step: the memory's best kernel as the starting best, and on
+        resume the steps this run already committed. Once per runner."""
+        if self._started:
+            return
+        self._started = True
         self._seed_from_memory()
         if self.resumed:
             self._restore()
+
+    def run(self) -> RunResult:
+        self.start()
         result = RunResult(self.run_id, self.policy.name, self.policy.is_llm, self.options, [s.outcome for s in self.states],
                            resumed=self.resumed, memory_path=str(self.store.path), size=self.size, device=self.device,
                            jobs=self.jobs)

@@ -64,6 +64,17 @@ class StepContext:
 
 
 @dataclasses.dataclass(frozen=True)
+class StepPlan:
+    """A step before its candidate exists (`Runner.plan_step`): what the policy sees, and
+    what rewarding and committing the step need (`Runner.commit_step`)."""
+
+    context: StepContext
+    start: "Item | None"  # the start point whose Q_refine the step moves (None when drafting)
+    best_ms: float | None  # the task's best comparable latency before the step: the refine reward's b
+    iteration: int
+
+
+@dataclasses.dataclass(frozen=True)
 class Proposal:
     """A candidate, or why there is none.
 
