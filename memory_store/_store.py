@@ -244,6 +244,42 @@ class MemoryStore:
             raise MemoryStoreError(f"unknown item id(s): {', '.join(map(str, missing))}")
         return [by_id[i] for i in ids]
 
+    def update_item(
+        self,
+        item_id: int,
+        *,
+        key_text: str | None = None,
+        content: str | None = None,
+        status: str | None = None,
+        extra: dict | None = None,
+    ) -> Item:
+        """Rewrite an item's text, status or `extra` in place (a skill that gains evidence
+        when a near-duplicate is merged into it); its values and visits are left as
+        they are, and the full-text index follows `key_text`. Returns the item as stored."""
+        check_id(item_id, "item_id", allow_none=False)
+        sets: list[str] = []
+        params: list[Any] = []
+        if key_text is not None:
+            sets.append("key_text = ?")
+            params.append(check_text(key_text, "key_text"))
+        if content is not None:
+            sets.append("content = ?")
+            params.append(check_text(content, "content", allow_empty=True))
+        if status is not None:
+            sets.append("status = ?")
+            params.append(check_text(status, "status"))
+        if extra is not None:
+            sets.append("extra_json = ?")
+            params.append(dumps(extra, "extra"))
+        if sets:
+            def update() -> None:
+                cur = self.conn.execute(f"UPDATE items SET {', '.join(sets)} WHERE id = ?", [*params, item_id])
+                if cur.rowcount == 0:
+                    raise MemoryStoreError(f"unknown item id: {item_id}")
+
+            self._write(update)
+        return self.get_item(item_id)
+
     def list_items(
         self,
         *,
@@ -305,6 +341,7 @@ class MemoryStore:
         only_task_key: str | None = None,
         exclude_task_keys: Sequence[str] | None = None,
         visible: tuple[int, str | None] | None = None,
+        statuses: Sequence[str] | None = None,
         alias: str = "",
     ) -> tuple[str, list[Any]]:
         clauses, params = ["1"], []
@@ -313,7 +350,7 @@ class MemoryStore:
             upto, own_task = visible
             clauses.append(f"({alias}id <= ? OR {alias}task_key = ?)")
             params.extend([upto, own_task if own_task is not None else ""])
-        for column, values in (("backend", backends), ("kind", kinds), ("category", categories)):
+        for column, values in (("backend", backends), ("kind", kinds), ("category", categories), ("status", statuses)):
             if values:
                 clauses.append(f"{alias}{column} IN ({','.join('?' * len(values))})")
                 params.extend(values)
@@ -460,6 +497,7 @@ class MemoryStore:
         embedder: _embed.Embedder | None = None,
         as_of: int | None = None,
         as_of_task_key: str | None = None,
+        statuses: list[str] | None = None,
     ) -> list[Retrieved]:
         """Two-phase retrieval across all tasks.
 
@@ -470,7 +508,8 @@ class MemoryStore:
         `pool_size` overrides K; `rng` makes the picks reproducible.
         `as_of` (an item id, see `last_item_id`) limits recall to the items that
         existed then, plus those of `as_of_task_key` written since: concurrent
-        steps of one outer iteration see the same bank.
+        steps of one outer iteration see the same bank. `statuses` keeps only
+        items with one of these statuses (e.g. admitted skills, not rejected ones).
         """
         check_text(query, "query", allow_empty=True)
         check_stage(stage)
@@ -489,6 +528,7 @@ class MemoryStore:
             "only_task_key": None if only_task_key is None else check_text(only_task_key, "only_task_key"),
             "exclude_task_keys": None if exclude_task_keys is None else check_names(exclude_task_keys, "exclude_task_keys"),
             "visible": None if as_of is None else (check_id(as_of, "as_of", allow_none=False), as_of_task_key),
+            "statuses": None if statuses is None else check_names(statuses, "statuses"),
         }
         with self._lock:
             items = self._item_count_estimate()

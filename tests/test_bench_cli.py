@@ -177,8 +177,9 @@ def test_ablate_arms_json(tmp_path):
     assert res.exit_code == 0, res.output
     data = _json_line(res)
     assert data["kind"] == "evokernel-ablation"
-    assert [a["name"] for a in data["arms"]] == ["independent", "refine", "similarity", "value"]
-    assert [a["memory_mode"] for a in data["arms"]] == ["off", "off", "similarity", "value"]
+    assert [a["name"] for a in data["arms"]] == ["independent", "refine", "similarity", "value", "no-skills"]
+    assert [a["memory_mode"] for a in data["arms"]] == ["off", "off", "similarity", "value", "value"]
+    assert [a["skills"] for a in data["arms"]] == [True, True, True, True, False]
     assert any("deterministic" in n for n in data["notes"])
     res = runner.invoke(app, ["ablate", str(task), "--budget", "1", "--arm", "value", "--arm", "refine"])
     assert res.exit_code == 0, res.output

@@ -48,7 +48,8 @@ def test_builtin_policy_end_to_end_learns_values(tmp_path, cpu_executor):
         assert [s["stage"] for s in steps[:4]] == ["draft"] * 4 and [s["stage"] for s in steps[4:]] == ["refine"] * 4
         stats = store.stats()
         assert stats["value_updates"] > 0, "later tasks must have retrieved and credited earlier items"
-        assert stats["by_kind"] == {"trace": 8, "experience": 8}
+        # a refine step 1.2x faster than its start point may also have taught a skill (tests/test_skills.py)
+        assert {k: v for k, v in stats["by_kind"].items() if k != "best_practice"} == {"trace": 8, "experience": 8}
         # Draft values moved toward +1 for items that were in a successful draft's context
         items = store.list_items(kinds=["trace"], limit=None)
         assert any(i.visits_draft > 0 and i.q_draft > 0 for i in items)

@@ -1,6 +1,6 @@
 """The paper's comparison at equal budget: what memory and refinement each add.
 
-Four arms, each on the same tasks with the same budget, each in its own fresh
+Five arms, each on the same tasks with the same budget, each in its own fresh
 temporary memory (or its own copy of a given one, so no arm learns from
 another):
 
@@ -10,7 +10,9 @@ another):
   kernel at every step, so for it this arm is pass@1 repeated.
 - `refine`: the draft/refine loop with feedback and start points, memory off.
 - `similarity`: the loop with memory recalled and selected by similarity alone.
-- `value`: the loop with value-driven selection (EvoKernel).
+- `value`: the loop with value-driven selection (EvoKernel), verified skills included.
+- `no-skills`: the `value` arm without the skill library (evokernel/skills): no
+  skill is proposed, verified or selected.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ class Arm:
     label: str
     memory_mode: str
     independent: bool = False
+    skills: bool = True
 
 
 ARMS: tuple[Arm, ...] = (
@@ -46,6 +49,7 @@ ARMS: tuple[Arm, ...] = (
     Arm("refine", "refinement, no memory", "off"),
     Arm("similarity", "similarity-only retrieval", "similarity"),
     Arm("value", "value-driven retrieval", "value"),
+    Arm("no-skills", "value-driven retrieval without skills", "value", skills=False),
 )
 ARM_NAMES = tuple(a.name for a in ARMS)
 
@@ -72,6 +76,7 @@ class ArmResult:
             "label": self.arm.label,
             "memory_mode": self.arm.memory_mode,
             "independent": self.arm.independent,
+            "skills": self.arm.skills,
             "metrics": self.metrics,
             "accuracy_by_iteration": self.accuracy_by_iteration,
             "tasks": self.tasks,
@@ -129,7 +134,8 @@ def run_ablation(
     results: list[ArmResult] = []
     policy_name, is_llm, device, size, jobs = "", False, "", "", 1
     for arm in chosen:
-        arm_options = options.replace(memory_mode=arm.memory_mode, independent_samples=arm.independent, resume=False)
+        arm_options = options.replace(memory_mode=arm.memory_mode, independent_samples=arm.independent, resume=False,
+                                      skills=arm.skills and options.skills)
 
         def tagged(event: dict[str, Any], arm_name: str = arm.name) -> None:
             if on_event is not None:

@@ -127,7 +127,10 @@ def ls(
         items = store.list_items(kinds=kind, backends=backend, task_key=task, limit=limit)
     columns = ("id", "kind", "task_key", "backend", "stage", "status", "latency_ms", "q_draft", "q_refine", "visits_draft", "visits_refine")
     if as_json:
-        _print_json([{c: getattr(i, c) for c in columns} for i in items])
+        _print_json([{**{c: getattr(i, c) for c in columns}, **_skill_columns(i)} for i in items])
+        return
+    if kind and set(kind) == {"best_practice"}:
+        _skills_table(items)
         return
     table = Table("id", "kind", "task", "backend", "stage", "status", "ms", "Qd", "Qr", "visits")
     for column in table.columns:
@@ -138,6 +141,38 @@ def ls(
             str(i.id), i.kind, i.task_key, i.backend, i.stage, i.status or "", num(i.latency_ms),
             num(i.q_draft), num(i.q_refine), f"{i.visits_draft}/{i.visits_refine}",
         )
+    out_console().print(table)
+
+
+def _skill_columns(item: Any) -> dict[str, Any]:
+    """A skill's title, verification and evidence count (for best_practice items)."""
+    if item.kind != "best_practice":
+        return {}
+    from evokernel.skills import Skill
+
+    skill = Skill.from_item(item)
+    return {"title": skill.title, "verification": skill.verification.to_dict() if skill.verification else None,
+            "evidence": len(skill.evidence), "source": skill.source}
+
+
+def _skills_table(items: list[Any]) -> None:
+    """Skills with their verification: what re-timing measured and whether it admitted them."""
+    from rich.table import Table
+
+    from evokernel.skills import Skill
+
+    table = Table("id", "status", "title", "from task", "by", "verified", "reruns", "source", "evidence", "Qd", "Qr",
+                  "visits", title="skills (best_practice)")
+    for column in table.columns:
+        column.overflow = "fold"
+    for item in items:
+        s = Skill.from_item(item)
+        v = s.verification
+        verified = "" if v is None or v.speedup is None else f"{v.speedup:.2f}x ({v.baseline_ms:.4g} -> {v.skill_ms:.4g} ms)"
+        first = s.evidence[0].task_name if s.evidence else item.task_key
+        table.add_row(str(s.id), s.status.value, s.title, first, s.source, verified, str(v.reruns if v else ""),
+                      v.latency_source if v else "", str(len(s.evidence)), f"{s.q_draft:.3g}", f"{s.q_refine:.3g}",
+                      f"{s.visits_draft}/{s.visits_refine}")
     out_console().print(table)
 
 

@@ -284,6 +284,15 @@ def _units_section(units: Sequence[Unit]) -> str:
     return "\n\n".join(parts)
 
 
+def _skills_section(units: Sequence[Unit]) -> str:
+    """Verified skills in their own section (evokernel/skills): each reproduced its speedup when re-timed."""
+    if not units:
+        return ""
+    head = ("## Skills: verified techniques from earlier tasks\n"
+            "Each made a kernel faster and reproduced that speedup when re-timed. Use one where it fits this task.")
+    return "\n\n".join([head, *(u.text for u in units)])
+
+
 def _reference_units(views: Sequence[MemoryView], kind: str) -> list[Unit]:
     units, seen = [], set()
     for i, view in enumerate(views):
@@ -362,8 +371,10 @@ def build_prompt(
         else:
             code_as = None
         sections["feedback"] = _feedback_section(feedback_text, later_turn=later)
-        sections["api_notes+skills"] = _units_section([*api, *skills]).replace(
-            "## Memory: what earlier attempts on this and other tasks taught", "## Reference notes", 1)
+        sections["api_notes+skills"] = "\n\n".join(part for part in (
+            _skills_section(skills),
+            _units_section(api).replace("## Memory: what earlier attempts on this and other tasks taught",
+                                        "## Reference notes", 1)) if part)
         sections["memories"] = _units_section(mem_units)
         sections["start_point"] = start_point_section(
             start, outcomes=grouped.start_outcomes, hardware=inputs.hardware, cost=inputs.cost,

@@ -129,6 +129,10 @@ class LLMPolicy:
         prompt = self.prompt(ctx, model=client.model)
         inputs_ids = [m.id for m in ctx.memories]
         shown = tuple(inputs_ids[i] for i in prompt.report.included_memories if inputs_ids[i] is not None)
+        # Skills the token budget left out were not seen: only the others learn from this step.
+        dropped = set(prompt.report.dropped)
+        shown_skills = tuple(s.id for s in getattr(ctx, "skills", ()) or ()
+                             if f"skill {s.key_text.splitlines()[0][:60]}" not in dropped)
         marker = getattr(_backend(ctx.backend), "kernel_marker", None)
         parsed: list[Candidate | ParseError] = []
 
@@ -147,7 +151,8 @@ class LLMPolicy:
         try:
             completion = client.ask(prompt, run_id=ctx.run_id, annotate=parse)
         except LLMError as exc:
-            return Proposal(None, error=f"LLM call failed: {exc}", extra=extra, used_memory_ids=shown)
+            return Proposal(None, error=f"LLM call failed: {exc}", extra=extra, used_memory_ids=shown,
+                            used_skill_ids=shown_skills)
         usage = dict(tokens_in=completion.tokens_in or 0, tokens_out=completion.tokens_out or 0,
                      cost_usd=completion.cost_usd)
         outcome = parsed[-1] if parsed else ParseError("no_code", "answer not parsed", "Your previous answer was not read.")
@@ -160,12 +165,13 @@ class LLMPolicy:
             self._conversations[ctx.task_key].record(
                 prompt, answer.strip() or "(no answer)", None if isinstance(outcome, ParseError) else outcome.code)
         if isinstance(outcome, ParseError):
-            return Proposal(None, error=outcome.feedback, extra=extra, used_memory_ids=shown, **usage)
+            return Proposal(None, error=outcome.feedback, extra=extra, used_memory_ids=shown,
+                            used_skill_ids=shown_skills, **usage)
         return Proposal(
             outcome.code,
             key_text=f"{ctx.task_name} {ctx.category} {ctx.backend}\n{ctx.stage} by {choice.spec}",
             extra=extra,
-            used_memory_ids=shown,
+            used_memory_ids=shown, used_skill_ids=shown_skills,
             **usage,
         )
 

@@ -1,0 +1,45 @@
+"""Verification before admission: the kernels before and after a proposed skill,
+re-timed in alternation in one worker, must reproduce the speedup.
+
+The executor's `retime` (backends/_retime.py) imports both kernels side by
+side in one worker, checks them against the reference, and times them round
+after round with the order flipped each round. The skill is admitted when the
+median per-round speedup is at least `SkillOptions.min_speedup` and the
+re-timing's latency source is one the options admit.
+
+On a CPU the latencies are the Triton interpreter's wall clock, labelled
+`interpreted-cpu`: the re-timing says so, and a skill admitted there is only
+ever selected for runs with the same latency source, never for a GPU run.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ._types import SkillOptions, Verification
+
+
+def can_verify(executor: Any) -> bool:
+    """Whether `executor` can re-time two kernels in one worker (test doubles may not)."""
+    return callable(getattr(executor, "retime", None))
+
+
+def verify(executor: Any, task_path: str, before_code: str, after_code: str, *, backend: str, eval_options: Any,
+           options: SkillOptions) -> Verification:
+    """Re-time before and after; the verdict on admission with its numbers."""
+    report = executor.retime(task_path, before_code, after_code, backend=backend, options=eval_options,
+                             rounds=options.reruns)
+    if not report.ok:
+        return Verification(None, None, None, report.reruns, report.latency_source, False,
+                            f"re-timing did not finish ({report.status.value}): {report.message}", options.min_speedup)
+    speedup = float(report.speedup)
+    if report.latency_source not in options.admit_sources:
+        admitted, reason = False, f"latencies of source {report.latency_source} do not admit skills here"
+    elif speedup >= options.min_speedup:
+        admitted, reason = True, f"the speedup reproduced: {speedup:.3g}x >= {options.min_speedup:g}x"
+    else:
+        admitted, reason = False, f"the speedup did not reproduce: {speedup:.3g}x < {options.min_speedup:g}x"
+    if admitted and report.latency_source.startswith("interpreted"):
+        reason += " (interpreted CPU wall clock, not GPU speed: used only by runs with the same latency source)"
+    return Verification(report.baseline_ms, report.candidate_ms, speedup, report.reruns, report.latency_source,
+                        admitted, reason, options.min_speedup, report.rounds, report.timing_method)
