@@ -15,7 +15,25 @@ import traceback
 from pathlib import Path
 
 
+def _exit_with_parent(parent: int, poll_s: float = 1.0) -> None:
+    """A worker whose parent died (a run killed with SIGKILL) stops at once, with its
+    compilers (its own process group), instead of finishing or hanging in a candidate
+    whose verdict nobody will read."""
+    import signal
+    import threading
+    import time
+
+    def watch() -> None:
+        while True:
+            time.sleep(poll_s)
+            if os.getppid() != parent:
+                os.killpg(os.getpgid(0), signal.SIGKILL)
+
+    threading.Thread(target=watch, daemon=True, name="evokernel-parent-watch").start()
+
+
 def main() -> int:
+    _exit_with_parent(os.getppid())
     # Sandbox (backends/_sandbox.py): rlimits now; the audit hook once the
     # harness's own imports are done, before the first candidate.
     from ._sandbox import WorkerSandbox
