@@ -267,3 +267,23 @@ def test_an_agent_session_over_stdio(tmp_path):
     with MemoryStore(db) as store:
         (run,) = store.runs()
     assert run["status"] == "done" and run["config"]["policy"] == "mcp:example-agent"
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--backend", "tpu"], "unknown backend 'tpu'"),
+    (["--rules", "lax"], "rules must be one of strict, kernelbench"),
+    (["--timeout", "0"], "is not a positive number of seconds"),
+])
+def test_a_server_that_cannot_start_says_why_in_one_line(tmp_path, args, words):
+    db = tmp_path / "home" / "memory.db"
+    res = CliRunner().invoke(app, ["mcp", "--memory", str(db), *args])
+    assert res.exit_code == 2 and res.stdout == ""
+    assert res.stderr.startswith("error: ") and res.stderr.count("\n") == 1 and words in res.stderr
+    assert not db.parent.exists(), "nothing is created for a server that did not start"
+
+
+def test_a_damaged_memory_is_named(tmp_path):
+    bad = tmp_path / "memory.db"
+    bad.write_text("not a database\n" * 100)
+    res = CliRunner().invoke(app, ["mcp", "--memory", str(bad)])
+    assert res.exit_code == 2 and str(bad) in res.stderr and res.stderr.count("\n") == 1

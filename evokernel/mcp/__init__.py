@@ -29,7 +29,8 @@ from ._records import (
     ValueChange,
 )
 from ._server import INSTRUCTIONS, TOOL_NAMES, build_server, serve
-from ._session import AgentPolicy, AgentSession, ToolInputError
+from ._errors import ToolInputError
+from ._session import AgentPolicy, AgentSession
 
 __all__ = [
     "INSTRUCTIONS",

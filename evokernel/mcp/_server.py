@@ -20,7 +20,8 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
 from ._records import BestKernel, MemoryStats, Retrieval, Submission, TaskList, TaskView
-from ._session import AgentSession, ToolInputError
+from ._errors import ToolInputError
+from ._session import AgentSession
 
 T = TypeVar("T")
 TOOL_NAMES = ("list_tasks", "show_task", "retrieve_memories", "submit_candidate", "best_kernel", "memory_stats")

@@ -33,6 +33,8 @@ from evokernel.loop import (
     resolve_size,
 )
 
+from ._describe import describe_io, tolerances
+from ._errors import ToolInputError
 from ._records import (
     BestKernel,
     MemoryRecord,
@@ -44,10 +46,9 @@ from ._records import (
     TaskEntry,
     TaskList,
     TaskView,
-    TensorSpec,
-    Tolerance,
     ValueChange,
 )
+from ._tasks import recorded_tasks, task_path
 
 STAGES = ("draft", "refine")
 # The agent names every item it used (skills too) in used_memory_ids: a skill is not credited
@@ -59,10 +60,6 @@ HOW_TO_CREDIT = (
     "(+1/-1 for a draft, tanh(log best - log latency) or -1 for a refinement). API notes are reference "
     "material and are never value-updated."
 )
-
-
-class ToolInputError(ValueError):
-    """A request the session cannot serve (unknown task, bad id, empty source): the message says why."""
 
 
 class AgentPolicy:
@@ -104,7 +101,7 @@ class _LazyExecutor:
                 self._executor = None
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
 class _Loaded:
     task: Any  # backends.Task
     key: str
@@ -192,62 +189,8 @@ class AgentSession:
             return [r.run_id for r in self._runners.values()]
 
     # --- tasks ----------------------------------------------------------------
-    def _recorded_tasks(self) -> dict[str, dict[str, Any]]:
-        """The tasks earlier runs recorded (key -> name, path, source), first record first."""
-        seen: dict[str, dict[str, Any]] = {}
-        for run in self.store.runs():
-            for t in run["config"].get("tasks", []):
-                if isinstance(t, dict) and t.get("key"):
-                    seen.setdefault(t["key"], t)
-        return seen
-
-    def _task_path(self, ref: str) -> Path:
-        from evokernel.bench import BUNDLED_SUITES, benchmarks_root
-        from evokernel.tasks import bundled_task_names, bundled_task_path
-
-        text = (ref or "").strip()
-        if not text:
-            raise ToolInputError("task is empty: give a task file path, a bundled task name or a key from list_tasks")
-        path = Path(text).expanduser()
-        if path.is_file():
-            return path
-        if text in bundled_task_names():
-            return bundled_task_path(text)
-        suite, _, name = text.partition("/")
-        if suite in BUNDLED_SUITES and name:
-            candidate = benchmarks_root() / suite / (name if name.endswith(".py") else f"{name}.py")
-            if candidate.is_file():
-                return candidate
-        recorded = self._recorded_tasks()
-        record = recorded.get(text)
-        if record is None:
-            named = [t for t in recorded.values() if t.get("name") == text]
-            if len({t.get("source") for t in named}) == 1:
-                record = named[0]
-        if record is not None:
-            return self._recorded_path(record)
-        raise ToolInputError(
-            f"no task {text!r}: give a task file path, a bundled task ({', '.join(bundled_task_names())}), "
-            f"SUITE/NAME in a bundled suite ({', '.join(BUNDLED_SUITES)}) or a task key from list_tasks")
-
-    def _recorded_path(self, record: dict[str, Any]) -> Path:
-        """A task an earlier run recorded: its file if unchanged, else rebuilt from the recorded
-        source beside the memory (as `evokernel refine` does)."""
-        path = Path(record.get("path") or "")
-        source = record.get("source") or ""
-        if path.is_file() and path.read_text() == source:
-            return path
-        if not source:
-            raise ToolInputError(f"task {record.get('key')!r}: its file {path} is gone and its run kept no source")
-        digest = hashlib.sha256(source.encode()).hexdigest()[:10]
-        rebuilt = self.store.path.parent / "mcp-tasks" / digest / f"{record.get('name') or 'task'}.py"
-        if not rebuilt.is_file():
-            rebuilt.parent.mkdir(parents=True, exist_ok=True)
-            rebuilt.write_text(source)
-        return rebuilt
-
     def _load(self, ref: str) -> _Loaded:
-        path = self._task_path(ref).resolve()
+        path = task_path(ref, self.store).resolve()
         try:
             digest = hashlib.sha256(path.read_bytes()).hexdigest()
         except OSError as exc:
@@ -316,7 +259,7 @@ class AgentSession:
         for step in self.store.steps():
             steps[step["task_key"]] = steps.get(step["task_key"], 0) + 1
         memory = []
-        for key, record in self._recorded_tasks().items():
+        for key, record in recorded_tasks(self.store).items():
             path = record.get("path") or ""
             note = "" if Path(path).is_file() else "its file is gone: rebuilt from the recorded source when used"
             memory.append(self._entry(record.get("name") or key, key, path, key, steps=steps.get(key, 0), note=note))
@@ -351,7 +294,7 @@ class AgentSession:
         loaded = self._load(task)
         t = loaded.task
         notes: list[str] = []
-        init, inputs, outputs = _describe(t.path, self.size, notes)
+        init, inputs, outputs = describe_io(t.path, self.size, notes)
         cost = task_cost(t.path, size=self.size)
         if cost.note:
             notes.append(cost.note)
@@ -369,7 +312,7 @@ class AgentSession:
             rules=self.options.rules, rules_text=rules_text,
             backend_rules=(getattr(self.backend, "prompt_rules", None) or "").strip(),
             reference_source=t.source, init_inputs=init, inputs=inputs, outputs=outputs,
-            tolerances=_tolerances(t.tolerance, [s for group in inputs[:1] for s in group] + outputs),
+            tolerances=tolerances(t.tolerance, [s for group in inputs[:1] for s in group] + outputs),
             min_bytes=cost.min_bytes, flops=cost.flops, latency_source=self.latency_source,
             next_stage="refine" if best.found else "draft", steps=steps, best=best, notes=notes,
         )
@@ -506,68 +449,6 @@ class AgentSession:
     def memory_stats(self) -> MemoryStats:
         return MemoryStats(path=str(self.store.path), counts=self.store.stats(), values=self.store.value_summary(),
                            runs_here=self.run_ids)
-
-
-# --- describing a task ---------------------------------------------------------
-
-
-def _describe(path: Path, size: str, notes: list[str]) -> tuple[list[str], list[list[TensorSpec]], list[TensorSpec]]:
-    """Constructor arguments, input sets and outputs of a task at `size`, from a run on the
-    meta device (shapes and dtypes, no data)."""
-    import torch
-
-    from backends import load_task_module
-
-    module = load_task_module(path, size=size)
-    try:
-        with torch.device("meta"):
-            init = list(module.get_init_inputs())
-            sets = [list(module.get_inputs())]
-            groups = getattr(module, "get_input_groups", None)
-            if callable(groups):
-                sets.extend(list(g) for g in groups())
-    except Exception as exc:
-        notes.append(f"the inputs could not be described: {type(exc).__name__}: {exc}"[:300])
-        return [], [], []
-    outputs: list[TensorSpec] = []
-    try:
-        with torch.device("meta"), torch.no_grad():
-            out = module.Model(*init).to("meta")(*sets[0])
-        outputs = _specs(out if isinstance(out, (tuple, list)) else [out])
-    except Exception as exc:  # no meta kernel, data-dependent shapes
-        notes.append(f"the outputs could not be described on the meta device: {type(exc).__name__}: {exc}"[:300])
-    return [_short_repr(v) for v in init], [_specs(s) for s in sets], outputs
-
-
-def _specs(values: Sequence[Any]) -> list[TensorSpec]:
-    import torch
-
-    return [TensorSpec(shape=list(v.shape), dtype=str(v.dtype).replace("torch.", "")) if isinstance(v, torch.Tensor)
-            else TensorSpec(shape=[], dtype=f"{type(v).__name__} {_short_repr(v)}") for v in values]
-
-
-def _short_repr(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 120 else text[:117] + "..."
-
-
-def _tolerances(task_tolerance: tuple[float, float] | None, specs: list[TensorSpec]) -> list[Tolerance]:
-    """The (atol, rtol) the verifier applies to each floating dtype the task uses."""
-    import torch
-
-    from backends import DEFAULT_TOLERANCE
-
-    out = []
-    for dtype in dict.fromkeys(s.dtype for s in specs):
-        torch_dtype = getattr(torch, dtype, None)
-        if not isinstance(torch_dtype, torch.dtype) or not torch_dtype.is_floating_point:
-            continue
-        if task_tolerance is not None:
-            out.append(Tolerance(dtype, task_tolerance[0], task_tolerance[1], "task TOLERANCE"))
-        else:
-            atol, rtol = DEFAULT_TOLERANCE.get(torch_dtype, (1e-4, 1e-4))
-            out.append(Tolerance(dtype, atol, rtol, f"default for {dtype}"))
-    return out
 
 
 def _memory(note: MemoryNote) -> MemoryRecord:
