@@ -181,6 +181,14 @@ def test_value_mode_prefers_valuable_over_similar(tmp_path):
     assert picks["value"] == ["far"]
 
 
+def _alive(pid: str) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
 @pytest.mark.slow
 def test_a_concurrent_run_resumes_after_sigkill_without_losing_or_doubling_a_step(tmp_path):
     """The real command, two steps in flight, killed at an arbitrary point and run again."""
@@ -196,8 +204,13 @@ def test_a_concurrent_run_resumes_after_sigkill_without_losing_or_doubling_a_ste
             with MemoryStore(db) as s:
                 if len(s.steps()) >= 1:
                     break
+    workers = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True, text=True).stdout.split()
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
+    deadline = time.time() + 10
+    while time.time() < deadline and any(_alive(w) for w in workers):
+        time.sleep(0.2)
+    assert workers and not any(_alive(w) for w in workers), "the run's workers die with it"
     with MemoryStore(db) as s:
         done_before = len(s.steps())
         assert s.integrity_check() == []

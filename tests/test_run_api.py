@@ -269,3 +269,21 @@ def test_an_attempt_is_stored_as_the_executor_returned_it(tmp_path):
     assert trace.feedback["latency_samples_ms"] == [2.4, 2.5, 2.9]
     assert rebuilt == live and live.samples_ms == (2.4, 2.5, 2.9) and live.baselines.eager_ms == 5.0
     assert run.tasks[0].speedup_eager == 2.0
+
+
+def test_refine_continues_every_task_of_a_bank_even_one_whose_file_moved(tmp_path):
+    task = tmp_path / "add_relu_moving.py"
+    task.write_text(ADD_RELU.read_text())
+    memory = tmp_path / "m.db"
+    evokernel.run([task], RunOptions(budget=1, **CPU), policy=RecordingPolicy("# first\n"),
+                  executor=ScriptedExecutor(script=lambda s, n: ok(5.0)), memory=memory)
+    task.unlink()  # the task file is gone: refine rebuilds it from the source the run recorded
+    policy = RecordingPolicy("# faster\n")
+    result = evokernel.refine(RunOptions(budget=2, **CPU), memory=memory, policy=policy,
+                              executor=ScriptedExecutor(script=lambda s, n: ok(4.0)))
+    (outcome,) = result.tasks
+    assert [c.stage for c in policy.contexts] == ["refine", "refine"]
+    assert outcome.first_latency_ms == 5.0 and outcome.best_latency_ms == 4.0
+    assert any("rebuilt from the source recorded in the memory" in n for n in result.notes)
+    with pytest.raises(RunError, match="no memory at"):
+        evokernel.refine(RunOptions(**CPU), memory=tmp_path / "none.db")
