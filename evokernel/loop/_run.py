@@ -12,7 +12,6 @@ backend, devices, the policy and its key), so a run that cannot start raises
 from __future__ import annotations
 
 import contextlib
-import inspect
 import os
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
@@ -133,12 +132,8 @@ def _load_task(path: Path, size: str, *, run_reference: bool) -> tuple[Any, str]
     """The task at its size, and its key in the memory (the size is part of it when not full)."""
     from backends import load_task
 
-    if "size" in inspect.signature(load_task).parameters:
-        task = load_task(path, size=size, run_reference=run_reference)
-        return task, task.key
-    # An executor without sized loading: the parent only needs the source, not the shapes.
-    task = load_task(path)
-    return task, task.key if size == "full" else f"{task.key}@{size}"
+    task = load_task(path, size=size, run_reference=run_reference)
+    return task, task.key
 
 
 def load_tasks(paths: Sequence[Path], size: str, *, skip_broken: bool = False) -> tuple[list[tuple[Any, str]], list[TaskOutcome]]:
