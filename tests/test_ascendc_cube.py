@@ -72,6 +72,7 @@ def test_cube_matmul_is_exact_on_awkward_shapes(matmul, dtype, trans_b):
     assert cost["source"] == "modelled-910b" and cost["cube_cycles"] > 0 and cost["latency_us"] > 0
 
 
+@pytest.mark.slow
 def test_mix_kernel_synchronised_both_ways(cache):
     ops = load_inline(name="cube_mix", source=MIX, functions=["matmul_bias_relu", "matmul_api_leaky"], build_dir=cache)
     torch.manual_seed(1)
@@ -86,6 +87,7 @@ def test_mix_kernel_synchronised_both_ways(cache):
     assert cost["block_dim"] == 2 and cost["per_core"][0]["cube_us"] > 0 and cost["per_core"][0]["vector_us"] > 0
 
 
+@pytest.mark.slow
 def test_matmul_api_from_the_vector_cores(cache):
     ops = load_inline(name="cube_mix", source=MIX, functions=["matmul_bias_relu", "matmul_api_leaky"], build_dir=cache)
     m, n, k = 64, 48, 80
@@ -96,6 +98,7 @@ def test_matmul_api_from_the_vector_cores(cache):
     assert ops.matmul_api_leaky.last_cost["cube_cycles"] > 0
 
 
+@pytest.mark.slow
 def test_syncall_orders_vector_cores_and_its_absence_is_a_race(cache):
     ops = load_inline(name="sync_all", source=SYNC, functions=["sum_with_sync", "sum_without_sync"], build_dir=cache)
     x = torch.randn(4 * 1024)
