@@ -58,8 +58,16 @@ def test_logs_table(tmp_path, monkeypatch):
 
 def test_logs_missing_database(tmp_path):
     result = CliRunner().invoke(_app(), ["logs", "--memory", str(tmp_path / "none.db"), "--json"])
-    assert result.exit_code == 1
-    assert result.stdout == "" and "no memory database" in result.stderr
+    assert result.exit_code == 2
+    assert result.stdout == "" and result.stderr == f"error: no memory database at {tmp_path / 'none.db'}\n"
+
+
+def test_logs_on_a_damaged_memory_is_one_line_naming_it(tmp_path):
+    bad = tmp_path / "memory.db"
+    bad.write_text("not a database\n" * 100)
+    result = CliRunner().invoke(_app(), ["logs", "--memory", str(bad)])
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1
+    assert str(bad) in result.stderr and "evokernel memory check" in result.stderr
 
 
 def test_logs_has_help():

@@ -8,6 +8,8 @@ from typing import Annotated, Any, Optional
 
 import typer
 
+from ._common import fail_usage
+
 
 def _default_memory_path() -> Path:
     try:
@@ -81,13 +83,11 @@ def register(app: typer.Typer) -> None:
         err = Console(stderr=True)
         path = memory or _default_memory_path()
         if not path.exists():
-            err.print(f"no memory database at {path}", style="red", markup=False)
-            raise typer.Exit(1)
+            raise fail_usage(f"no memory database at {path}")
         try:
             rows = _open_store(path).llm_calls(run_id=run)  # oldest first
-        except ValueError as exc:  # MemoryStoreError: an unusable file or bad id
-            err.print(str(exc), style="red", markup=False)
-            raise typer.Exit(1) from exc
+        except ValueError as exc:  # MemoryStoreError: an unusable file (named, with the check to run) or bad id
+            raise fail_usage(str(exc)) from None
         if call is not None:
             found = [r for r in rows if r.get("id") == call]
             if not found:
