@@ -142,19 +142,25 @@ def output_reasons(out: Any, tolerance: tuple[float, float] | None = None) -> li
 
 def _one_value_per_row(t: torch.Tensor, atol: float, rtol: float) -> bool:
     rows = t.detach().reshape(-1, t.shape[-1])
-    if rows.shape[0] > 4096:
-        rows = rows[:: -(-rows.shape[0] // 4096)]
-    rows = rows.double()
+    # at most 256 rows of 4096 columns: a 4096 x 393216 output must not be copied whole
+    rows = rows[:: -(-rows.shape[0] // 256), :: -(-rows.shape[1] // 4096)].double()
     spread = (rows - rows[:, :1]).abs()
     return bool((spread <= atol + rtol * rows.abs()).all())
 
 
-def _same(a: Any, b: Any, tolerance: tuple[float, float] | None) -> bool:
-    """Would the verifier accept `b` for the reference output `a` (judged on samples)?"""
-    la, lb = _float_leaves(a), _float_leaves(b)
-    if len(la) != len(lb) or any(x.shape != y.shape for x, y in zip(la, lb)):
+Samples = list  # samples of each output leaf (`samples`): what is kept of an output once judged
+
+
+def samples(out: Any) -> Samples:
+    """A small, fixed sample of every leaf of an output, with its shape, to compare outputs by."""
+    return [(tuple(t.shape), _sample(t).to(t.dtype)) for t in _float_leaves(out)]
+
+
+def _same(a: Samples, b: Samples, tolerance: tuple[float, float] | None) -> bool:
+    """Would the verifier accept output `b` for the reference output `a` (judged on their samples)?"""
+    if len(a) != len(b) or any(sa != sb for (sa, _), (sb, _) in zip(a, b)):
         return False
-    return compare([_sample(x).to(x.dtype) for x in la], [_sample(y).to(y.dtype) for y in lb], tolerance).ok
+    return compare([x for _, x in a], [y for _, y in b], tolerance).ok
 
 
 def _finite(out: Any) -> bool:
@@ -165,7 +171,7 @@ def _float_positions(inputs: Sequence[Any]) -> list[int]:
     return [i for i, x in enumerate(inputs) if isinstance(x, torch.Tensor) and x.is_floating_point()]
 
 
-def insensitive_inputs(forward: Forward, a: list[Any], b: list[Any], out_a: Any, tolerance: tuple[float, float] | None) -> list[int]:
+def insensitive_inputs(forward: Forward, a: list[Any], b: list[Any], out_a: Samples, tolerance: tuple[float, float] | None) -> list[int]:
     """Float inputs whose redraw (from set `b` into set `a`) leaves the output unchanged."""
     found = []
     for i in _float_positions(a):
@@ -173,7 +179,7 @@ def insensitive_inputs(forward: Forward, a: list[Any], b: list[Any], out_a: Any,
             continue
         mixed = list(a)
         mixed[i] = b[i]
-        if _same(out_a, forward(mixed), tolerance):
+        if _same(out_a, samples(forward(mixed)), tolerance):
             found.append(i)
     return found
 
@@ -200,7 +206,7 @@ class Observations:
     reasons: list[str] = dataclasses.field(default_factory=list)
 
     def add(self, expected: Any) -> None:
-        self.outputs.append([_sample(t).to(t.dtype) for t in _float_leaves(expected)])
+        self.outputs.append(samples(expected))
         for r in output_reasons(expected, self.tolerance):
             if r not in self.reasons:
                 self.reasons.append(r)
@@ -226,7 +232,7 @@ def degeneracy(forward: Forward, seen: Observations, trial_draws: Sequence[Draw]
         reasons.append(f"the output is the same on all {len(seen.outputs)} trials' inputs (insensitive to the inputs)")
     elif len(trial_draws) >= 2:
         a, b = trial_draws[0](), trial_draws[1]()
-        for i in insensitive_inputs(forward, a, b, forward(a), seen.tolerance):
+        for i in insensitive_inputs(forward, a, b, samples(forward(a)), seen.tolerance):
             reasons.append(f"the output does not change when input {i} is redrawn (insensitive to input {i})")
     return reasons
 
@@ -264,17 +270,23 @@ def plan_stress(forward: Forward, seen: Observations, trial_draws: Sequence[Draw
 
 
 def _helps(forward: Forward, draws: list[Draw], tolerance: tuple[float, float] | None) -> bool:
-    """Finite, non-degenerate reference outputs on every draw, and outputs that move with each input."""
-    a = draws[0]()
-    try:
-        out_a = forward(a)
-        if not _finite(out_a) or output_reasons(out_a, tolerance):
+    """Finite, non-degenerate reference outputs on every draw, and outputs that move with each input.
+
+    Only samples of the outputs are kept once judged, so at most two input sets are alive at a time.
+    """
+    kept = []
+    for draw in draws[:2]:
+        inputs = draw()
+        try:
+            out = forward(inputs)
+        except Exception:  # the reference refuses this distribution (a domain check): try the next one
             return False
-        b = draws[1]()
-        out_b = forward(b)
-    except Exception:  # the reference refuses this distribution (a domain check): try the next one
-        return False
-    if not _finite(out_b) or output_reasons(out_b, tolerance) or _same(out_a, out_b, tolerance):
+        if not _finite(out) or output_reasons(out, tolerance):
+            return False
+        kept.append((inputs, samples(out)))
+        del out
+    (a, out_a), (b, out_b) = kept
+    if _same(out_a, out_b, tolerance):
         return False
     return not insensitive_inputs(forward, a, b, out_a, tolerance)
 
