@@ -8,8 +8,8 @@ level2/); its files are copied to a temporary directory and never into this
 repository. The candidates are ours (benchmarks/rules_candidates/): clean
 kernels (all computation in own kernels), partial ones (cuBLAS or cuDNN
 through torch, plus an own epilogue kernel), a wrong kernel that only a
-stress trial catches, and an adversarial one (a side stream the static rules
-cannot see). Each runs under `strict`, under `kernelbench`, and, for the
+stress trial catches, and adversarial ones (a side stream the static rules
+cannot see; a decoy extension that holds a kernel but only calls libraries). Each runs under `strict`, under `kernelbench`, and, for the
 partial ones, under `kernelbench` with `--min-own-share 0.3`. The results
 file records every verdict, the own-kernel share, latencies, the hardware,
 the versions and this command.
@@ -49,6 +49,7 @@ class Case:
     candidate: str  # file under benchmarks/rules_candidates
     kind: str  # clean | partial | wrong | adversarial
     expect: dict  # rule-set label -> verdict on a GPU
+    cpu: dict = dataclasses.field(default_factory=dict)  # where a CPU run must differ beyond the general rules
 
     @property
     def backend(self) -> str:
@@ -69,6 +70,8 @@ CASES = [
     Case("level1/19_ReLU.py", "relu_cuda.py", "clean", CLEAN),
     Case("level2/9_Matmul_Subtract_Multiply_ReLU.py", "linear_epilogue_cuda_partial.py", "partial", PARTIAL),
     Case("level1/19_ReLU.py", "relu_cuda_side_stream.py", "adversarial", {"strict": "hack", "kernelbench": "hack"}),
+    Case("level2/9_Matmul_Subtract_Multiply_ReLU.py", "linear_decoy_cuda.py", "adversarial",
+         {"strict": "disallowed", "kernelbench": "disallowed"}, cpu={"kernelbench": "compiled"}),
 ]
 
 
@@ -82,6 +85,8 @@ def expected_here(case: Case, label: str, gpu: bool) -> str:
     want = case.expect[label]
     if gpu:
         return want
+    if label in case.cpu:  # a verdict only the GPU profile can give
+        return case.cpu[label]
     rules, share = rule_options(label)
     if want == "disallowed" and share > 0:
         want = "ok"  # the lazy rule needs a GPU profile

@@ -171,3 +171,34 @@ def test_share_splits_own_from_library_time_and_finds_side_streams():
     hidden = acts[:2] + [DeviceActivity("void relu_epilogue(float*, int)", 25.0, stream=13)] + acts[3:]
     assert split_activities(hidden, {"relu_epilogue"}).side_streams == 1
     assert split_activities([], {"k"}).share is None
+
+
+# ---------------------------------------------------------------- the share's verdicts (a GPU profile, faked)
+
+
+@pytest.mark.parametrize("report, rules, min_share, status, fragment", [
+    (("relu_epilogue", 25.0, 75.0, 0), "kernelbench", 0.3, "disallowed", "lazy: own kernels did 25.0%"),
+    (("relu_epilogue", 25.0, 75.0, 0), "kernelbench", 0.2, "ok", ""),
+    (("relu_epilogue", 25.0, 75.0, 0), "strict", 0.3, "ok", ""),  # the share is a kernelbench rule
+    (("relu_epilogue", 25.0, 75.0, 1), "kernelbench", 0.0, "hack", "stream other than the harness's"),
+    (("relu_epilogue", 0.0, 75.0, 0), "kernelbench", 0.0, "disallowed", "none of the candidate's own kernels ran"),
+])
+def test_share_verdicts(monkeypatch, report, rules, min_share, status, fragment):
+    import torch
+
+    from backends import _evaluate
+    from backends._share import ShareReport
+
+    name, own, lib, side = report
+    fake = ShareReport(own, lib, (name,), ("sm90_xmma_gemm",), side)
+    monkeypatch.setattr(_evaluate._share, "measure", lambda call, names, device: fake)
+    result = EvalResult(Verdict.OK, "correct")
+    input_set = _evaluate.InputSet("trial 1", lambda: [])
+    try:
+        _evaluate._own_share(result, None, input_set, None, None, torch.device("cuda"), fast(rules, min_own_share=min_share), None)
+        got, message = "ok", ""
+    except _evaluate._Reject as rej:
+        got, message = rej.result.status.value, rej.result.message
+    assert got == status and fragment in message, message
+    if got == "ok":
+        assert result.own_kernel_share == pytest.approx(own / (own + lib))
