@@ -7,8 +7,8 @@ GPU machine where the rest of EvoKernel's dependencies are absent.
 from ._backend import Backend, CompileReport, LaunchLog, UnknownBackend, backend_names, get_backend
 from ._compare import DEFAULT_TOLERANCE, Comparison, compare
 from ._hardware import HardwareFacts, TaskCost, hardware_facts, measure_hardware, task_cost
-from ._evaluate import EvalOptions
-from ._executor import Executor, default_device
+from ._evaluate import KERNELBENCH_SEED, EvalOptions
+from ._executor import EvalJob, Executor, default_device
 from ._pool import DevicePlanError, ExecutorPool, MemoryWatch, PoolStats, plan_devices, visible_gpu_count
 from ._ray import RayPool, RayUnavailable
 from ._result import RULE_SETS, Baselines, EvalResult, KernelFacts, MemoryPlan, Roofline, Verdict
@@ -25,11 +25,13 @@ __all__ = [
     "Comparison",
     "DEFAULT_TOLERANCE",
     "DevicePlanError",
+    "EvalJob",
     "EvalOptions",
     "EvalResult",
     "Executor",
     "HardwareFacts",
     "ExecutorPool",
+    "KERNELBENCH_SEED",
     "KernelFacts",
     "LaunchLog",
     "MemoryWatch",

@@ -1,31 +1,46 @@
 """One candidate, evaluated inside a worker process.
 
 Order matters: static rules first (cheap, precise messages), then import and
-construction, then correctness trials with the guard on, then the compile
-report, then timing with a final correctness re-check. Every failure becomes a
-verdict in an EvalResult; nothing here raises to the caller.
+construction, then a memory plan (backends/_memory.py), then correctness
+trials with the guard on, then the compile report, then timing with a final
+correctness re-check. Every failure becomes a verdict in an EvalResult;
+nothing here raises to the caller.
+
+Memory: each input set is drawn on the device when it is checked and freed
+after (backends/_inputs.py); the reference's outputs live until they are
+compared, and the comparison runs on the device in chunks. A failure of the
+task itself (its inputs, its reference, memory it cannot have) is a
+`task_error`; an out-of-memory error in the candidate is its `runtime_error`.
+The worker hears which side is running (`Progress`), so a worker killed from
+outside (the out-of-memory killer) is blamed on the side that was running.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import gc
 import hashlib
 import time
 import traceback
 from pathlib import Path
-from types import ModuleType
-from typing import Any
+from typing import Any, Callable
 
 import torch
 
+from . import _inputs, _memory, _share, _stress
 from ._backend import Backend, LaunchLog
+from ._check import dry_check
 from ._compare import compare, flatten, poison_
-from ._guard import output_problems, record_ops
-from ._result import Baselines, EvalResult, Roofline, Verdict
+from ._guard import (RunRules, SideStreamUsed, fingerprint, inputs_changed, is_constant, no_side_streams, record_ops,
+                     same_fingerprint, unwritten_share)
+from ._result import RULE_SETS, Baselines, EvalResult, Roofline, Verdict
+from ._rules import explain
 from ._sandbox import harness
-from ._static import static_findings
-from ._task import import_file, load_task_module
-from ._timing import benchmark
+from ._static import static_rejection
+from ._task import check_size, import_file, load_task_module, task_size
+from ._timing import benchmark, l2_flush_bytes
+
+KERNELBENCH_SEED = 42  # the seed KernelBench's evaluation scripts use
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,6 +55,42 @@ class EvalOptions:
     compile_baseline: bool = True
     flush_l2: bool = True
     speedup_flag: float = 10.0
+    size: str = "full"  # the task's size: EVOKERNEL_SIZE while its file and the candidate are imported
+    atol: float | None = None  # overrides the task's TOLERANCE and the dtype default where set
+    rtol: float | None = None
+    # Draw inputs as KernelBench's eval does (backends/_inputs.py); its scripts use seed 42 (KERNELBENCH_SEED).
+    kernelbench_seeding: bool = False
+    memory_budget_bytes: int | None = None  # at most this much memory for one evaluation (None: what the device has)
+    rules: str = "strict"  # the rule set (backends/_rules.py): "strict" or "kernelbench"
+    min_own_share: float = 0.0  # under kernelbench, own kernels' share of GPU time below this is `disallowed`
+    stress_trials: int = 2  # extra trials on other input distributions where the task's own are degenerate
+    check_only: bool = False  # `evokernel check`: static rules and compile checks, nothing run
+
+    def __post_init__(self) -> None:
+        check_size(self.size)
+        for name in ("atol", "rtol"):
+            value = getattr(self, name)
+            if value is not None and not value >= 0:
+                raise ValueError(f"{name} must be a non-negative number, got {value!r}")
+        if self.trials < 1:
+            raise ValueError(f"trials must be at least 1, got {self.trials}")
+        if self.rules not in RULE_SETS:
+            raise ValueError(f"unknown rule set {self.rules!r}; known: {', '.join(RULE_SETS)}")
+        if not 0.0 <= self.min_own_share <= 1.0:
+            raise ValueError(f"min_own_share must be between 0 and 1, got {self.min_own_share!r}")
+
+    def tolerance(self, task_tolerance: tuple[float, float] | None) -> tuple[float | None, float | None] | None:
+        """The (atol, rtol) override for the comparison: these options first, then the task's TOLERANCE."""
+        atol = self.atol if self.atol is not None else (task_tolerance[0] if task_tolerance else None)
+        rtol = self.rtol if self.rtol is not None else (task_tolerance[1] if task_tolerance else None)
+        return None if atol is None and rtol is None else (atol, rtol)
+
+    def seeds(self) -> tuple[list[int], int, int]:
+        """Seeds of the correctness trials, the timing inputs and the re-check after timing."""
+        trials = _inputs.trial_seeds(self.seed, self.trials, self.kernelbench_seeding)
+        if self.kernelbench_seeding:  # KernelBench times (and re-draws) with the base seed
+            return trials, self.seed, self.seed
+        return trials, self.seed + 99, self.seed + 7
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -48,6 +99,33 @@ class EvalOptions:
     def from_dict(cls, d: dict[str, Any] | None) -> "EvalOptions":
         names = {f.name for f in dataclasses.fields(cls)}
         return cls(**{k: v for k, v in (d or {}).items() if k in names})
+
+
+@dataclasses.dataclass(frozen=True)
+class InputSet:
+    """One set of inputs the candidate is checked on, drawn when it is checked and freed after."""
+
+    label: str
+    draw: Callable[[], list[Any]]
+
+
+class Progress:
+    """Tells the parent which side runs now ("harness" or "candidate"), on change only."""
+
+    def __init__(self, send: Callable[[dict[str, Any]], None] | None = None, device: torch.device | None = None):
+        self.send = send
+        self.device = device or torch.device("cpu")
+        self.phase: str | None = None
+        self.plan: Any = None  # the MemoryPlan of this evaluation, once made
+
+    def __call__(self, phase: str, **extra: Any) -> None:
+        if (phase != self.phase or extra) and self.send is not None:
+            self.send({"phase": phase, **extra})
+        self.phase = phase
+
+
+_progress = Progress()
+_run_rules = RunRules()  # the rule set and the task facts the guard holds this evaluation to
 
 
 class _Reject(Exception):
@@ -85,45 +163,53 @@ def _short_traceback(exc: BaseException, candidate_file: str | None, limit: int 
     return (where + text) if where else text
 
 
-def _to_device(x: Any, device: torch.device) -> Any:
-    if isinstance(x, torch.Tensor):
-        return x.to(device)
-    if isinstance(x, (list, tuple)):
-        return type(x)(_to_device(v, device) for v in x)
-    return x
-
-
-def _draw_inputs(fn, device: torch.device) -> list[Any]:
-    """Call a task's input function with `device` as the default device, so
-    large random inputs are drawn on the GPU instead of the CPU; then move any
-    tensor the task placed elsewhere. Reference and candidate see the same data."""
-    with torch.device(device):
-        return _to_device(list(fn()), device)
-
-
 def _clone(xs: list[Any]) -> list[Any]:
     return [x.clone() if isinstance(x, torch.Tensor) else x for x in xs]
 
 
-def _seed(seed: int) -> None:
-    torch.manual_seed(seed)
-    if torch.cuda.is_available():
-        torch.cuda.manual_seed_all(seed)
+_seed = _inputs.seed_all
 
 
 class TaskCache:
-    """Task modules, reference outputs' baselines: reused across candidates in one worker."""
+    """Baselines of the references: reused across candidates in one worker
+    (task modules are cached by backends._task)."""
 
     def __init__(self) -> None:
-        self.modules: dict[tuple[str, float], ModuleType] = {}
-        self.baselines: dict[tuple[str, str], dict[str, float]] = {}
+        self.baselines: dict[tuple[str, ...], dict[str, float]] = {}
 
-    def module(self, path: str) -> ModuleType:
-        p = Path(path)
-        key = (str(p.resolve()), p.stat().st_mtime)
-        if key not in self.modules:
-            self.modules[key] = load_task_module(p)
-        return self.modules[key]
+
+def _task_failure(what: str, exc: BaseException, device: torch.device) -> _Reject:
+    """The task (its inputs, its reference, or the memory it needs) failed: no verdict on the candidate."""
+    if _memory.is_out_of_memory(exc):
+        msg = (f"the task ran out of memory while {what} ({_memory.free_now(device)} free now): "
+               f"{type(exc).__name__}: {str(exc)[:300]}")
+    else:
+        msg = f"the task failed while {what}: {type(exc).__name__}: {str(exc)[:1000]}"
+    rej = _Reject(Verdict.TASK_ERROR, msg)
+    rej.result.retire_worker = is_cuda_error(exc)
+    return rej
+
+
+def _task_step(what: str, fn: Callable[[], Any]) -> Any:
+    """Run harness or task code (drawing inputs, the reference); its failures are task errors."""
+    _progress("harness")
+    try:
+        return fn()
+    except _Reject:
+        raise
+    except Exception as exc:
+        raise _task_failure(what, exc, _progress.device) from None
+
+
+def _reference(model: Any, inputs: list[Any], label: str, device: torch.device) -> Any:
+    def run() -> Any:
+        with torch.no_grad():
+            out = model(*_clone(inputs))
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        return out
+
+    return _task_step(f"running the reference on {label}", run)
 
 
 def evaluate(
@@ -137,15 +223,23 @@ def evaluate(
     workdir: Path,
     cache: TaskCache,
     compile_only: bool,
+    progress: Progress | None = None,
 ) -> EvalResult:
     t0 = time.perf_counter()
+    global _progress
+    _progress = progress or Progress(device=device)
+    _progress.device = device
     try:
-        result = _evaluate(task_path, source, backend, log, device, options, workdir, cache, compile_only)
+        with task_size(options.size):
+            result = _evaluate(task_path, source, backend, log, device, options, workdir, cache, compile_only)
     except _Reject as rej:
         result = rej.result
     except Exception as exc:  # the harness itself must never take the worker down silently
         result = EvalResult(Verdict.RUNTIME_ERROR, f"evaluation failed: {type(exc).__name__}: {exc}")
         result.warnings.append("internal: " + traceback.format_exc(limit=5))
+    if result.memory is None:
+        result.memory = getattr(_progress, "plan", None)
+    result.rules = options.rules
     result.seconds = time.perf_counter() - t0
     result.device = str(device)
     if not result.launches:
@@ -154,41 +248,34 @@ def evaluate(
 
 
 def _evaluate(task_path, source, backend, log, device, options, workdir, cache, compile_only) -> EvalResult:
-    # 1. static rules
-    try:
-        findings = static_findings(source)
-    except SyntaxError as exc:
-        raise _Reject(Verdict.COMPILE_ERROR, f"syntax error in candidate at line {exc.lineno}: {exc.msg}")
-    backend_problems = backend.static_problems(source)
-    if any(f.rule == "no-modelnew" for f in findings):
-        raise _Reject(Verdict.COMPILE_ERROR, "the candidate must define class ModelNew at module level")
-    if findings or backend_problems:
-        lines = [str(f) for f in findings] + backend_problems
-        raise _Reject(Verdict.HACK, "static check: " + lines[0], "Static anti-hack rules broken:\n- " + "\n- ".join(lines))
+    # 1. static rules, on what ModelNew runs (backends/_static.py), under the chosen rule set
+    global _run_rules
+    _run_rules = RunRules(options.rules)
+    rejected = static_rejection(source, backend, options.rules)
+    if rejected is not None:
+        return rejected
 
-    task = cache.module(task_path)
+    task = _task_step("importing the task", lambda: load_task_module(task_path, size=options.size))
     tolerance = getattr(task, "TOLERANCE", None)
-    tolerance = tuple(float(v) for v in tolerance) if tolerance is not None else None
+    tolerance = options.tolerance(tuple(float(v) for v in tolerance) if tolerance is not None else None)
 
     # 2. import the candidate from a real file (Triton reads kernel source from files)
-    digest = hashlib.sha256(source.encode()).hexdigest()[:16]
-    cand_dir = workdir / f"cand_{digest}"
-    cand_dir.mkdir(parents=True, exist_ok=True)
-    cand_file = cand_dir / "candidate.py"
-    cand_file.write_text(source)
-    log.clear()
-    try:
-        module = import_file(cand_file, f"evokernel_candidate_{digest}")
-    except BaseException as exc:
-        if isinstance(exc, KeyboardInterrupt):
-            raise
-        status = Verdict.COMPILE_ERROR if (_is_compile_error(exc) or isinstance(exc, SyntaxError)) else Verdict.RUNTIME_ERROR
-        raise _Reject(status, f"importing the candidate failed: {_short_traceback(exc, str(cand_file))}")
+    if options.check_only:  # `evokernel check`: compile what the candidate builds and launches, run nothing
+        return dry_check(task, lambda: _import_candidate(source, workdir, log), backend, log, options.rules)
+    module, cand_file = _import_candidate(source, workdir, log)
 
-    init_inputs = list(task.get_init_inputs())
     _seed(options.seed)
-    ref_model = task.Model(*init_inputs).to(device).eval()
+    init_inputs = _task_step("calling get_init_inputs()", lambda: list(task.get_init_inputs()))
+    if not compile_only:
+        _plan_memory(task, init_inputs, device, options)
+
+    def build_reference() -> Any:
+        _seed(options.seed)
+        return task.Model(*init_inputs).to(device).eval()
+
+    ref_model = _task_step("building the reference model", build_reference)
     _seed(options.seed)
+    _progress("candidate")
     try:
         new_model = module.ModelNew(*init_inputs)
         if isinstance(new_model, torch.nn.Module):
@@ -206,18 +293,20 @@ def _evaluate(task_path, source, backend, log, device, options, workdir, cache, 
         return EvalResult(status, msg, feedback=msg, kernels=report.kernels, compile_seconds=report.seconds)
 
     # 3. correctness trials: fresh seeded inputs, then every input group
-    sets: list[tuple[str, list[Any]]] = []
-    for t in range(options.trials):
-        _seed(options.seed + 1 + t)
-        sets.append((f"trial {t + 1}", _draw_inputs(task.get_inputs, device)))
-    groups = getattr(task, "get_input_groups", None)
-    if callable(groups):
-        _seed(options.seed)
-        for g, inputs in enumerate(_draw_inputs(groups, device)):
-            sets.append((f"input group {g}", list(inputs)))
+    sets = _input_sets(task, device, options)
 
+    seen = _stress.Observations(tolerance)
+    stress = None
     try:
-        max_err, mean_errs, warnings = _check_trials(sets, ref_model, new_model, device, log, cand_file, tolerance)
+        max_err, mean_errs, warnings = _check_trials(sets, ref_model, new_model, device, log, cand_file, tolerance, seen)
+        # Degenerate on its own inputs: the candidate must also match on inputs where the reference is not.
+        stress = _task_step("looking for stress inputs", lambda: _stress.plan_stress(
+            lambda xs: _reference(ref_model, xs, "stress inputs", device), seen,
+            [s.draw for s in sets if s.label.startswith("trial")], seed=options.seed, max_sets=options.stress_trials))
+        extra = [InputSet(label, draw) for label, draw in stress.sets]
+        if extra:
+            e_max, e_means, _ = _check_trials(extra, ref_model, new_model, device, log, cand_file, tolerance, None)
+            max_err, mean_errs, sets = max(max_err, e_max), mean_errs + e_means, sets + extra
     except _Reject as rej:
         if rej.result.status == Verdict.RUNTIME_ERROR:
             # The interpreter may fail where the real compiler would have said why.
@@ -241,6 +330,12 @@ def _evaluate(task_path, source, backend, log, device, options, workdir, cache, 
         trials=len(sets),
     )
     result.launches = list(log.launches)[:20]
+    if stress is not None:
+        result.stress_trials = [label for label, _ in stress.sets]
+        result.degenerate = stress.degenerate
+        if stress.degenerate:
+            result.warnings.append(f"degenerate task: {stress.degenerate}")
+    _own_share(result, new_model, sets[0], backend, log, device, options, cand_file)
 
     # 5. timing
     if options.timing:
@@ -249,16 +344,86 @@ def _evaluate(task_path, source, backend, log, device, options, workdir, cache, 
     return result
 
 
-def _check_trials(sets, ref_model, new_model, device, log, cand_file, tolerance):
-    max_err, mean_errs, near_zero_sets = 0.0, [], 0
+def _import_candidate(source: str, workdir: Path, log: LaunchLog) -> tuple[Any, Path]:
+    digest = hashlib.sha256(source.encode()).hexdigest()[:16]
+    cand_dir = workdir / f"cand_{digest}"
+    cand_dir.mkdir(parents=True, exist_ok=True)
+    cand_file = cand_dir / "candidate.py"
+    cand_file.write_text(source)
+    log.clear()
+    _progress("candidate")
+    try:
+        return import_file(cand_file, f"evokernel_candidate_{digest}"), cand_file
+    except BaseException as exc:
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        status = Verdict.COMPILE_ERROR if (_is_compile_error(exc) or isinstance(exc, SyntaxError)) else Verdict.RUNTIME_ERROR
+        raise _Reject(status, f"importing the candidate failed: {_short_traceback(exc, str(cand_file))}")
+
+
+def _input_sets(task: Any, device: torch.device, options: EvalOptions) -> list[InputSet]:
+    """The trials (fresh seeded inputs each), then every input group (drawn
+    together at the first group, as the task returns them)."""
+    host = options.kernelbench_seeding
+    trial_seeds, _, _ = options.seeds()
+    sets = [
+        InputSet(f"trial {t + 1}", lambda s=s: _inputs.draw(task.get_inputs, device, s, host_stream=host))
+        for t, s in enumerate(trial_seeds)
+    ]
+    groups = getattr(task, "get_input_groups", None)
+    if callable(groups):
+        drawn: list[list[Any]] = []
+
+        def group(g: int) -> list[Any]:
+            if not drawn:
+                drawn.append(_inputs.draw(groups, device, options.seed, host_stream=host))
+            return list(drawn[0][g])
+
+        count = len(_task_step("drawing the input groups' shapes", lambda: _inputs.sizes_of(groups)))
+        sets += [InputSet(f"input group {g}", lambda g=g: group(g)) for g in range(count)]
+    return sets
+
+
+def _plan_memory(task: Any, init_inputs: list[Any], device: torch.device, options: EvalOptions) -> None:
+    """Refuse, with the numbers, a task whose evaluation cannot fit on the device."""
+    flush = l2_flush_bytes(device) if device.type == "cuda" and options.timing and options.flush_l2 else 0
+
+    def make() -> Any:
+        return _memory.plan(task, init_inputs, device, flush_bytes=flush, budget_bytes=options.memory_budget_bytes)
+
+    plan = _task_step("planning memory on the meta device", make)
+    if not plan.fits:  # what an earlier candidate left may still be collectable
+        gc.collect()
+        if device.type == "cuda":
+            torch.cuda.empty_cache()
+        plan = _task_step("planning memory on the meta device", make)
+    _progress.plan = plan
+    _progress("harness", plan=plan.to_dict())
+    if not plan.fits:
+        raise _Reject(Verdict.TASK_ERROR, plan.refusal(), memory=plan)
+
+
+def _check_trials(sets, ref_model, new_model, device, log, cand_file, tolerance, seen=None):
+    max_err, mean_errs = 0.0, []
     warnings: list[str] = []
-    for label, cpu_inputs in sets:
-        inputs = _to_device(cpu_inputs, device)
-        with torch.no_grad():
-            expected = ref_model(*_clone(inputs))
+    previous = None  # the candidate's last output, sampled: an output reused on new inputs shows up as equal
+    for input_set in sets:
+        label = input_set.label
+        inputs = _task_step(f"drawing the inputs of {label}", input_set.draw)
+        expected = _reference(ref_model, inputs, label, device)
+        if label == "trial 1":
+            _check_reference(ref_model, inputs, expected, device, tolerance)
+        if seen is not None and label.startswith("trial"):
+            seen.add(expected)
         got = _run_guarded(new_model, inputs, log, label, cand_file, expected)
         cmp = compare(expected, got, tolerance)
         if not cmp.ok:
+            now = fingerprint(got)
+            if previous is not None and same_fingerprint(now, previous) and not is_constant(now):
+                raise _stale(f"{label} returned the same output as the call before, on different inputs: an output kept "
+                             "from an earlier call", cmp)
+            del got
+            _diagnose_wrong(new_model, inputs, log, label, cand_file, expected, cmp)
             raise _Reject(
                 Verdict.WRONG_RESULT,
                 f"wrong result on {label}: {cmp.feedback.split(';')[0]}",
@@ -268,65 +433,162 @@ def _check_trials(sets, ref_model, new_model, device, log, cand_file, tolerance)
             )
         max_err = max(max_err, cmp.max_abs_error)
         mean_errs.append(cmp.mean_abs_error)
-        near_zero_sets += cmp.near_zero
+        previous = fingerprint(got)
         if label == "trial 1":
-            # Poison the output, free it, run again: unwritten elements now show.
+            # Poison the output and run again with every fresh allocation filled
+            # with a sentinel: unwritten elements, uninitialised memory and an
+            # output kept from the first call all show now. The poisoned output
+            # stays alive, so a fresh output cannot be handed its memory.
             poison_(got)
-            del got
-            again = _run_guarded(new_model, inputs, log, label + " (re-run after poisoning outputs)", cand_file, expected)
+            again = _run_guarded(new_model, inputs, log, label + " (re-run after poisoning outputs)", cand_file, expected,
+                                 fill_empty=True)
             cmp2 = compare(expected, again, tolerance)
             if not cmp2.ok:
+                if _shares_storage(again, got):
+                    raise _stale("the re-run returned the output of the first call (its memory was poisoned in between): "
+                                 "an output kept from an earlier call", cmp2)
+                unwritten = unwritten_share(again, expected)
+                if unwritten >= 1.0:
+                    raise _stale("the output is never written: every element still holds what the allocator handed out "
+                                 "(uninitialised memory that passed only by holding stale values)", cmp2)
                 raise _Reject(
                     Verdict.WRONG_RESULT,
                     "wrong result when re-run after its previous output was poisoned: the kernel leaves elements unwritten or returns stale memory",
                     "After the output memory of the first run was overwritten with NaN and the candidate was run again "
-                    f"on the same inputs, it no longer matched: {cmp2.feedback}. Every output element must be written on every call.",
+                    f"on the same inputs, with fresh allocations filled with NaN, it no longer matched ({100 * unwritten:.1f}% "
+                    f"of the output never written): {cmp2.feedback}. Every output element must be written on every call.",
                     max_abs_error=cmp2.max_abs_error,
                 )
             del again
-    if near_zero_sets == len(sets):
-        warnings.append("task outputs are so close to zero that a constant zero output would pass the tolerance")
+        inputs = expected = got = None  # this set is done: free it before the next is drawn
     return max_err, mean_errs, warnings
+
+
+def _check_reference(ref_model, inputs, expected, device, tolerance) -> None:
+    """Run the reference a second time on trial 1: a reference that differs from itself is a task error;
+    one that writes into its inputs lets the candidate do the same."""
+    args = _clone(inputs)
+    again = _task_step("running the reference twice", lambda: _no_grad_call(ref_model, args, device))
+    _run_rules.reference_writes_inputs = bool(inputs_changed(inputs, args))
+    problem = _stress.nondeterminism(expected, again, tolerance)
+    if problem:
+        raise _Reject(Verdict.TASK_ERROR, problem)
+
+
+def _no_grad_call(model, args, device):
+    with torch.no_grad():
+        out = model(*args)
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    return out
+
+
+def _stale(what: str, cmp) -> "_Reject":
+    msg = f"{what} ({explain('stale-output', _run_rules.rules)})"
+    return _Reject(Verdict.HACK, msg, f"{msg}. {cmp.feedback}", max_abs_error=cmp.max_abs_error)
+
+
+def _shares_storage(a: Any, b: Any) -> bool:
+    ptrs = {t.untyped_storage().data_ptr() for t in flatten(b) if isinstance(t, torch.Tensor) and t.numel()}
+    return any(isinstance(t, torch.Tensor) and t.numel() and t.untyped_storage().data_ptr() in ptrs for t in flatten(a))
+
+
+def _diagnose_wrong(model, inputs, log, label, cand_file, expected, cmp) -> None:
+    """A wrong output that the candidate never wrote at all is cheating, not a bug: run once more with
+    fresh allocations filled with a sentinel and count what is left of it."""
+    again = _run_guarded(model, inputs, log, label + " (re-run with fresh allocations filled with NaN)", cand_file,
+                         expected, fill_empty=True)
+    if unwritten_share(again, expected) >= 1.0:
+        raise _stale("the output is never written: every element holds whatever the allocator handed out "
+                     "(an uninitialised output)", cmp)
+
+
+def _own_share(result, model, input_set, backend, log, device, options, cand_file) -> None:
+    """On a GPU: own kernels' share of the device time (backends/_share.py), side streams, the lazy rule."""
+    if device.type != "cuda":
+        return
+    inputs = _task_step(f"drawing the inputs of {input_set.label}", input_set.draw)
+    own = getattr(backend, "own_kernel_names", None)
+
+    def call() -> None:
+        log.clear()
+        with torch.no_grad():
+            model(*_clone(inputs))
+
+    def names() -> set[str]:
+        return set(own(log)) if callable(own) else {e["name"] for e in log.launches}
+
+    _progress("candidate")
+    try:
+        report = _share.measure(call, names, device)
+    except Exception as exc:  # the profiler itself failing says nothing about the candidate
+        result.warnings.append(f"own-kernel share not measured: {type(exc).__name__}: {str(exc)[:200]}")
+        return
+    finally:
+        _progress("harness")
+    if report is None:
+        return
+    result.own_kernel_share = report.share
+    if report.side_streams:
+        msg = (f"{report.side_streams} GPU activities ran on a stream other than the harness's "
+               f"({explain('stream', options.rules)})")
+        raise _Reject(Verdict.HACK, msg, msg + ". Launch every kernel on the current stream.")
+    share = report.share
+    if report.own_us == 0 and report.library_us > 0:
+        # A call into the extension is not a kernel: one that only calls libraries is a decoy.
+        msg = (f"none of the candidate's own kernels ran on the GPU ({report.describe()}) "
+               f"({explain('no-launch', options.rules)})")
+        raise _Reject(Verdict.DISALLOWED, msg, msg, own_kernel_share=0.0)
+    # Under strict every computation is already the candidate's; the share is a kernelbench rule.
+    if share is not None and options.rules == "kernelbench" and share < options.min_own_share:
+        msg = (f"lazy: own kernels did {100 * share:.1f}% of the GPU time, below --min-own-share "
+               f"{100 * options.min_own_share:.0f}% ({explain('lazy', options.rules)})")
+        raise _Reject(Verdict.DISALLOWED, msg, f"{msg}; {report.describe()}", own_kernel_share=share)
+    if share is not None:
+        result.warnings.append(report.describe())
 
 
 def _shapes(inputs: list[Any]) -> str:
     return ", ".join(f"{tuple(x.shape)} {str(x.dtype).replace('torch.', '')}" if isinstance(x, torch.Tensor) else repr(x) for x in inputs)
 
 
-def _run_guarded(model, inputs, log: LaunchLog, label: str, cand_file: Path, expected: Any) -> Any:
+def _run_guarded(model, inputs, log: LaunchLog, label: str, cand_file: Path, expected: Any, *, fill_empty: bool = False) -> Any:
     log.clear()
     # Fill the allocator's free blocks with garbage so a kernel that skips
     # elements cannot pick up correct values left behind by the reference.
     _poison_free_memory(expected)
+    _progress("candidate")
     try:
-        with torch.no_grad(), record_ops(log) as ops:
-            out = model(*_clone(inputs))
+        args = _clone(inputs)
+        with torch.no_grad(), no_side_streams(log), record_ops(log, fill_empty=fill_empty) as ops:
+            out = model(*args)
         if inputs and isinstance(inputs[0], torch.Tensor) and inputs[0].is_cuda:
             torch.cuda.synchronize()
     except BaseException as exc:
         if isinstance(exc, KeyboardInterrupt):
             raise
+        if isinstance(exc, SideStreamUsed):
+            msg = f"ModelNew.forward used a side stream: {exc} ({explain('stream', _run_rules.rules)})"
+            raise _Reject(Verdict.HACK, msg, msg + ". Launch every kernel on the current stream.") from None
+        if _memory.is_out_of_memory(exc):
+            rej = _Reject(Verdict.RUNTIME_ERROR, f"out of memory on {label}: the candidate's forward ran out of memory "
+                          f"({_memory.free_now(_progress.device)} free after it failed): {_short_traceback(exc, str(cand_file))}")
+            rej.result.retire_worker = _progress.device.type != "cuda"  # a host allocator may be left broken
+            raise rej from None
         status = Verdict.COMPILE_ERROR if _is_compile_error(exc) else Verdict.RUNTIME_ERROR
         rej = _Reject(status, f"forward failed on {label}: {_short_traceback(exc, str(cand_file))}")
         rej.result.retire_worker = is_cuda_error(exc)
         raise rej
-    if ops.forbidden:
-        names = ", ".join(f"aten.{n} x{c}" for n, c in sorted(ops.forbidden.items()))
-        raise _Reject(
-            Verdict.HACK,
-            f"ModelNew.forward computed with PyTorch ops outside its own kernels: {names}",
-            f"ModelNew.forward ran these PyTorch compute ops: {names}. Outside its own kernels it may only "
-            "allocate (torch.empty...), take views and copy; move this computation into the kernel.",
-        )
-    if not log.launches:
-        raise _Reject(
-            Verdict.HACK,
-            "ModelNew.forward launched none of its own kernels",
-            "ModelNew.forward returned without launching any of its own kernels; the computation must run in them.",
-        )
-    problems = output_problems(out)
-    if problems:
-        raise _Reject(Verdict.HACK, "output check: " + problems[0], "; ".join(problems))
+    finally:
+        _progress("harness")
+    changed = inputs_changed(inputs, args)
+    del args
+    if expected is not None:
+        _run_rules.note_task(inputs, expected)
+    breaches = _run_rules.breaches(ops, bool(log.launches), out, _progress.device, changed)
+    if breaches:
+        status, message, feedback = _run_rules.verdict(breaches[0])
+        raise _Reject(status, message, feedback)
     return out
 
 
@@ -335,7 +597,10 @@ def _poison_free_memory(expected: Any) -> None:
         return
     for leaf in flatten(expected):
         if isinstance(leaf, torch.Tensor) and leaf.is_cuda:
-            junk = torch.empty_like(leaf)
+            try:
+                junk = torch.empty_like(leaf)
+            except torch.OutOfMemoryError:
+                return  # best effort: no room for the junk is no reason to fail anyone
             if junk.is_floating_point():
                 junk.fill_(float("nan"))
             else:
@@ -344,8 +609,12 @@ def _poison_free_memory(expected: Any) -> None:
 
 
 def _time(result, ref_model, new_model, task, device, options, backend, cache, task_path, log, tolerance, cand_file) -> None:
-    _seed(options.seed + 99)
-    inputs = _draw_inputs(task.get_inputs, device)
+    _, timing_seed, recheck_seed = options.seeds()
+    host = options.kernelbench_seeding
+    if device.type == "cuda":
+        _copy_bandwidth(device)  # its 2 GiB of buffers come and go before the inputs are drawn
+    inputs = _task_step("drawing the timing inputs",
+                        lambda: _inputs.draw(task.get_inputs, device, timing_seed, host_stream=host))
 
     def make_args():
         return tuple(_clone(inputs))
@@ -360,21 +629,22 @@ def _time(result, ref_model, new_model, task, device, options, backend, cache, t
             result.latency_source = backend.latency_source(str(device))
             result.timing_method = "modelled from the kernel's counted traffic and vector instructions"
             return
-        t = benchmark(new_model, make_args, device=device, reps=options.cpu_reps, warmup=1)
+        t = _timed_candidate(new_model, make_args, device, options, cand_file, reps=options.cpu_reps, warmup=1)
         result.latency_ms, result.latency_iqr_ms, result.latency_samples_ms = t.median_ms, t.iqr_ms, t.samples_ms
         result.latency_source = backend.latency_source(str(device))
         result.timing_method = t.method
         return
 
-    t = benchmark(new_model, make_args, device=device, reps=options.reps, warmup=options.warmup, flush_l2=options.flush_l2)
+    t = _timed_candidate(new_model, make_args, device, options, cand_file)
     result.latency_ms, result.latency_iqr_ms, result.latency_samples_ms = t.median_ms, t.iqr_ms, t.samples_ms
     result.latency_source = "measured-gpu"
     result.timing_method = t.method
     if options.baselines:
-        key = (str(Path(task_path).resolve()), str(device))
+        key = (str(Path(task_path).resolve()), options.size, str(options.kernelbench_seeding), str(device))
         if key not in cache.baselines:
             base = {}
-            tb = benchmark(ref_model, make_args, device=device, reps=options.reps, warmup=options.warmup, flush_l2=options.flush_l2)
+            tb = _task_step("timing the eager baseline", lambda: benchmark(
+                ref_model, make_args, device=device, reps=options.reps, warmup=options.warmup, flush_l2=options.flush_l2))
             base["eager_ms"] = tb.median_ms
             if options.compile_baseline:
                 try:
@@ -393,10 +663,10 @@ def _time(result, ref_model, new_model, task, device, options, backend, cache, t
                 f"speedup over eager is {eager / result.latency_ms:.1f}x (> {options.speedup_flag:g}x): check by hand before trusting it"
             )
     # Re-check correctness after timing: state kept across calls must not change the answer.
-    _seed(options.seed + 7)
-    fresh = _draw_inputs(task.get_inputs, device)
-    with torch.no_grad():
-        expected = ref_model(*_clone(fresh))
+    del inputs, make_args
+    fresh = _task_step("drawing the re-check inputs",
+                       lambda: _inputs.draw(task.get_inputs, device, recheck_seed, host_stream=host))
+    expected = _reference(ref_model, fresh, "the re-check after timing", device)
     got = _run_guarded(new_model, fresh, log, "re-check after timing", cand_file, expected)
     _roofline_flag(result, fresh, got, device)
     cmp = compare(expected, got, tolerance)
@@ -404,22 +674,46 @@ def _time(result, ref_model, new_model, task, device, options, backend, cache, t
         raise _Reject(Verdict.WRONG_RESULT, "wrong result on the re-check after timing", cmp.feedback)
 
 
+def _timed_candidate(model, make_args, device, options, cand_file, *, reps=None, warmup=None):
+    """The candidate's timed runs; a failure there is the candidate's (out of memory included)."""
+    _progress("candidate")
+    try:
+        return benchmark(model, make_args, device=device, reps=options.reps if reps is None else reps,
+                         warmup=options.warmup if warmup is None else warmup, flush_l2=options.flush_l2)
+    except Exception as exc:
+        if _memory.is_out_of_memory(exc):
+            msg = f"out of memory while timing: the candidate ran out of memory ({_memory.free_now(device)} free after it failed)"
+        else:
+            msg = f"forward failed while timing: {_short_traceback(exc, str(cand_file))}"
+        rej = _Reject(Verdict.RUNTIME_ERROR, msg)
+        rej.result.retire_worker = is_cuda_error(exc)
+        raise rej from None
+    finally:
+        _progress("harness")
+
+
 _copy_bw: dict[str, float] = {}
+
+
+def _copy_bandwidth(device: torch.device) -> float:
+    from ._timing import copy_bandwidth_gbps
+
+    key = str(device)
+    if key not in _copy_bw:
+        _copy_bw[key] = _task_step("measuring the device's copy bandwidth", lambda: copy_bandwidth_gbps(device))
+    return _copy_bw[key]
 
 
 def _roofline_flag(result: EvalResult, inputs: list[Any], outputs: Any, device: torch.device) -> None:
     """Achieved bandwidth (inputs read once + outputs written once, over the
     latency) against a device copy measured in this worker; flag a latency
     below the time to read the inputs once."""
-    from ._timing import copy_bandwidth_gbps
-
     in_bytes = sum(x.numel() * x.element_size() for x in inputs if isinstance(x, torch.Tensor))
     out_bytes = sum(x.numel() * x.element_size() for x in flatten(outputs) if isinstance(x, torch.Tensor))
     if not result.latency_ms:
         return
     key = str(device)
-    if key not in _copy_bw:
-        _copy_bw[key] = copy_bandwidth_gbps(device)
+    _copy_bandwidth(device)
     result.roofline = Roofline(
         copy_bandwidth_gbps=_copy_bw[key],
         min_bytes_moved=in_bytes + out_bytes,
@@ -451,4 +745,4 @@ def _ok_feedback(result: EvalResult) -> str:
     return " ".join(p for p in parts if p)
 
 
-__all__ = ["EvalOptions", "evaluate", "TaskCache", "is_cuda_error"]
+__all__ = ["EvalOptions", "InputSet", "KERNELBENCH_SEED", "Progress", "TaskCache", "evaluate", "is_cuda_error"]

@@ -10,6 +10,7 @@ a crash, a timeout or a CUDA error, since an illegal access poisons the context.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import selectors
@@ -20,10 +21,10 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable, Iterator
 
 from ._evaluate import EvalOptions
-from ._result import EvalResult, Verdict
+from ._result import EvalResult, MemoryPlan, Verdict
 from ._sandbox import ENV_VAR as SANDBOX_ENV_VAR
 from ._sandbox import SandboxLimits, limit_in_text, limit_signal_message, mask_obj, namespace_wrapper, worker_env
 
@@ -96,7 +97,11 @@ class Worker:
         )
         self._buffer = b""
         self.jobs_done = 0
-        hello = self._read_line(start_timeout_s)
+        # What the current job's worker said it was doing: "harness" or "candidate", and its memory plan.
+        self.phase: str | None = None
+        self.candidate_ran = False
+        self.plan: dict[str, Any] | None = None
+        hello = self._read_line(time.monotonic() + start_timeout_s)
         if hello is None or not hello.get("ready"):
             tail = self.stderr_tail()
             self.kill()
@@ -104,9 +109,8 @@ class Worker:
             raise WorkerError(f"worker failed to start: {limit + ': ' if limit else ''}{tail or 'no output'}")
         self.sandbox_info = hello.get("sandbox") or {}
 
-    def _read_line(self, timeout_s: float) -> dict[str, Any] | None:
+    def _read_line(self, deadline: float) -> dict[str, Any] | None:
         assert self.proc.stdout is not None
-        deadline = time.monotonic() + timeout_s
         fd = self.proc.stdout.fileno()
         with selectors.DefaultSelector() as sel:
             sel.register(fd, selectors.EVENT_READ)
@@ -122,6 +126,17 @@ class Worker:
                 self._buffer += chunk
         line, _, self._buffer = self._buffer.partition(b"\n")
         return json.loads(line)
+
+    def _read_reply(self, deadline: float) -> dict[str, Any] | None:
+        """The job's reply, noting the progress lines that come before it."""
+        while True:
+            msg = self._read_line(deadline)
+            if msg is None or "phase" not in msg:
+                return msg
+            self.phase = msg["phase"]
+            self.candidate_ran = self.candidate_ran or self.phase == "candidate"
+            if isinstance(msg.get("plan"), dict):
+                self.plan = msg["plan"]
 
     def stderr_tail(self, start: int = 0, limit: int = 2000) -> str:
         try:
@@ -141,9 +156,14 @@ class Worker:
         result, retire = self._run(job, timeout_s)
         result.sandbox = result.sandbox or dict(self.sandbox_info)
         limit = limit_in_text(result.message + "\n" + result.feedback, self.limits)
-        if limit and result.status in (Verdict.RUNTIME_ERROR, Verdict.COMPILE_ERROR, Verdict.CRASH):
-            # MemoryError, std::bad_alloc, EFBIG: a sandbox limit, not a kernel bug
-            result.status = Verdict.CRASH
+        if limit and result.status in (Verdict.RUNTIME_ERROR, Verdict.COMPILE_ERROR, Verdict.CRASH, Verdict.TASK_ERROR):
+            # MemoryError, std::bad_alloc, EFBIG: a sandbox limit was hit. Out of
+            # memory in the candidate is its runtime error; in the task, a task error.
+            if "address-space" in limit and result.status is not Verdict.TASK_ERROR:
+                result.status = Verdict.RUNTIME_ERROR
+                limit = f"out of memory: {limit}"
+            elif result.status is not Verdict.TASK_ERROR:
+                result.status = Verdict.CRASH
             result.message = f"{limit}: {result.message}"
             result.feedback = f"{limit}. {result.feedback}"
             retire = True  # the allocator may be left in a bad state
@@ -153,12 +173,18 @@ class Worker:
         assert self.proc.stdin is not None
         offset = self.stderr_path.stat().st_size if self.stderr_path.exists() else 0
         t0 = time.monotonic()
+        self.phase, self.candidate_ran, self.plan = None, False, None
+        self.last_reply: dict[str, Any] | None = None  # the whole reply (a retime job's report rides beside its result)
         try:
             self.proc.stdin.write((json.dumps(job) + "\n").encode())
             self.proc.stdin.flush()
-            reply = self._read_line(timeout_s)
+            reply = self._read_reply(t0 + timeout_s)
         except TimeoutError:
             self.kill()
+            if not self.candidate_ran and self.phase is not None:
+                msg = (f"timed out after {timeout_s:g} s before the candidate's code ran (the task's inputs or "
+                       "reference are too slow here for this timeout); the worker was killed")
+                return EvalResult(Verdict.TASK_ERROR, msg, feedback=msg, seconds=time.monotonic() - t0), True
             return EvalResult(
                 Verdict.TIMEOUT,
                 f"timed out after {timeout_s:g} s: the kernel hung or ran far too long; its process group was killed",
@@ -178,15 +204,39 @@ class Worker:
             if limit:  # SIGXCPU, SIGXFSZ: a sandbox limit was hit
                 status = Verdict.TIMEOUT if rc == -signal.SIGXCPU else Verdict.CRASH
                 return EvalResult(status, limit, feedback=limit, seconds=time.monotonic() - t0), True
+            blamed = self._blame_task(rc, what)
+            if blamed is not None:
+                blamed.seconds = time.monotonic() - t0
+                return blamed, True
             msg = f"the candidate crashed the worker: {what}"
+            if rc == -signal.SIGKILL:
+                msg += " (killed from outside while the candidate ran; the likeliest cause is the out-of-memory killer)"
+            elif self.phase == "harness":
+                msg += " (in the harness, after the candidate's code ran: it may have corrupted the process)"
             return EvalResult(
                 Verdict.CRASH, msg, feedback=msg + (f"\nLast output:\n{tail}" if tail else ""), seconds=time.monotonic() - t0
             ), True
         self.jobs_done += 1
+        self.last_reply = reply
         if "error" in reply:
             msg = f"internal executor error: {reply['error']}"
             return EvalResult(Verdict.RUNTIME_ERROR, msg, warnings=[reply.get("traceback", "")]), True
         return EvalResult.from_dict(reply["result"]), bool(reply.get("retire"))
+
+    def _blame_task(self, rc: int, what: str) -> EvalResult | None:
+        """A worker that died while only the harness and the task had run, or was
+        killed (SIGKILL: the out-of-memory killer) while the harness ran, says
+        nothing about the candidate: a task error, with the memory plan."""
+        if self.candidate_ran and not (rc == -signal.SIGKILL and self.phase == "harness"):
+            return None
+        where = "before the candidate's code ran" if not self.candidate_ran else "while the harness ran (inputs, reference, comparison)"
+        msg = f"the worker died {where}: {what}"
+        plan = MemoryPlan(**{k: v for k, v in self.plan.items() if k != "fits"}) if self.plan else None
+        if rc == -signal.SIGKILL:
+            msg += "; the likeliest cause is the host's out-of-memory killer"
+            if plan is not None:
+                msg += f" ({plan.describe()})"
+        return EvalResult(Verdict.TASK_ERROR, msg, feedback=msg, memory=plan)
 
     def kill(self) -> None:
         if self.proc.poll() is None:
@@ -274,8 +324,6 @@ class Executor:
         if w is not None:
             w.close()
         env = dict(os.environ if self.env is None else self.env)
-        if self.device == "cpu":
-            env.setdefault("EVOKERNEL_SIZE", "small")  # full sizes would take hours in the interpreter
         self._worker = Worker(self.device, env=env, sandbox=self.sandbox)
         self.workers_started += 1
         return self._worker, False
@@ -301,12 +349,51 @@ class Executor:
             return self._masked(EvalResult(Verdict.CRASH, str(exc)))
         result, retire = worker.run(job, timeout_s or self.timeout_s)
         result.worker_reused = reused
+        result.rules = (options or EvalOptions()).rules  # crashes and timeouts are judged under the same rules
         if retire or not self.reuse_workers:
             worker.close()
             self._worker = None
         return self._masked(result)
 
+    def retime(self, task_path: str | Path, baseline_source: str, candidate_source: str, *, backend: str = "triton",
+               options: EvalOptions | None = None, rounds: int = 3, timeout_s: float | None = None) -> "RetimeReport":
+        """Time two feasible kernels of one task in alternation in this executor's worker
+        (`rounds` alternations, backends/_retime.py); failures come back as the report's verdict."""
+        from ._retime import RetimeReport, report_from_reply, retime_job
+
+        job = retime_job(task_path, baseline_source, candidate_source, backend=backend,
+                         options=options or EvalOptions(), rounds=rounds)
+        try:
+            worker, _ = self._get_worker()
+        except WorkerError as exc:
+            return RetimeReport.failed(EvalResult(Verdict.CRASH, str(exc)))
+        result, retire = worker.run(job, timeout_s or self.timeout_s)
+        reply = worker.last_reply
+        if retire or not self.reuse_workers:
+            worker.close()
+            self._worker = None
+        result = self._masked(result)
+        return report_from_reply(result, mask_obj(reply, {**os.environ, **(self.env or {})}) if reply else None)
+
+    def evaluate_many(self, jobs: Iterable["EvalJob"]) -> Iterator[EvalResult]:
+        """Evaluate `jobs` in order, one result each, as they finish. Workers are
+        reused across jobs (and retired after a crash, a timeout or a CUDA
+        error, as for single calls), so the verdicts are those of single calls."""
+        for job in jobs:
+            yield self.evaluate(job.task_path, job.source, backend=job.backend, options=job.options, timeout_s=job.timeout_s)
+
     def _masked(self, result: EvalResult) -> EvalResult:
         """Keys never leave the executor, even if a candidate found one."""
         environ = {**os.environ, **(self.env or {})}
         return EvalResult.from_dict(mask_obj(result.to_dict(), environ))
+
+
+@dataclasses.dataclass(frozen=True)
+class EvalJob:
+    """One evaluation for `Executor.evaluate_many`."""
+
+    task_path: str | Path
+    source: str
+    backend: str = "triton"
+    options: EvalOptions | None = None
+    timeout_s: float | None = None

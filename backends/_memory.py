@@ -16,7 +16,9 @@ groups are drawn together, so all of them are held while each is checked.
 The larger of these is what the evaluation needs; what is available is the
 device's free memory (CUDA: free plus what this process's allocator caches; CPU:
 the address-space limit left, the host's available memory, the cgroup's limit
-left), capped by `EvalOptions.memory_budget_bytes`. The needed figure is a
+left), capped by `EvalOptions.memory_budget_bytes`. Inputs under 64 MiB skip the
+meta forward: their outputs are taken as large as the inputs (and the plan
+says so). The needed figure is a
 lower bound (the reference's own temporaries are not counted), so a task is
 refused only when it cannot fit; an out-of-memory error at run time is then
 blamed on whoever allocated: the harness or the reference (task_error) or the
@@ -85,9 +87,15 @@ def _meta_model(task: Any, init_inputs: list[Any]) -> tuple[int, Any]:
     return weights, model.eval()
 
 
+# Below this many input bytes the outputs are estimated rather than run on meta:
+# a meta forward can import torch._dynamo (seconds, once per worker), and so
+# small a task fits anywhere the harness runs.
+META_FORWARD_BYTES = 64 << 20
+
+
 def _outputs(model: Any, inputs: list[Any]) -> tuple[int, int, bool]:
     """Bytes of the reference's outputs, elements of the largest, whether estimated."""
-    if model is not None:
+    if model is not None and tensor_bytes(inputs) >= META_FORWARD_BYTES:
         try:
             with torch.no_grad():
                 leaves = [t for t in flatten(model(*inputs)) if isinstance(t, torch.Tensor)]

@@ -177,3 +177,17 @@ class Recorder:
         return Proposal("source")
 
 
+
+
+def test_task_row_keeps_the_last_verdict_and_the_attempts():
+    from backends import Baselines, Verdict
+    from evokernel.loop._types import Attempt, TaskOutcome
+
+    outcome = TaskOutcome(name="relu", task_key="relu-0", path="relu.py")
+    outcome.record(Attempt(step=1, stage="draft", verdict=Verdict.COMPILE_ERROR, message="syntax error at line 3",
+                           latency_ms=None, latency_source="none", baselines=Baselines()))
+    outcome.record(Attempt(step=2, stage="draft", verdict=Verdict.TASK_ERROR, message="the task does not fit: ...",
+                           latency_ms=None, latency_source="none", baselines=Baselines()))
+    row = task_row(outcome)
+    assert (row["last_status"], row["last_message"]) == ("task_error", "the task does not fit: ...")
+    assert [(a["step"], a["status"]) for a in row["attempt_log"]] == [(1, "compile_error"), (2, "task_error")]

@@ -91,3 +91,55 @@ def test_every_command_has_help():
     group = typer.main.get_command(app)
     for name, command in group.commands.items():
         assert command.help, f"command {name} has no help"
+
+
+# --- several candidates, manifests, KernelBench's options -----------------------------
+
+
+def test_eval_several_candidates_json_lines_in_order(tmp_path):
+    ok = _write(tmp_path, HONEST["add_relu"][1], "ok.py")
+    bad = _write(tmp_path, DISALLOWED["torch_op_in_forward"][1], "bad.py")
+    res = runner.invoke(app, ["eval", str(CASES / "task_add_relu.py"), str(ok), str(bad), "--json", "--trials", "1"])
+    assert res.exit_code == 1, res.output
+    rows = [json.loads(line) for line in res.stdout.strip().splitlines()]
+    assert [(Path(r["candidate"]).name, r["status"]) for r in rows] == [("ok.py", "ok"), ("bad.py", "disallowed")]
+    assert rows[1]["worker_reused"], "one worker serves the batch"
+    assert all(r["task"] == "task_add_relu" and r["backend"] == "triton" for r in rows)
+    assert "1 of 2 feasible" in res.stderr and "[2/2] task_add_relu bad.py: disallowed" in res.stderr
+
+
+def test_eval_manifest(tmp_path):
+    (tmp_path / "cands").mkdir()
+    _write(tmp_path / "cands", HONEST["add_relu"][1], "ok.py")
+    _write(tmp_path / "cands", HONEST["two_launches"][1], "two.py")
+    manifest = tmp_path / "pairs.tsv"
+    manifest.write_text(f"task\tcandidate\tbackend\n# a comment\n\n{CASES / 'task_add_relu.py'}\tcands/two.py\n"
+                        f"{CASES / 'task_add_relu.py'}\tcands/ok.py\ttriton\n")
+    res = runner.invoke(app, ["eval", "--manifest", str(manifest), "--json", "--trials", "1", "--atol", "1e-3"])
+    assert res.exit_code == 0, res.output
+    rows = [json.loads(line) for line in res.stdout.strip().splitlines()]
+    assert [Path(r["candidate"]).name for r in rows] == ["two.py", "ok.py"]
+    assert all(r["status"] == "ok" for r in rows)
+    assert "2 of 2 feasible" in res.stderr
+
+
+def test_eval_manifest_bad_line_exit_2(tmp_path):
+    manifest = tmp_path / "pairs.tsv"
+    manifest.write_text(f"{CASES / 'task_add_relu.py'}\t{_write(tmp_path, HONEST['add_relu'][1])}\n"
+                        f"{CASES / 'task_add_relu.py'}\n")
+    res = runner.invoke(app, ["eval", "--manifest", str(manifest)])
+    assert res.exit_code == 2 and res.stdout == ""
+    assert f"{manifest}:2: expected task<TAB>candidate[<TAB>backend]" in res.stderr
+    manifest.write_text(f"{CASES / 'task_add_relu.py'}\t{tmp_path / 'cand.py'}\topencl\n")
+    res = runner.invoke(app, ["eval", "--manifest", str(manifest)])
+    assert res.exit_code == 2 and f"{manifest}:1: unknown backend 'opencl'" in res.stderr
+
+
+def test_eval_usage_errors_exit_2(tmp_path):
+    cand = _write(tmp_path, HONEST["add_relu"][1])
+    only_task = runner.invoke(app, ["eval", str(CASES / "task_add_relu.py")])
+    assert only_task.exit_code == 2 and "at least one candidate" in only_task.stderr
+    both = runner.invoke(app, ["eval", str(CASES / "task_add_relu.py"), str(cand), "--manifest", str(cand)])
+    assert both.exit_code == 2 and "not both" in both.stderr
+    negative = runner.invoke(app, ["eval", str(CASES / "task_add_relu.py"), str(cand), "--atol", "-1"])
+    assert negative.exit_code == 2

@@ -145,7 +145,7 @@ class Model(nn.Module):
 
 
 def get_inputs():
-    return [torch.randn(1 << 16, 1 << 14)]
+    return [torch.randn(1 << 20, 1 << 20)]
 
 
 def get_init_inputs():
@@ -154,12 +154,8 @@ def get_init_inputs():
 
 
 def test_full_size_reference_is_checked_on_meta(tmp_path):
-    import time
-
-    # 4 GiB of inputs: checked for shapes on the meta device, never drawn on the host.
-    t0 = time.perf_counter()
+    # 4 TiB of inputs: no host could draw them, so the check must run on the meta device.
     with pytest.raises(TaskError, match="the reference raised on get_inputs()"):
         load_task(write(tmp_path, BIG), run_reference=True)
     fine = BIG.replace("x @ torch.ones(3, 3)", "torch.relu(x)")
     assert load_task(write(tmp_path, fine, "fine.py"), run_reference=True).name == "fine"
-    assert time.perf_counter() - t0 < 5

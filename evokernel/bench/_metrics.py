@@ -71,6 +71,10 @@ def task_row(outcome: Any) -> dict[str, Any]:
         "speedup_over_first": outcome.speedup_over_first,
         "stopped": outcome.stopped,
         "statuses": list(outcome.statuses),
+        # Why the task ended where it did, without opening the memory: the last verdict and every attempt.
+        "last_status": getattr(outcome, "last_status", None),
+        "last_message": getattr(outcome, "last_message", ""),
+        "attempt_log": [a.to_dict() for a in getattr(outcome, "history", [])],
         "tokens_in": outcome.tokens_in,
         "tokens_out": outcome.tokens_out,
         "cost_usd": outcome.cost_usd,

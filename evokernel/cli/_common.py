@@ -133,8 +133,22 @@ RepsOpt = Annotated[int, typer.Option(min=1, help="Timed runs per candidate on a
 SizeOpt = Annotated[Optional[str], typer.Option(
     help="Task size: full or small; default: small without a GPU, full on one.")]
 RulesOpt = Annotated[str, typer.Option(help="Rule set: strict (own kernels only) or kernelbench (partial replacement).")]
+# The executor's options a comparison with KernelBench needs (backends.EvalOptions).
+WarmupOpt = Annotated[int, typer.Option(min=0, help="Warm-up runs before timing on a GPU.")]
+BaselinesOpt = Annotated[bool, typer.Option(help="Time the eager and torch.compile baselines (GPU).")]
+CompileBaselineOpt = Annotated[bool, typer.Option(help="With baselines, time torch.compile too (GPU); KernelBench's eval does not.")]
+AtolOpt = Annotated[Optional[float], typer.Option(
+    min=0.0, help="Absolute tolerance for every output (default: the task's TOLERANCE, else 1e-4 fp32, 1e-2 fp16/bf16).")]
+RtolOpt = Annotated[Optional[float], typer.Option(min=0.0, help="Relative tolerance for every output (default as --atol).")]
+KernelbenchSeedingOpt = Annotated[bool, typer.Option(
+    "--kernelbench-seeding", help="Draw inputs as KernelBench's eval does (trial seeds from seed 42, values from the host "
+                                  "generator), to reproduce a published number.")]
 JobsOpt = Annotated[Optional[int], typer.Option(
     min=1, help="Steps in flight at once; default: up to 16 with an LLM, the CPU cores (or GPUs) otherwise.")]
 GpusOpt = Annotated[Optional[str], typer.Option(help="GPUs to evaluate on, e.g. 0,1 (one worker each); default: all.")]
 EngineOpt = Annotated[str, typer.Option(help="local (worker processes here) or ray (Ray tasks; pip install 'evokernel[ray]').")]
 MemoryModeOpt = Annotated[str, typer.Option("--memory-mode", help="off, task-only, similarity or value (ablations).")]
+SkillsOpt = Annotated[bool, typer.Option(
+    help="The verified skill library: propose skills from improving steps, verify and select them (--no-skills: off).")]
+RerankOpt = Annotated[bool, typer.Option(
+    help="With --model, one short LLM call reranks the recalled skills (--no-rerank: by their stage values).")]

@@ -12,7 +12,13 @@ import typer
 
 from ._common import (
     EXIT_OK,
+    AtolOpt,
     BackendOpt,
+    BaselinesOpt,
+    CompileBaselineOpt,
+    KernelbenchSeedingOpt,
+    RtolOpt,
+    WarmupOpt,
     BudgetOpt,
     DeviceOpt,
     EngineOpt,
@@ -22,9 +28,11 @@ from ._common import (
     MemoryModeOpt,
     ModelOpt,
     RepsOpt,
+    RerankOpt,
     RulesOpt,
     SeedOpt,
     SizeOpt,
+    SkillsOpt,
     TimeoutOpt,
     TrialsOpt,
     err_console,
@@ -109,6 +117,8 @@ def bench_command(
     memory: Annotated[Optional[Path], typer.Option(
         help="Memory to use and grow; default: a fresh temporary memory, so the numbers do not depend on earlier runs.")] = None,
     memory_mode: MemoryModeOpt = "value",
+    skills: SkillsOpt = True,
+    rerank: RerankOpt = True,
     device: DeviceOpt = None,
     gpus: GpusOpt = None,
     size: SizeOpt = None,
@@ -119,6 +129,12 @@ def bench_command(
     timeout: TimeoutOpt = 300.0,
     trials: TrialsOpt = 5,
     reps: RepsOpt = 100,
+    warmup: WarmupOpt = 10,
+    baselines: BaselinesOpt = True,
+    compile_baseline: CompileBaselineOpt = True,
+    atol: AtolOpt = None,
+    rtol: RtolOpt = None,
+    kernelbench_seeding: KernelbenchSeedingOpt = False,
     json_output: JsonOpt = False,
     out: OutOpt = None,
 ) -> None:
@@ -132,7 +148,9 @@ def bench_command(
 
     options = run_options(policy=policy, model=model, backend=backend, budget=budget, memory_mode=memory_mode,
                           device=device, gpus=parse_gpus(gpus), size=size, rules=rules, jobs=jobs, engine=engine,
-                          seed=seed, timeout_s=timeout, trials=trials, reps=reps)
+                          seed=seed, timeout_s=timeout, trials=trials, reps=reps, warmup=warmup, baselines=baselines,
+                          compile_baseline=compile_baseline, atol=atol, rtol=rtol, kernelbench_seeding=kernelbench_seeding,
+                          skills=skills, rerank=rerank)
     result = _call(run_bench, suite, options, limit=limit, memory=memory, command=_command_line(ctx),
                    budget=budget, backend=backend, device=device, size=size)
     data = result.to_dict()
@@ -205,7 +223,7 @@ def ablate_command(
     budget: BudgetOpt = 30,
     limit: LimitOpt = None,
     arm: Annotated[Optional[list[str]], typer.Option(
-        help="Run only these arms (repeatable): independent, refine, similarity, value.")] = None,
+        help="Run only these arms (repeatable): independent, refine, similarity, value, no-skills.")] = None,
     memory: Annotated[Optional[Path], typer.Option(
         help="Start every arm from its own copy of this memory (never written); default: empty memories.")] = None,
     device: DeviceOpt = None,

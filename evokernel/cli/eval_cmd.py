@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
-from ._common import (EXIT_OK, EXIT_REJECTED, JsonOpt, RulesOpt, err_console, fail_usage, out_console, prepare_device,
-                      print_json)
+from ._common import (EXIT_OK, EXIT_REJECTED, AtolOpt, BaselinesOpt, CompileBaselineOpt, KernelbenchSeedingOpt, RtolOpt,
+                      RulesOpt, SizeOpt, TimeoutOpt, TrialsOpt, WarmupOpt, err_console, fail_usage, one_line, out_console,
+                      prepare_device, print_json, size_note)
 
 
 def register(app: typer.Typer) -> None:
@@ -17,51 +19,177 @@ def register(app: typer.Typer) -> None:
 
 
 def eval_command(
-    task_file: Annotated[Path, typer.Argument(help="KernelBench-format task: Model, get_inputs, get_init_inputs.")],
-    candidate_file: Annotated[Path, typer.Argument(help="Candidate source defining class ModelNew.")],
-    backend: Annotated[str, typer.Option(help="Executor backend (see `evokernel backends`).")] = "triton",
-    timeout: Annotated[float, typer.Option(help="Wall-clock limit for the candidate, in seconds.")] = 300.0,
+    paths: Annotated[Optional[list[str]], typer.Argument(
+        help="TASK CANDIDATE [CANDIDATE ...]: a KernelBench-format task file (or bundled task name) and candidate "
+             "files defining class ModelNew.", show_default=False)] = None,
+    manifest: Annotated[Optional[Path], typer.Option(
+        help="A TSV file of pairs to evaluate, one per line: task, candidate and optionally backend (paths relative "
+             "to the file); a header line and # comments are skipped.")] = None,
+    backend: Annotated[str, typer.Option(help="Executor backend (see `evokernel backends`); a manifest row may name its own.")] = "triton",
+    timeout: TimeoutOpt = 300.0,
     device: Annotated[Optional[str], typer.Option(help="cuda:N or cpu; default: the first GPU if any.")] = None,
-    trials: Annotated[int, typer.Option(min=1, help="Correctness trials with fresh seeded inputs.")] = 5,
-    reps: Annotated[int, typer.Option(min=1, help="Timed runs on a GPU.")] = 100,
-    baselines: Annotated[bool, typer.Option(help="Time eager and torch.compile baselines (GPU).")] = True,
+    size: SizeOpt = None,
+    trials: TrialsOpt = 5,
+    reps: Annotated[int, typer.Option(min=1, help="Timed runs on a GPU (KernelBench: num_perf_trials).")] = 100,
+    warmup: WarmupOpt = 10,
+    seed: Annotated[Optional[int], typer.Option(help="Seed of the inputs and weights; default 1234, or 42 with --kernelbench-seeding.")] = None,
+    atol: AtolOpt = None,
+    rtol: RtolOpt = None,
+    kernelbench_seeding: KernelbenchSeedingOpt = False,
+    baselines: BaselinesOpt = True,
+    compile_baseline: CompileBaselineOpt = True,
     rules: RulesOpt = "strict",
     min_own_share: Annotated[float, typer.Option(min=0.0, max=1.0, help="Under kernelbench: own kernels' least share of GPU time (0: report only).")] = 0.0,
-    json_output: JsonOpt = False,
+    json_output: Annotated[bool, typer.Option("--json", help="Print one JSON object per evaluated pair on stdout (JSON Lines), and nothing else there.")] = False,
 ) -> None:
-    """Compile, verify and time one candidate kernel against a task's reference."""
-    from backends import RULE_SETS, EvalOptions, Executor, TaskError, UnknownBackend, get_backend, load_task
+    """Compile, verify and time candidate kernels against a task's reference.
 
-    device = prepare_device(backend, device)
-    try:
-        task = load_task(task_file, run_reference=True)
-    except TaskError as exc:
-        raise fail_usage(str(exc))
-    try:
-        source = candidate_file.read_text()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise fail_usage(f"{candidate_file}: cannot read candidate: {exc}")
-    try:
-        get_backend(backend)
-    except (UnknownBackend, ImportError) as exc:
-        raise fail_usage(str(exc))
+    One worker serves every pair (and is replaced after a crash, a timeout or a
+    CUDA error). Several candidates or a --manifest print one result per pair,
+    in order, and a summary table on stderr.
+    """
+    from backends import RULE_SETS, KERNELBENCH_SEED, EvalJob, EvalOptions, Executor
+    from evokernel.loop import resolve_size
 
-    console = err_console()
     if rules not in RULE_SETS:
         raise fail_usage(f"unknown rule set {rules!r}; known: {', '.join(RULE_SETS)}")
-    options = EvalOptions(trials=trials, reps=reps, baselines=baselines, rules=rules, min_own_share=min_own_share)
-    with console.status(f"evaluating {candidate_file.name} on {task.name} ({backend}, {device})"):
-        with Executor(device=device, timeout_s=timeout) as executor:
-            result = executor.evaluate(task.path, source, backend=backend, options=options)
+    device = prepare_device(backend, device)
+    size = resolve_size(size, device)
+    try:
+        options = EvalOptions(
+            trials=trials, reps=reps, warmup=warmup, baselines=baselines, compile_baseline=compile_baseline,
+            seed=seed if seed is not None else (KERNELBENCH_SEED if kernelbench_seeding else EvalOptions.seed),
+            size=size, atol=atol, rtol=rtol, kernelbench_seeding=kernelbench_seeding, rules=rules,
+            min_own_share=min_own_share,
+        )
+    except ValueError as exc:
+        raise fail_usage(str(exc)) from None
+    pairs = _pairs(paths or [], manifest, backend, size)
+    jobs = [EvalJob(p.task.path, p.source, backend=p.backend, options=options) for p in pairs]
+    note = size_note(device, size)
+    console = err_console()
+    if note:
+        console.print(note, style="dim")
+    batch = manifest is not None or len(pairs) > 1
+    results = []
+    with Executor(device=device, timeout_s=timeout) as executor:
+        if batch:
+            for i, (pair, result) in enumerate(zip(pairs, executor.evaluate_many(jobs)), 1):
+                results.append(result)
+                console.print(f"[{i}/{len(pairs)}] {pair.task.name} {pair.label}: {result.status.value} "
+                              f"{one_line(result.message)[:200]}", markup=False)
+                if json_output:
+                    print_json(_record(pair, result))
+        else:
+            pair = pairs[0]
+            with console.status(f"evaluating {pair.label} on {pair.task.name} ({pair.backend}, {device})"):
+                results = list(executor.evaluate_many(jobs))
+            if json_output:
+                print_json(_record(pair, results[0]))
+    if batch:
+        _summary(pairs, results, console if json_output else out_console())
+    elif not json_output:
+        _render(results[0], pairs[0].task.name, pairs[0].backend)
+    raise typer.Exit(EXIT_OK if all(r.feasible for r in results) else EXIT_REJECTED)
 
-    if json_output:
-        data = result.to_dict()
-        data["task"] = task.name
-        data["backend"] = backend
-        print_json(data)
+
+@dataclasses.dataclass(frozen=True)
+class _Pair:
+    task: Any  # backends.Task
+    candidate: Path
+    source: str
+    backend: str
+    label: str  # how the candidate is named in messages
+
+
+def _pairs(paths: list[str], manifest: Path | None, default_backend: str, size: str) -> list[_Pair]:
+    """Every (task, candidate, backend) to evaluate, each checked before any runs:
+    a task that does not load, a candidate that cannot be read or an unknown
+    backend is one line on stderr and exit 2."""
+    if manifest is not None:
+        if paths:
+            raise fail_usage("give either TASK CANDIDATE... or --manifest, not both")
+        rows = _manifest_rows(manifest, default_backend)
     else:
-        _render(result, task.name, backend)
-    raise typer.Exit(EXIT_OK if result.feasible else EXIT_REJECTED)
+        if len(paths) < 2:
+            raise fail_usage("give a task and at least one candidate: evokernel eval TASK CANDIDATE [CANDIDATE ...]")
+        rows = [(paths[0], c, default_backend, "") for c in paths[1:]]
+    return _checked(rows, size)
+
+
+def _manifest_rows(manifest: Path, default_backend: str) -> list[tuple[str, str, str, str]]:
+    try:
+        text = manifest.read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise fail_usage(f"{manifest}: cannot read manifest: {exc}") from None
+    rows = []
+    base = manifest.resolve().parent
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        cols = [c.strip() for c in line.split("\t")]
+        if n == 1 and [c.lower() for c in cols[:2]] == ["task", "candidate"]:
+            continue  # a header
+        if len(cols) not in (2, 3) or not all(cols):
+            raise fail_usage(f"{manifest}:{n}: expected task<TAB>candidate[<TAB>backend], got {line!r}")
+        task, candidate = cols[0], str(base / cols[1])  # base / an absolute path is that path
+        if "/" in task or task.endswith(".py") or (base / task).exists():
+            task = str(base / task)  # else the name of a bundled task
+        rows.append((task, candidate, cols[2] if len(cols) == 3 else default_backend, f"{manifest}:{n}: "))
+    if not rows:
+        raise fail_usage(f"{manifest}: no task/candidate pairs in the manifest")
+    return rows
+
+
+def _checked(rows: list[tuple[str, str, str, str]], size: str) -> list[_Pair]:
+    from backends import TaskError, UnknownBackend, backend_names, get_backend, load_task
+    from evokernel.loop import resolve_task_args
+
+    tasks: dict[str, Any] = {}
+    known: set[str] = set()
+    pairs = []
+    for task_arg, candidate, backend, where in rows:
+        if backend not in known:
+            if backend not in backend_names():
+                raise fail_usage(f"{where}unknown backend {backend!r}; known: {', '.join(backend_names())}")
+            try:
+                get_backend(backend)
+            except (UnknownBackend, ImportError) as exc:
+                raise fail_usage(f"{where}{exc}") from None
+            known.add(backend)
+        if task_arg not in tasks:
+            try:
+                path = resolve_task_args([task_arg])[0]
+                tasks[task_arg] = load_task(path, size=size, run_reference=True)
+            except KeyError as exc:
+                raise fail_usage(f"{where}{exc.args[0]}") from None
+            except TaskError as exc:
+                raise fail_usage(f"{where}{exc}") from None
+        try:
+            source = Path(candidate).read_text()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise fail_usage(f"{where}{candidate}: cannot read candidate: {exc}") from None
+        pairs.append(_Pair(tasks[task_arg], Path(candidate), source, backend, Path(candidate).name))
+    return pairs
+
+
+def _record(pair: _Pair, result: Any) -> dict[str, Any]:
+    data = result.to_dict()
+    data.update(task=pair.task.name, task_path=str(pair.task.path), candidate=str(pair.candidate), backend=pair.backend)
+    return data
+
+
+def _summary(pairs: list[_Pair], results: list[Any], console: Any) -> None:
+    from rich.table import Table
+
+    table = Table("#", "task", "candidate", "backend", "status", "latency ms", "speedup eager", "message",
+                  title=f"{sum(r.feasible for r in results)} of {len(results)} feasible")
+    for i, (pair, r) in enumerate(zip(pairs, results), 1):
+        colour = "green" if r.feasible else "red"
+        table.add_row(str(i), pair.task.name, pair.label, pair.backend, f"[{colour}]{r.status.value}[/]",
+                      f"{r.latency_ms:.4f}" if r.latency_ms is not None else "-",
+                      f"{r.speedup_eager:.2f}x" if r.speedup_eager is not None else "-", one_line(r.message))
+    console.print(table)
 
 
 def _render(result, task_name: str, backend: str) -> None:

@@ -388,7 +388,13 @@ def eval_options(options: RunOptions, size: str) -> EvalOptions:
     know yet (rules, size) are left out rather than failing."""
     import dataclasses
 
-    wanted = dict(trials=options.trials, reps=options.reps, baselines=options.baselines, rules=options.rules, size=size)
+    from backends import KERNELBENCH_SEED
+
+    wanted = dict(trials=options.trials, reps=options.reps, baselines=options.baselines, rules=options.rules, size=size,
+                  compile_baseline=options.compile_baseline, warmup=options.warmup, atol=options.atol, rtol=options.rtol,
+                  kernelbench_seeding=options.kernelbench_seeding)
+    if options.kernelbench_seeding:
+        wanted["seed"] = KERNELBENCH_SEED
     known = {f.name for f in dataclasses.fields(EvalOptions)}
     return EvalOptions(**{k: v for k, v in wanted.items() if k in known})
 

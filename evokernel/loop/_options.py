@@ -42,6 +42,8 @@ class RunOptions:
     policy: str = "builtin"
     memory_mode: str = "value"
     n_memories: int = 5
+    skills: bool = True  # the verified skill library (evokernel/skills): proposed, verified, selected
+    rerank: bool = True  # with an LLM, one short call reranks the recalled skills (else their stage values)
     seed: int = 0
     device: str | None = None
     size: str | None = None
@@ -50,6 +52,13 @@ class RunOptions:
     trials: int = 5
     reps: int = 100
     baselines: bool = True
+    compile_baseline: bool = True  # with baselines: also time torch.compile (GPU)
+    warmup: int = 10  # warm-up runs before the timed ones (GPU)
+    # Executor options for comparisons with KernelBench (backends.EvalOptions): its input
+    # seeding (seed 42, host-generator values) and tolerance overrides for every output.
+    kernelbench_seeding: bool = False
+    atol: float | None = None
+    rtol: float | None = None
     port_from: tuple[str, ...] = ()  # other backends whose memories a step may draw on
     epsilon_start_point: float = 0.1
     # Independent samples (pass@k): every step drafts afresh, with no memories,
