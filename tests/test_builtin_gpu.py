@@ -60,3 +60,23 @@ def test_candidates_on_gpu(name):
             if not result.ok:
                 failures.append((config.text(), shapes, result.message))
     assert not failures, failures
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("tf32", [True, False])
+def test_convolution_matches_cudnn_at_its_precision(tmp_path, tf32):
+    """With cuDNN's TF32 switch on (the default) the reference convolution rounds its
+    operands to TF32; the builtin kernel rounds the same way and stays within 1e-4."""
+    path = tmp_path / "conv_k576.py"
+    path.write_text(
+        "import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n    def __init__(self):\n"
+        "        super().__init__()\n        self.conv = nn.Conv2d(64, 96, 3, padding=1)\n\n"
+        "    def forward(self, x):\n        return self.conv(x)\n\n\n"
+        "def get_inputs():\n    return [torch.rand(4, 64, 40, 40)]\n\n\ndef get_init_inputs():\n    return []\n")
+    previous = torch.backends.cudnn.allow_tf32
+    torch.backends.cudnn.allow_tf32 = tf32
+    try:
+        result = check_candidate(path, generate(analyze(path)), device="cuda")
+    finally:
+        torch.backends.cudnn.allow_tf32 = previous
+    assert result.ok, result.message

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from ._ir import Leaf, Node, Ref, TensorSpec
@@ -177,8 +178,107 @@ class Builder:
             if not isinstance(a, Ref):
                 raise Reject(f"{op}: unsupported operand {a!r}")
         shape = broadcast(*(self.shape(a) for a in args))
+        grouped = self._in_groups(op, args, attrs, shape)
+        if grouped is not None:
+            return grouped
         dtype = attrs["dtype"] if op == "cast" else None
         return self._add(op, tuple(args), attrs, shape, dtype)
+
+    # -- grouped layouts (group norm) -----------------------------------------
+    # A group norm computes on (N, G, C/G[, S]), a view of (N, C, *spatial). Pointwise
+    # work next to it is done in that layout too, so one kernel covers the norm, its
+    # prologue and its epilogue instead of a view between kernels.
+    @staticmethod
+    def group_suffix(spec) -> str:
+        groups, per, spatial = spec
+        return f".unflatten(1, ({groups}, {per}))" + (".flatten(3)" if spatial else "")
+
+    def grouped_shape(self, shape, spec) -> tuple[int, ...]:
+        groups, per, spatial = spec
+        return (shape[0], groups, per) + ((math.prod(shape[2:]),) if spatial else ())
+
+    def regroup(self, ref: Ref, full: tuple[int, ...], spec, memo=None) -> tuple[Ref, Ref | str] | None:
+        """``ref`` (broadcasting against ``full``) in the grouped layout, and a tensor of
+        shape ``full`` the value is made from (a node, or an input's source); None
+        when that is not a view of inputs and buffers."""
+        memo = {} if memo is None else memo
+        if ref.kind in ("const", "scalar"):
+            return ref, None
+        key = (ref.kind, ref.value)
+        if key in memo:
+            return memo[key]
+        out = self._regroup(ref, full, spec, memo)
+        memo[key] = out
+        return out
+
+    def _regroup(self, ref, full, spec, memo):
+        groups, per, spatial = spec
+        rank = len(full)
+        gshape = self.grouped_shape(full, spec)
+        shape = tuple(self.shape(ref))
+        padded = (1,) * (rank - len(shape)) + shape if len(shape) <= rank else None
+        if ref.kind == "leaf":
+            leaf = self.leaf_by_name(ref.value)
+            if math.prod(shape) == 1:
+                return (ref if len(shape) <= len(gshape) else
+                        self.leaf(leaf.source + ".reshape(1)", TensorSpec((1,), leaf.spec.dtype), leaf.name + "_g")), None
+            if padded == tuple(full):
+                view = self.leaf(leaf.source + self.group_suffix(spec), TensorSpec(gshape, leaf.spec.dtype),
+                                 leaf.name + "_g")
+                return view, leaf.source
+            if padded is not None and padded[1] == full[1] and math.prod(padded) == full[1]:
+                suffix, pshape = (f".view({groups}, {per}, 1)", (groups, per, 1)) if spatial else \
+                    (f".view({groups}, {per})", (groups, per))
+                return self.leaf(leaf.source + suffix, TensorSpec(pshape, leaf.spec.dtype), leaf.name + "_g"), None
+            return None
+        node = self.nodes[ref.value]
+        if node.op == "view" and node.attr("regroup") == spec:
+            return node.args[0], (node.args[1] if len(node.args) > 1 else node.attr("base_source"))
+        if node.op in POINTWISE and node.op not in ("iota", "full") and shape == tuple(full):
+            parts = [self.regroup(a, full, spec, memo) for a in node.args]
+            if any(p is None for p in parts):
+                return None
+            base = next((b for _, b in parts if b), None)
+            if base is None:
+                return None
+            attrs = dict(node.attrs)
+            return self._add(node.op, tuple(p for p, _ in parts), attrs, gshape,
+                             attrs.get("dtype") if node.op == "cast" else None), base
+        if shape == tuple(full) and node.op not in ("view",):
+            return self.view(ref, (self.group_suffix(spec),), gshape), ref
+        return None
+
+    def ungrouped(self, grouped: Ref, base, full, spec) -> Ref:
+        """The grouped value viewed back as ``full`` (after the kernel that computes it)."""
+        attrs = {"regroup": spec}
+        if isinstance(base, str):
+            attrs.update(suffix=f".view({base}.shape)", base_source=base)
+            extra = ()
+        elif base is not None:
+            attrs.update(suffix=".view(@1.shape)")
+            extra = (base,)
+        else:  # pragma: no cover - regroup always names a base
+            raise Reject("a grouped value with nothing to take its shape from")
+        return self._add("view", (grouped,) + extra, attrs, tuple(full), self.dtypes[grouped.value])
+
+    def _in_groups(self, op, args, attrs, shape):
+        """A pointwise op on a grouped view: done in the grouped layout when every operand
+        has a grouped form."""
+        views = [a for a in args if a.kind == "node" and self.nodes[a.value].op == "view"
+                 and self.nodes[a.value].attr("regroup") is not None]
+        if not views or op in ("iota", "full"):
+            return None
+        view = self.nodes[views[0].value]
+        spec, full = view.attr("regroup"), view.shape
+        if tuple(shape) != tuple(full):
+            return None
+        parts = [self.regroup(a, full, spec) for a in args]
+        if any(p is None for p in parts):
+            return None
+        inner = self._add(op, tuple(p for p, _ in parts), attrs, self.grouped_shape(full, spec),
+                          attrs.get("dtype") if op == "cast" else None)
+        base = view.args[1] if len(view.args) > 1 else view.attr("base_source")
+        return self.ungrouped(inner, base, full, spec)
 
     def reduce(self, kind: str, x: Ref, dims: tuple[int, ...], keepdim: bool) -> Ref:
         """kind: sum, max, min, or argmax/argmin (int64 indices into the flattened group)."""
@@ -228,8 +328,8 @@ class Builder:
         the tensors in ``extra`` (their buffers or input expressions)."""
         if base.kind != "node":
             raise Reject("view of a non-computed value")
-        return self._add("view", (base,) + tuple(extra), {"suffix": "".join(suffixes)}, tuple(shape),
-                         self.dtypes[base.value])
+        return self._add("view", (base,) + tuple(extra), {"suffix": "".join(suffixes), "regroup": None},
+                         tuple(shape), self.dtypes[base.value])
 
     def iota(self, dim: int, shape: tuple[int, ...]) -> Ref:
         """The index along ``dim`` of a tensor of ``shape`` (broadcast like any operand)."""

@@ -531,9 +531,9 @@ HANDLERS = {
     "sum": _reduction("sum"), "mean": _reduction("mean"), "amax": _reduction("max"),
     "amin": _reduction("min"), "max": _max_min("max", "maximum"), "min": _max_min("min", "minimum"),
     "softmax": _softmax, "log_softmax": _log_softmax, "logsumexp": _logsumexp,
-    "var": _var_std(False), "std": _var_std(True), "norm": _norm, "vector_norm": _vector_norm,
+    "var": _var_std(False), "std": _var_std(True), "norm": _norm, "vector_norm": _vector_norm, "linalg_vector_norm": _vector_norm,
     "normalize": _normalize, "layer_norm": _layer_norm, "rms_norm": _rms_norm,
-    "matmul": _matmul, "mm": _matmul, "bmm": _matmul, "linear": _linear, "addmm": _addmm,
+    "matmul": _matmul, "mm": _matmul, "mv": _matmul, "bmm": _matmul, "linear": _linear, "addmm": _addmm,
     "baddbmm": _addmm,
 }
 

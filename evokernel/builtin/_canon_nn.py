@@ -238,34 +238,34 @@ def _instance_norm(ctx, args, kwargs):
 
 
 def group_norm_impl(ctx, x, groups: int, weight, bias, eps):
-    """Normalise (N, G, C/G, S) over its last dims: the per-channel affine map is then
-    a (G, C/G, 1) view of the weight, so one kernel does it all."""
+    """Normalise (N, G, C/G[, S]) over its last dims. The affine map is a (G, C/G, 1) view
+    of the weight, and pointwise work before and after the norm is done in that
+    layout too (see Builder.regroup), so one kernel does it all."""
     x = ctx.ref(x)
-    shape = ctx.b.shape(x)
+    shape = tuple(ctx.b.shape(x))
     if len(shape) < 2:
         raise Reject("group norm needs (N, C, ...) inputs")
-    n, c, spatial = shape[0], shape[1], shape[2:]
+    c = shape[1]
     if c % groups:
         raise Reject(f"group norm: {c} channels do not split into {groups} groups")
-    per = c // groups
-    if spatial:
-        grouped = (n, groups, per, math.prod(spatial))
-        suffix = f".unflatten(1, ({groups}, {per})).flatten(3)"
-        param_view, pshape = f".view({groups}, {per}, 1)", (groups, per, 1)
+    spec = (groups, c // groups, len(shape) > 2)
+    grouped = ctx.b.regroup(x, shape, spec)
+    if grouped is None or grouped[1] is None:
+        xg = _leaf_view(ctx, x, ctx.b.group_suffix(spec), ctx.b.grouped_shape(shape, spec))
+        base = ctx.b.leaf_by_name(x.value).source if x.kind == "leaf" else x
     else:
-        grouped = (n, groups, per)
-        suffix = f".view(-1, {groups}, {per})"
-        param_view, pshape = f".view({groups}, {per})", (groups, per)
-    xg = _leaf_view(ctx, x, suffix, grouped)
-    centred, var = _moments(ctx, xg, tuple(range(2, len(grouped))))
+        xg, base = grouped
+    gshape = ctx.b.grouped_shape(shape, spec)
+    centred, var = _moments(ctx, xg, tuple(range(2, len(gshape))))
     y = ctx.b.pw("mul", centred, ctx.b.pw("rsqrt", ctx.b.pw("add", var, _const(eps))))
+    groups_, per, spatial = spec
+    param_view, pshape = (f".view({groups}, {per}, 1)", (groups, per, 1)) if spatial else \
+        (f".view({groups}, {per})", (groups, per))
     for param, op in ((weight, "mul"), (bias, "add")):
-        if param is not None:
+        if param is not None:  # (C,) per channel
             y = ctx.b.pw(op, y, _leaf_view(ctx, ctx.ref(param), param_view, pshape))
     # back to the input's layout: the buffer is (N, C, *spatial) in memory already
-    if x.kind == "leaf":
-        return ComputedView(y, (f".view({ctx.b.leaf_by_name(x.value).source}.shape)",), shape)
-    return ComputedView(y, (".view(@1.shape)",), shape, (x,))
+    return ctx.b.ungrouped(y, base, shape, spec)
 
 
 def _group_norm(ctx, args, kwargs):
@@ -319,7 +319,9 @@ def _arg_reduce(kind):
 
 
 def _prod(ctx, args, kwargs):
-    raise Reject("prod reductions are not supported (no multiplicative row reduction yet)")
+    a = _bind(args, kwargs, ["input", "dim", "keepdim", "dtype"], {"dim": None, "keepdim": False, "dtype": None})
+    x = ctx.ref(a["input"])
+    return ctx.b.reduce("prod", x, _dims(a["dim"], len(ctx.b.shape(x))), bool(_static(a["keepdim"], "keepdim")))
 
 
 # ---------------------------------------------------------------- losses
@@ -342,9 +344,11 @@ def _reduced(ctx, loss: Ref, reduction: str, batch: int | None = None) -> Ref:
 
 def _pair(ctx, args, kwargs, extra: dict | None = None):
     a = _bind(args, kwargs, ["input", "target", "size_average", "reduce", "reduction"] + list(extra or {}),
-              {"size_average": None, "reduce": None, "reduction": "mean", **(extra or {})})
+              {"size_average": None, "reduce": None, "reduction": "mean", "weight": None, **(extra or {})})
     if a["size_average"] is not None or a["reduce"] is not None:
         raise Reject("the deprecated size_average/reduce arguments are not supported")
+    if a["weight"] is not None:
+        raise Reject("element weights in a loss are not supported")
     return ctx.ref(a["input"]), ctx.ref(a["target"]), a
 
 

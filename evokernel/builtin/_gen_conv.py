@@ -23,6 +23,8 @@ fp32 FMAs match PyTorch's own depthwise kernels.
 
 from __future__ import annotations
 
+import math
+
 from ._config import Config
 from ._emit import Emitter, StageCode, load_other, out_dtype_expr, scalar_sources, wrap_params
 from ._gen_elementwise import SPAN_HELPER
@@ -77,11 +79,12 @@ _TF32_ROUND = """\
 
 def _unravel(var: str, sizes: list[str], names: list[str], indent: str) -> list[str]:
     """names[d] = digit d of var in the mixed radix sizes (last fastest); returns lines."""
-    lines = [f"{indent}rem = {var}"]
+    rem = f"rem_{var}"  # a name of its own: a loop must not re-type a variable from outside it
+    lines = [f"{indent}{rem} = {var}"]
     for d in range(len(sizes) - 1, 0, -1):
-        lines.append(f"{indent}{names[d]} = rem % {sizes[d]}")
-        lines.append(f"{indent}rem = rem // {sizes[d]}")
-    lines.append(f"{indent}{names[0]} = rem")
+        lines.append(f"{indent}{names[d]} = {rem} % {sizes[d]}")
+        lines.append(f"{indent}{rem} = {rem} // {sizes[d]}")
+    lines.append(f"{indent}{names[0]} = {rem}")
     return lines
 
 
@@ -101,6 +104,9 @@ def generate_conv(plan: Plan, config: Config, tag: str = "") -> StageCode:
         geom += [f"KT_{d}: tl.constexpr", f"ST_{d}: tl.constexpr", f"PD_{d}: tl.constexpr", f"DL_{d}: tl.constexpr"]
 
     # ---- implicit GEMM kernel
+    phased = transposed and any(st > 1 for st in conv.attr("stride"))
+    if phased:  # tap step within a phase: the taps t with t * dilation = r (mod stride)
+        geom += [f"TS_{d}: tl.constexpr" for d in sp]
     index = ["nb[:, None]", "co[None, :]"] + [f"o_{d}[:, None]" for d in sp]
     em, result, epi = epilogue(plan, conv.id, index, "mask")
     epi_strides = [f"stride_{n}_{d}" for n in epi for d in range(nd + 2)]
@@ -108,7 +114,7 @@ def generate_conv(plan: Plan, config: Config, tag: str = "") -> StageCode:
     params = (["x_ptr", "w_ptr"] + [f"{n}_ptr" for n in epi] + ["out_ptr"] + scalars
               + ["CIN_G", "COUT_G", "M", "KG"] + din + dout
               + ["sx_n", "sx_c"] + [f"sx_{d}" for d in sp] + ["sw_0", "sw_1"] + [f"sw_k{d}" for d in sp]
-              + epi_strides + out_strides)
+              + epi_strides + out_strides + ([f"qm_{d}" for d in sp] if phased else []))
     k = ["@triton.jit", f"def _conv_gemm_kernel{tag}(", *wrap_params(params), *wrap_params(geom),
          "    TRANSPOSED: tl.constexpr, TF32: tl.constexpr, FP32: tl.constexpr, IDX64: tl.constexpr,",
          "    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,",
@@ -125,24 +131,54 @@ def generate_conv(plan: Plan, config: Config, tag: str = "") -> StageCode:
          "    m_mask = offs_m < M",
          "    n_mask = offs_n < COUT_G",
          "    # output position of each row: batch index and spatial coordinates"]
-    k += _unravel("offs_m", ["1"] + dout, ["nb"] + [f"o_{d}" for d in sp], "    ")
+    if phased:
+        # a strided transposed convolution, one output phase (o mod stride) per program:
+        # all rows of a tile then share the taps that reach them, and only those are summed
+        k += _unravel("offs_m", ["1"] + [f"qm_{d}" for d in sp], ["nb"] + [f"q_{d}" for d in sp], "    ")
+        k.append("    phase = tl.program_id(2)")
+        k += _unravel("phase", ["1"] + [f"ST_{d}" for d in sp], ["ph"] + [f"c_{d}" for d in sp], "    ")
+        n_taps = []
+        for d in sp:
+            k += [f"    o_{d} = c_{d} + ST_{d} * q_{d}",
+                  f"    m_mask = m_mask & (o_{d} < dout_{d})",
+                  f"    r_{d} = c_{d} + PD_{d}",
+                  f"    t0_{d} = KT_{d}",
+                  f"    for t in tl.static_range(KT_{d}):",
+                  f"        t0_{d} = tl.where(((r_{d} - t * DL_{d}) % ST_{d} == 0) & (t0_{d} == KT_{d}), t, t0_{d})",
+                  f"    cnt_{d} = tl.where(t0_{d} < KT_{d}, (KT_{d} - t0_{d} + TS_{d} - 1) // TS_{d}, 0)"]
+            n_taps.append(f"cnt_{d}")
+        k.append(f"    kg = CIN_G * {' * '.join(n_taps)}")
+    else:
+        k += _unravel("offs_m", ["1"] + dout, ["nb"] + [f"o_{d}" for d in sp], "    ")
+        k.append("    kg = KG")
+    for d in sp:  # where each row's window starts (or, transposed, where its taps count from)
+        k += ["    if TRANSPOSED:", f"        base_{d} = o_{d} + PD_{d}", "    else:", f"        base_{d} = o_{d} * ST_{d} - PD_{d}"]
     k += ["    co = g * COUT_G + offs_n",
           "    x_row = nb * sx_n + (g * CIN_G) * sx_c",
           "    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)",
-          "    for k0 in range(0, KG, BLOCK_K):",
+          "    for k0 in range(0, kg, BLOCK_K):",
           "        offs_k = k0 + tl.arange(0, BLOCK_K)",
-          "        k_mask = offs_k < KG",
+          "        k_mask = offs_k < kg",
           "        # reduction index -> (input channel, kernel tap)"]
-    k += _unravel("offs_k", ["1"] + kt, ["ci"] + [f"t_{d}" for d in sp], "        ")
     ok = ["m_mask[:, None]", "k_mask[None, :]"]
     a_offs = ["x_row[:, None]", "ci[None, :] * sx_c"]
-    for d in sp:
+    if phased:
+        k += _unravel("offs_k", ["1"] + [f"cnt_{d}" for d in sp], ["ci"] + [f"j_{d}" for d in sp], "        ")
+        for d in sp:
+            k += [f"        t_{d} = t0_{d} + j_{d} * TS_{d}",
+                  f"        i_{d} = q_{d}[:, None] + (r_{d} - t_{d}[None, :] * DL_{d}) // ST_{d}",
+                  f"        ok_{d} = (i_{d} >= 0) & (i_{d} < din_{d})"]
+            ok.append(f"ok_{d}")
+            a_offs.append(f"i_{d} * sx_{d}")
+    else:
+        k += _unravel("offs_k", ["1"] + kt, ["ci"] + [f"t_{d}" for d in sp], "        ")
+    for d in ([] if phased else sp):
         k += ["        if TRANSPOSED:",
-              f"            num_{d} = o_{d}[:, None] + PD_{d} - t_{d}[None, :] * DL_{d}",
+              f"            num_{d} = base_{d}[:, None] - t_{d}[None, :] * DL_{d}",
               f"            i_{d} = num_{d} // ST_{d}",
               f"            ok_{d} = (num_{d} >= 0) & (num_{d} % ST_{d} == 0) & (i_{d} < din_{d})",
               "        else:",
-              f"            i_{d} = o_{d}[:, None] * ST_{d} - PD_{d} + t_{d}[None, :] * DL_{d}",
+              f"            i_{d} = base_{d}[:, None] + t_{d}[None, :] * DL_{d}",
               f"            ok_{d} = (i_{d} >= 0) & (i_{d} < din_{d})"]
         ok.append(f"ok_{d}")
         a_offs.append(f"i_{d} * sx_{d}")
@@ -172,7 +208,8 @@ def generate_conv(plan: Plan, config: Config, tag: str = "") -> StageCode:
                + ["CIN_G", "COUT_G", "COUT", "TOTAL", "KG"] + din + dout
                + ["sx_n", "sx_c"] + [f"sx_{d}" for d in sp] + ["sw_0", "sw_1"] + [f"sw_k{d}" for d in sp]
                + depi_strides + out_strides)
-    dk = ["@triton.jit", f"def _conv_direct_kernel{tag}(", *wrap_params(dparams), *wrap_params(geom),
+    dgeom = [g for g in geom if not g.startswith("TS_")]
+    dk = ["@triton.jit", f"def _conv_direct_kernel{tag}(", *wrap_params(dparams), *wrap_params(dgeom),
           "    TRANSPOSED: tl.constexpr, IDX64: tl.constexpr, BLOCK: tl.constexpr,",
           "):",
           "    if IDX64:",
@@ -181,29 +218,35 @@ def generate_conv(plan: Plan, config: Config, tag: str = "") -> StageCode:
           "        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)",
           "    mask = offs < TOTAL"]
     dk += _unravel("offs", ["1", "COUT"] + dout, ["nb", "co"] + [f"o_{d}" for d in sp], "    ")
+    for d in sp:
+        dk += ["    if TRANSPOSED:", f"        base_{d} = o_{d} + PD_{d}", "    else:", f"        base_{d} = o_{d} * ST_{d} - PD_{d}"]
     dk += ["    g = co // COUT_G",
            "    cl = co % COUT_G",
+           "    x_lane = nb * sx_n + (g * CIN_G) * sx_c",
+           "    w_lane = co * sw_0",
+           "    if TRANSPOSED:",
+           "        w_lane = (g * CIN_G) * sw_0 + cl * sw_1",
            "    acc = tl.zeros((BLOCK,), dtype=tl.float32)",
            "    for kk in range(0, KG):"]
     dk += _unravel("kk", ["1"] + kt, ["ci"] + [f"t_{d}" for d in sp], "        ")
     dok = ["mask"]
-    d_offs = ["nb * sx_n", "(g * CIN_G + ci) * sx_c"]
+    d_offs = ["x_lane", "ci * sx_c"]
     for d in sp:
         dk += ["        if TRANSPOSED:",
-               f"            num_{d} = o_{d} + PD_{d} - t_{d} * DL_{d}",
+               f"            num_{d} = base_{d} - t_{d} * DL_{d}",
                f"            i_{d} = num_{d} // ST_{d}",
                f"            ok_{d} = (num_{d} >= 0) & (num_{d} % ST_{d} == 0) & (i_{d} < din_{d})",
                "        else:",
-               f"            i_{d} = o_{d} * ST_{d} - PD_{d} + t_{d} * DL_{d}",
+               f"            i_{d} = base_{d} + t_{d} * DL_{d}",
                f"            ok_{d} = (i_{d} >= 0) & (i_{d} < din_{d})"]
         dok.append(f"ok_{d}")
         d_offs.append(f"i_{d} * sx_{d}")
     dw_taps = " + ".join(f"t_{d} * sw_k{d}" for d in sp)
     dk += [f"        xv = tl.load(x_ptr + {' + '.join(d_offs)}, mask={' & '.join(dok)}, other=0.0).to(tl.float32)",
            "        if TRANSPOSED:",
-           f"            w_offs = (g * CIN_G + ci) * sw_0 + cl * sw_1 + {dw_taps}",
+           f"            w_offs = w_lane + ci * sw_0 + {dw_taps}",
            "        else:",
-           f"            w_offs = co * sw_0 + ci * sw_1 + {dw_taps}",
+           f"            w_offs = w_lane + ci * sw_1 + {dw_taps}",
            "        wv = tl.load(w_ptr + w_offs, mask=mask, other=0.0).to(tl.float32)",
            "        acc += xv * wv"]
     dk += dem.lines
@@ -216,6 +259,7 @@ def generate_conv(plan: Plan, config: Config, tag: str = "") -> StageCode:
     stride, padding, dilation = conv.attr("stride"), conv.attr("padding"), conv.attr("dilation")
     geom_args = ", ".join(f"KT_{d}=w.shape[2 + {d}], ST_{d}={stride[d]}, PD_{d}={padding[d]}, DL_{d}={dilation[d]}"
                           for d in sp)
+    ts_args = "".join(f" TS_{d}={stride[d] // math.gcd(stride[d], dilation[d])}," for d in sp) if phased else ""
     entry = f"fused_conv{tag}"
     l = [f"def {entry}({', '.join(names + scalars)}):",
          f"    x, w = {x_name}, {w_name}",
@@ -256,11 +300,14 @@ def generate_conv(plan: Plan, config: Config, tag: str = "") -> StageCode:
           "        return out",
           f"    tf32 = {c.precision == 'auto'} and x.is_cuda and x.dtype == torch.float32 "
           "and torch.backends.cudnn.allow_tf32",
-          "    m = batch * _prod(spatial)",
-          f"    grid = (triton.cdiv(m, {c.block_m}) * triton.cdiv(cout_g, {c.block_n}), groups)",
+          *([f"    qm = tuple(triton.cdiv(o, st) for o, st in zip(spatial, {stride}))",
+             "    m = batch * _prod(qm)",
+             f"    grid = (triton.cdiv(m, {c.block_m}) * triton.cdiv(cout_g, {c.block_n}), groups, {math.prod(stride)})"]
+            if phased else ["    m = batch * _prod(spatial)",
+                            f"    grid = (triton.cdiv(m, {c.block_m}) * triton.cdiv(cout_g, {c.block_n}), groups)"]),
           f"    _conv_gemm_kernel{tag}[grid](",
-          f"        x, w, {epi_args}out, {sargs}cin_g, cout_g, m, kg, *geo, {epi_s}*out.stride(),",
-          f"        {geom_args}, TRANSPOSED={transposed}, TF32=tf32, FP32=x.dtype == torch.float32, IDX64=idx64,",
+          f"        x, w, {epi_args}out, {sargs}cin_g, cout_g, m, kg, *geo, {epi_s}*out.stride(),{' *qm,' if phased else ''}",
+          f"        {geom_args},{ts_args} TRANSPOSED={transposed}, TF32=tf32, FP32=x.dtype == torch.float32, IDX64=idx64,",
           f"        BLOCK_M={c.block_m}, BLOCK_N={c.block_n}, BLOCK_K={c.block_k}, num_warps={c.num_warps},",
           f"        num_stages={c.num_stages},",
           "    )",

@@ -38,6 +38,7 @@ _REDUCE = {
     "sum": ("tl.zeros([BLOCK_M], dtype=tl.float32)", "0.0", "tl.sum", "{acc} + {part}"),
     "max": (f"tl.full([BLOCK_M], {_NEG_INF}, tl.float32)", _NEG_INF, "tl.max", "tl.maximum({acc}, {part})"),
     "min": (f"tl.full([BLOCK_M], {_POS_INF}, tl.float32)", _POS_INF, "tl.min", "tl.minimum({acc}, {part})"),
+    "prod": ("tl.full([BLOCK_M], 1.0, tl.float32)", "1.0", "prod", "{acc} * {part}"),
 }
 _ARG = {  # kind: (masked fill, value reduction, index reduction, comparison that replaces the best so far)
     "argmax": (_NEG_INF, "tl.max", "tl.argmax", ">"),
@@ -125,7 +126,7 @@ class _RowsEmitter(Emitter):
     vector of per-row values, read from operands shaped like the keepdim or the
     squeezed reduction result). ``mode``: onepass, multipass, partial, combine."""
 
-    def __init__(self, plan: Plan, mode: str):
+    def __init__(self, plan: Plan, mode: str, tag: str = ""):
         super().__init__(plan)
         group = plan.reduce
         full = group.full_shape
@@ -139,6 +140,8 @@ class _RowsEmitter(Emitter):
         self.preps: list[tuple[str, str]] = []  # (leaf name, "full" | "sq") in first-use order
         self.iotas: list[Node] = []
         self.partials: list[Node] = []  # reductions whose partials the split kernels exchange
+        self.tag = tag
+        self.uses_mul = False
 
     # -- naming ---------------------------------------------------------
     def _arg(self, name: str, prep: str) -> str:
@@ -252,14 +255,14 @@ class _RowsEmitter(Emitter):
             self.partials.append(node)
             self.emit(f"p{node.id} = tl.load(part{node.id}_ptr + prow[:, None] + scols[None, :], "
                       f"mask=row_mask[:, None] & (scols[None, :] < n_split), other={fill})")
-            self.emit(f"{var} = {chunk}(p{node.id}, axis=1)")
+            self.emit(f"{var} = {self.chunk(chunk, f'p{node.id}')}")
             return var
         if kind in _ARG:
             return self._arg_reduce(node, src, var)
         init, fill, chunk, combine = _REDUCE[kind]
         if self.one_pass:
             v = self.value(src, "row")
-            self.emit(f"{var} = {chunk}(tl.where(mask, {v}, {fill}), axis=1)")
+            self.emit(f"{var} = {self.chunk(chunk, f'tl.where(mask, {v}, {fill})')}")
             return var
         for dep in self.red_deps(src):
             self.value(dep, "red_k")
@@ -271,11 +274,18 @@ class _RowsEmitter(Emitter):
         else:
             self.open_loop()
         v = self.value(src, "row")
-        part = f"{chunk}(tl.where(mask, {v}, {fill}), axis=1)"
+        part = self.chunk(chunk, f"tl.where(mask, {v}, {fill})")
         self.emit(f"{acc} = " + combine.format(acc=acc, part=part))
         self.indent -= 1
         self.emit(f"{var} = {acc}")
         return var
+
+    def chunk(self, reduction: str, expr: str) -> str:
+        """A tile reduced along its row axis; products through the kernel file's _mul."""
+        if reduction == "prod":
+            self.uses_mul = True
+            return f"tl.reduce({expr}, 1, _mul{self.tag})"
+        return f"{reduction}({expr}, axis=1)"
 
     def _arg_reduce(self, node: Node, src: Ref, var: str) -> str:
         fill, best_of, index_of, better = _ARG[node.attr("kind")]
@@ -345,8 +355,8 @@ def _layout_params(arg: str) -> list[str]:
     return [f"lay_{arg}_{k}" for k in ("olo", "solo", "sohi", "nlo", "snlo", "snhi", "ilo", "silo", "sihi")]
 
 
-def _kernel(plan: Plan, mode: str, name: str):
-    em = _RowsEmitter(plan, mode)
+def _kernel(plan: Plan, mode: str, name: str, tag: str = ""):
+    em = _RowsEmitter(plan, mode, tag)
     if mode == "partial":
         em.store_partials()
     else:
@@ -378,7 +388,10 @@ def _kernel(plan: Plan, mode: str, name: str):
         k += ["    cols = tl.arange(0, BLOCK_N)",
               "    mask = row_mask[:, None] & (cols[None, :] < N)"]
     k += em.lines
-    return "\n".join(k) + "\n", em.preps, iotas, parts
+    text = "\n".join(k) + "\n"
+    if em.uses_mul:
+        text = f"@triton.jit\ndef _mul{tag}_{mode}(a, b):\n    return a * b\n\n\n" + text.replace(f"_mul{tag})", f"_mul{tag}_{mode})")
+    return text, em.preps, iotas, parts
 
 
 def _prep_lines(plan: Plan, preps, indent="    ") -> list[str]:
@@ -408,7 +421,7 @@ def generate_rows(plan: Plan, config: Config, tag: str = "") -> StageCode:
     modes = (["onepass"] if config.one_pass else []) + ["multipass"] + (["partial", "combine"] if split else [])
     for mode in modes:
         kname = f"_rows_{mode}_kernel{tag}"
-        source, preps, iotas, parts = _kernel(plan, mode, kname)
+        source, preps, iotas, parts = _kernel(plan, mode, kname, tag)
         kernels.append(source)
         variants[mode] = (kname, preps, iotas, parts)
     full_leaves = sorted({n for n, p in variants["multipass"][1] if p == "full"}, key=names.index)

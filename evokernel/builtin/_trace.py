@@ -41,11 +41,24 @@ def analyze(task, rules: str = "strict") -> Plan | Unsupported:
     (see _schedule). Tracing runs the reference on meta tensors: shapes only, so
     analysing a full-size task costs no memory and no compute."""
     try:
-        return _analyze(load_task(task), rules)
+        plan = _analyze(load_task(task), rules)
+        _trial_generation(plan)
+        return plan
     except Reject as exc:
         return Unsupported(str(exc))
     except Exception as exc:  # user code traced by us may fail in any way; that is a verdict too
         return Unsupported(f"analysis failed: {type(exc).__name__}: {exc}")
+
+
+def _trial_generation(plan: Plan) -> None:
+    """Write the default candidate once: a graph a template cannot express is found here,
+    as a reason, rather than when a policy asks for code."""
+    from ._generate import generate
+
+    try:
+        generate(plan)
+    except Exception as exc:
+        raise Reject(f"code generation failed: {type(exc).__name__}: {exc}") from exc
 
 
 def _spec_of(value) -> TensorSpec:
@@ -157,6 +170,9 @@ def _make_plan(module, source, b: Builder, result, out_node, inputs, rules: str 
         raise Reject("forward returns several outputs; only a single tensor output is supported")
     views: tuple[str, ...] = ()
     extra: tuple[Ref, ...] = ()
+    if isinstance(result, Ref) and result.kind == "node" and b.nodes[result.value].op == "view":
+        node = b.nodes[result.value]  # a grouped view as the output: the views of its buffer
+        result = ComputedView(node.args[0], (node.attr("suffix"),), node.shape, node.args[1:])
     if isinstance(result, ComputedView):
         views, extra, result = result.suffixes, result.extra, result.base
     if not isinstance(result, Ref) or result.kind not in ("node", "leaf"):

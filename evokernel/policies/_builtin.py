@@ -63,12 +63,21 @@ class TritonBuiltinPolicy:
             prefix="builtin:", config_key="config", parse=Config.from_dict, space=search_space(plan),
             default=default_config(plan), neighbours=lambda c: neighbours(c, plan),
         )
-        config = space.first_untried(space.order(ctx, space.remembered(ctx, plan.family)), ctx.tried)
+        # a pipeline is configured by its main stage: memories of that family apply
+        family = plan.main_stage.family
+        skilled = space.skilled(ctx, family)
+        config = space.first_untried(space.order(ctx, space.remembered(ctx, family), skills=skilled), ctx.tried)
         if config is None:
-            return Proposal(None, stop=True, error=f"searched all {len(space.space)} configurations of the {plan.family} family")
+            return Proposal(None, stop=True, error=f"searched all {len(space.space)} configurations of the {family} family")
+        fingerprint = space.fingerprint(config)
+        used = tuple(note.id for note, c in skilled if space.fingerprint(c) == fingerprint)
+        extra = {"config": config.to_dict(), "family": family, "plan": plan.family, "rules": plan.rules}
+        if used:
+            extra["config_from"] = f"skill {used[0]}"
         return Proposal(
             generate(plan, config),
             key_text=f"{ctx.task_name} {ctx.category} {ctx.backend}\n{describe(plan)}\nconfig {config.text()}",
-            fingerprint=space.fingerprint(config),
-            extra={"config": config.to_dict(), "family": plan.family},
+            fingerprint=fingerprint,
+            extra=extra,
+            used_skill_ids=used,
         )

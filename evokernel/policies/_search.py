@@ -1,7 +1,8 @@
 """What the builtin policies (Triton and Ascend C) share: a cached trace of
 each task, and a configuration search that the memory steers.
 
-A draft tries the configurations of the most valuable feasible experiences
+A verified skill's configuration change (evokernel/skills) comes first. Then
+a draft tries the configurations of the most valuable feasible experiences
 retrieved for it, then any hints (Ascend C: what a Triton experience
 suggests), then the default, then the rest of the space. A refining step tries
 remembered configurations with a positive refine value, then the neighbours of
@@ -23,10 +24,11 @@ FEASIBLE = FEASIBLE_STATUSES  # the verdicts the executor calls feasible, as mem
 
 
 class PlanCache:
-    """`evokernel.builtin.analyze` once per task and size (the task imported at the step's size)."""
+    """`evokernel.builtin.analyze` once per task, size and rule set (the task imported at the
+    step's size; the rule set decides what the library may compute)."""
 
     def __init__(self) -> None:
-        self._plans: dict[tuple[str, str], Any] = {}
+        self._plans: dict[tuple[str, str, str], Any] = {}
         # torch.fx tracing patches module-level state: concurrent steps analyse one at a time.
         self._lock = threading.Lock()
 
@@ -40,14 +42,15 @@ class PlanCache:
         from backends import TaskError, load_task_module
         from evokernel.builtin import Unsupported, analyze
 
-        key = (ctx.task_key, ctx.size)
+        rules = getattr(ctx, "rules", "strict")
+        key = (ctx.task_key, ctx.size, rules)
         if key not in self._plans:
             try:
                 module = load_task_module(Path(ctx.task_path), size=ctx.size)
             except TaskError as exc:
                 self._plans[key] = Unsupported(f"the task did not load: {exc.problem}")
             else:
-                self._plans[key] = analyze(module)
+                self._plans[key] = analyze(module, rules)
         return self._plans[key]
 
 
@@ -91,12 +94,32 @@ class ConfigSpace:
                 out.append((note, config))
         return out
 
-    def order(self, ctx: StepContext, remembered: list[tuple[MemoryNote, Any]], hints: Sequence[Any] = ()) -> list[Any]:
+    def skilled(self, ctx: StepContext, family: str) -> list[tuple[MemoryNote, Any]]:
+        """The configurations the step's skills (evokernel/skills) suggest, in their order: each
+        skill's configuration change applied to the start point's configuration when refining,
+        to the default when drafting. Only skills of this policy's configurations and family."""
+        base = self.default
+        if ctx.stage == "refine" and ctx.start_point is not None:
+            base = self._parse(ctx.start_point.extra.get(self.config_key)) or self.default
+        out = []
+        for note in getattr(ctx, "skills", ()) or ():
+            hint = ((note.extra or {}).get("skill") or {}).get("hint") or {}
+            change = hint.get("set")
+            if hint.get("config_key") != self.config_key or hint.get("family") != family or not isinstance(change, dict):
+                continue
+            config = self._parse({**base.to_dict(), **change})
+            if config is not None:
+                out.append((note, config))
+        return out
+
+    def order(self, ctx: StepContext, remembered: list[tuple[MemoryNote, Any]], hints: Sequence[Any] = (),
+              skills: Sequence[tuple[MemoryNote, Any]] = ()) -> list[Any]:
+        first = [c for _, c in skills]  # a verified skill's change is the first try
         if ctx.stage == "draft":
-            return [c for _, c in remembered] + list(hints) + [self.default] + list(self.space)
+            return first + [c for _, c in remembered] + list(hints) + [self.default] + list(self.space)
         start = self._parse(ctx.start_point.extra.get(self.config_key)) if ctx.start_point is not None else None
         valued = [c for note, c in remembered if note.value > 0]
-        return valued + self.neighbours(start if start is not None else self.default) + list(self.space)
+        return first + valued + self.neighbours(start if start is not None else self.default) + list(self.space)
 
     def first_untried(self, order: Sequence[Any], tried: frozenset[str]) -> Any | None:
         for config in order:

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# The builtin policy on a KernelBench checkout (never committed): level1 under
+# the strict rules, level2 under the kernelbench rules, each task with a budget
+# of 2 (a draft and one refinement), eager and torch.compile timed in the same
+# process. Writes kernelbench-level1-h200-builtin.json and
+# kernelbench-level2-h200-builtin.json into OUT_DIR (copy them to
+# benchmarks/results/), logs beside them, and prints the figures.
+#
+#   usage: bash benchmarks/kernelbench_builtin.sh KERNELBENCH_DIR OUT_DIR [REPS]
+#
+# KERNELBENCH_DIR holds level1/ and level2/ (KernelBench's KernelBench/ folder).
+# With two or more GPUs the levels run at once on disjoint halves of them; every
+# GPU of a half evaluates its own share of the candidates. Most of the wall time
+# is torch.compile's baseline compile per task; REPS (default 30) timed runs per
+# candidate and baseline keep the timing part short.
+set -u
+kb=${1:?usage: kernelbench_builtin.sh KERNELBENCH_DIR OUT_DIR [REPS]}
+out=${2:?usage: kernelbench_builtin.sh KERNELBENCH_DIR OUT_DIR [REPS]}
+reps=${3:-30}
+mkdir -p "$out"
+kb=$(cd "$kb" && pwd)
+out=$(cd "$out" && pwd)
+cd "$(dirname "$0")/.."
+if [ -d .device-wheels ]; then
+    python3 -m pip install -q --no-index --find-links .device-wheels sqlite-utils >"$out/pip.log" 2>&1
+fi
+export PYTHONPATH=$PWD
+gpus=$(python3 -c "import torch; print(torch.cuda.device_count())")
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv >"$out/gpu.txt" 2>&1
+python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)" >>"$out/gpu.txt" 2>&1
+
+bench() {  # LEVEL RULES GPU_LIST
+    local start=$SECONDS
+    python3 -m evokernel.cli bench "$kb/level$1" --policy builtin --budget 2 --rules "$2" --reps "$reps" \
+        --gpus "$3" --json --out "$out/kernelbench-level$1-h200-builtin.json" \
+        >"$out/level$1.stdout" 2>"$out/level$1.log"
+    echo "level$1 ($2) exit $? in $((SECONDS - start)) s" >>"$out/status.txt"
+}
+
+all=$(seq -s, 0 $((gpus - 1)))
+if [ "$gpus" -ge 2 ]; then
+    half=$((gpus / 2))
+    first=$(seq -s, 0 $((half - 1)))
+    second=$(seq -s, "$half" $((gpus - 1)))
+    bench 1 strict "$first" &
+    bench 2 kernelbench "$second" &
+    wait
+else
+    bench 1 strict "$all"
+    bench 2 kernelbench "$all"
+fi
+cat "$out/status.txt"
+
+python3 - "$out" <<'EOF'
+import json, math, sys
+from pathlib import Path
+
+out = Path(sys.argv[1])
+for level, goal in (("1", "strict: >= 70 correct, geomean over eager >= 1.0"),
+                    ("2", "kernelbench: >= 80 correct, geomean >= 1.2 over eager, >= 1.0 over compile")):
+    path = out / f"kernelbench-level{level}-h200-builtin.json"
+    if not path.exists():
+        print(f"level{level}: no results file")
+        continue
+    data = json.loads(path.read_text())
+    tasks = data.get("tasks") or data.get("results") or []
+    correct = [t for t in tasks if t.get("correct")]
+
+    def geomean(key):
+        values = [t[key] for t in correct if t.get(key)]
+        return (math.exp(sum(math.log(v) for v in values) / len(values)), len(values)) if values else (None, 0)
+
+    eager, n_eager = geomean("speedup_eager")
+    compiled, n_compiled = geomean("speedup_compile")
+    print(f"level{level}: {len(correct)}/{len(tasks)} correct; geomean over eager "
+          f"{eager and round(eager, 3)} ({n_eager} tasks), over torch.compile {compiled and round(compiled, 3)} "
+          f"({n_compiled} tasks)   [goal {goal}]")
+    failed = {}
+    for t in tasks:
+        if not t.get("correct"):
+            failed.setdefault(t.get("last_status") or (t.get("statuses") or ["none"])[-1], []).append(t.get("name"))
+    for status, names in sorted(failed.items()):
+        print(f"  {status}: {len(names)}: {', '.join(str(n) for n in names[:30])}")
+    slow = sorted((t for t in correct if t.get("speedup_eager")), key=lambda t: t["speedup_eager"])[:12]
+    print("  slowest vs eager:", ", ".join(f"{t['name']} {t['speedup_eager']:.2f}x" for t in slow))
+EOF

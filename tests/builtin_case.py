@@ -1,0 +1,74 @@
+"""Small task files for the builtin generator's family tests, and their verdicts.
+
+A case is a model (``__init__`` lines, forward parameters and body) with small
+inputs, and optionally full-size inputs: the candidate is generated with the
+configuration the full-size task would get (traced on meta tensors, so full
+sizes cost nothing) and run by the real executor on the small inputs. On the
+CPU that is Triton's interpreter for the values and the sm_90 compile of every
+launched kernel, so the configurations the GPU run uses compile.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
+
+HEAD = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n\n"
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    forward: str  # "x, y: return ..." style: parameters, then the body after a colon
+    inputs: str  # Python expression of get_inputs()' list, small sizes
+    init: str = ""  # lines of __init__ after super().__init__()
+    full: str | None = None  # the same list at full size (configuration source)
+    tolerance: tuple[float, float] | None = None
+
+
+def write(case: Case, directory: Path, inputs: str | None = None, suffix: str = "") -> Path:
+    params, body = case.forward.split(":", 1)
+    init = textwrap.indent(textwrap.dedent(case.init).strip() + "\n", " " * 8) if case.init.strip() else ""
+    text = (HEAD + "class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n" + init
+            + f"\n    def forward(self, {params.strip()}):\n"
+            + textwrap.indent(textwrap.dedent(body).strip() + "\n", " " * 8)
+            + f"\n\ndef get_inputs():\n    return {inputs or case.inputs}\n\n\ndef get_init_inputs():\n    return []\n")
+    if case.tolerance:
+        text += f"\n\nTOLERANCE = {case.tolerance!r}\n"
+    path = directory / f"{case.name}{suffix}.py"
+    path.write_text(text)
+    return path
+
+
+def run_cases(executor, cases: list[Case], directory: Path, rules: str = "strict") -> dict[str, object]:
+    """{case name: EvalResult or Unsupported}, the candidate generated with the
+    full-size configuration when the case has full-size inputs."""
+    from backends import EvalOptions
+    from evokernel.builtin import analyze, default_config, generate
+
+    # one seeded trial (and the executor's re-run on poisoned outputs) keeps the interpreter's time down
+    options = EvalOptions.from_dict({"rules": rules, "timing": False, "baselines": False, "trials": 1})
+    out = {}
+    for case in cases:
+        path = write(case, directory)
+        plan = analyze(path, rules)
+        if not plan:
+            out[case.name] = plan
+            continue
+        config = None
+        if case.full:
+            full = analyze(write(case, directory, case.full, "_full"), rules)
+            if full and full.main_stage.family == plan.main_stage.family:
+                config = default_config(full)
+        out[case.name] = executor.evaluate(path, generate(plan, config), backend="triton", options=options)
+    return out
+
+
+def explain(result) -> str:
+    return getattr(result, "reason", None) or f"{result.status}: {result.message}\n{result.feedback}"
+
+
+def ok(result) -> bool:
+    status = getattr(result, "status", None)
+    return status is not None and str(getattr(status, "value", status)) in ("ok", "compiled")

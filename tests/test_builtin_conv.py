@@ -1,0 +1,57 @@
+"""Convolutions: implicit GEMM (2d/1d/3d, transposed, grouped, strided, dilated,
+padded) and the direct depthwise kernel, checked by the executor on the CPU
+(Triton's interpreter and the sm_90 compile of every launched kernel)."""
+
+import pytest
+
+from builtin_case import Case, explain, ok, run_cases
+from evokernel.builtin import analyze, generate
+
+CASES = [
+    Case("conv2d_relu", "x: return torch.relu(self.conv(x))", "[torch.randn(2, 3, 9, 11)]",
+         "self.conv = nn.Conv2d(3, 16, 3, padding=1)", full="[torch.rand(16, 3, 256, 256)]"),
+    Case("conv1d_dilated_strided", "x: return self.conv(x)", "[torch.randn(2, 4, 40)]",
+         "self.conv = nn.Conv1d(4, 16, 3, stride=3, dilation=4, bias=False)"),
+    Case("conv3d_asymmetric", "x: return self.conv(x) * 0.5", "[torch.randn(2, 3, 5, 7, 6)]",
+         "self.conv = nn.Conv3d(3, 16, (3, 5, 2), padding=(1, 2, 0))"),
+    Case("convt2d_grouped", "x: return self.conv(x)", "[torch.randn(2, 8, 5, 6)]",
+         "self.conv = nn.ConvTranspose2d(8, 16, (3, 5), stride=(2, 3), padding=(1, 2), dilation=(2, 1), groups=2)"),
+    Case("convt3d_output_padding", "x: return self.conv(x)", "[torch.randn(1, 4, 3, 4, 5)]",
+         "self.conv = nn.ConvTranspose3d(4, 16, 3, stride=2, padding=1, output_padding=1)"),
+    Case("depthwise_asymmetric", "x: return self.conv(x)", "[torch.randn(2, 8, 9, 7)]",
+         "self.conv = nn.Conv2d(8, 8, (3, 1), stride=2, padding=(1, 0), groups=8)"),
+    Case("separable", "x: return self.pw(self.dw(x))", "[torch.randn(2, 8, 7, 6)]",
+         "self.dw = nn.Conv2d(8, 8, 3, padding=1, groups=8, bias=False)\nself.pw = nn.Conv2d(8, 16, 1)"),
+]
+
+
+@pytest.fixture(scope="module")
+def results(cpu_executor, tmp_path_factory):
+    return run_cases(cpu_executor, CASES, tmp_path_factory.mktemp("conv"))
+
+
+@pytest.mark.parametrize("name", [c.name for c in CASES])
+def test_conv_candidate_is_correct(results, name):
+    assert ok(results[name]), explain(results[name])
+
+
+def test_the_tf32_choice_follows_the_reference(tmp_path):
+    """On a GPU the kernel rounds to TF32 exactly when cuDNN would (its switch on, fp32 inputs);
+    precision='ieee' never does."""
+    from builtin_case import write
+    from evokernel.builtin import Config, search_space
+
+    plan = analyze(write(CASES[0], tmp_path))
+    source = generate(plan)
+    assert "torch.backends.cudnn.allow_tf32" in source and 'input_precision="tf32"' in source
+    ieee = next(c for c in search_space(plan) if c.precision == "ieee")
+    assert "tf32 = False and" in generate(plan, ieee)
+    assert isinstance(ieee, Config) and search_space(plan)[:2] == [plan and search_space(plan)[0], search_space(plan)[1]]
+    assert search_space(plan)[0].precision == "auto" and search_space(plan)[1].precision == "ieee"
+
+
+def test_depthwise_takes_the_direct_kernel(tmp_path):
+    from builtin_case import write
+
+    source = generate(analyze(write(CASES[5], tmp_path)))
+    assert "_conv_direct_kernel" in source

@@ -1,0 +1,50 @@
+"""Reductions beyond the last dim: strided (leading-dim) layouts, argmax/argmin
+(one-pass and chunked), split reductions for few long rows, the norms
+(batch in eval, instance, group with affine parameters read in place), checked
+by the executor on the CPU with the full-size tasks' configurations."""
+
+import pytest
+
+from builtin_case import Case, explain, ok, run_cases, write
+from evokernel.builtin import analyze
+
+CASES = [
+    Case("sum_dim1_strided", "x: return torch.sum(x, dim=1, keepdim=True)", "[torch.randn(3, 37, 5)]",
+         full="[torch.rand(128, 4096, 4095)]"),
+    Case("max_dim1", "x: return torch.max(x, dim=1)[0]", "[torch.randn(3, 37, 5)]",
+         full="[torch.rand(128, 4096, 4095)]"),
+    Case("argmax_dim1_chunked", "x: return torch.argmax(x, dim=1)", "[torch.randn(3, 37, 5)]",
+         full="[torch.rand(128, 4096, 4095)]"),
+    Case("argmin_last", "x: return torch.argmin(x, dim=-1)", "[torch.randn(4, 37)]"),
+    Case("prod", "x: return torch.prod(x, dim=1)", "[torch.rand(3, 40) + 0.5]"),
+    Case("split_mean", "p, t: return torch.mean((p - t) ** 2)", "[torch.randn(2, 16384), torch.randn(2, 16384)]"),
+    Case("frobenius", "x: return x / torch.norm(x, p='fro')", "[torch.randn(2, 8, 32, 32)]"),
+    Case("instance_norm_affine", "x: return self.norm(x)", "[torch.randn(2, 4, 6, 7)]",
+         "self.norm = nn.InstanceNorm2d(4, affine=True)"),
+    Case("group_norm_affine", "x: return torch.relu(self.norm(x))", "[torch.randn(2, 8, 5, 3)]",
+         "self.norm = nn.GroupNorm(2, 8)\nnn.init.uniform_(self.norm.weight)\nnn.init.uniform_(self.norm.bias)"),
+    Case("batch_norm_eval", "x: return self.bn(x)", "[torch.randn(2, 4, 5, 3)]",
+         "self.bn = nn.BatchNorm2d(4)\nself.bn.running_mean.uniform_()\nself.bn.running_var.uniform_(0.5, 2)"),
+]
+
+
+@pytest.fixture(scope="module")
+def results(cpu_executor, tmp_path_factory):
+    return run_cases(cpu_executor, CASES, tmp_path_factory.mktemp("reduce"))
+
+
+@pytest.mark.parametrize("name", [c.name for c in CASES])
+def test_reduction_candidate_is_correct(results, name):
+    assert ok(results[name]), explain(results[name])
+
+
+def test_few_long_rows_reduce_in_chunks(tmp_path):
+    from evokernel.builtin import generate
+
+    source = generate(analyze(write(CASES[4], tmp_path)))
+    assert "_rows_partial_kernel" in source and "_rows_combine_kernel" in source
+
+
+def test_frobenius_norm_is_a_reduction_then_a_pointwise_pass(tmp_path):
+    plan = analyze(write(CASES[5], tmp_path))
+    assert [s.family for s in plan.stages] == ["rows", "elementwise"]
