@@ -246,12 +246,14 @@ def test_no_rerank_ranks_by_value_without_a_call(tmp_path, server, monkeypatch):
 
 def test_llm_summarises_an_improving_step_into_a_verified_skill(tmp_path, server, monkeypatch):
     _llm(monkeypatch, server)
-    slow, fast = HONEST["add_relu"][1], HONEST["add_relu"][1].replace("BLOCK=1024)", "BLOCK=1024)  # FAST")
+    slow = HONEST["add_relu"][1]
+    fast = slow.replace("cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)", "cdiv(n, 2048),)](x, y, out, n, BLOCK=2048)")
+    assert fast != slow
     summary = {"title": "Mark the fast path", "applies_to": {"operators": ["add relu"], "shapes": "any"},
                "technique": "The faster kernel launches fewer programs.", "sketch": "grid = (triton.cdiv(n, 1024),)"}
     server.script = [openai_reply(_answer(slow)), openai_reply(_answer(fast)),
                      openai_reply("```json\n" + json.dumps(summary) + "\n```", tokens_in=50, tokens_out=20)]
-    ex = TimedExecutor(lambda source: 2.0 if "# FAST" in source else 10.0)
+    ex = TimedExecutor(lambda source: 2.0 if "BLOCK=2048" in source else 10.0)
     with MemoryStore(tmp_path / "m.db") as store:
         result = run_tasks([ADD_RELU], get_policy(model="openai:test-model", log=store), store,
                            RunOptions(budget=2, **FAST), executor=ex)
@@ -265,6 +267,14 @@ def test_llm_summarises_an_improving_step_into_a_verified_skill(tmp_path, server
         assert "Before (10 ms" in calls[2]["prompt"]["messages"][0]["content"]
         # The summary call is part of the step's accounting, like the proposal's.
         assert result.tasks[0].tokens_in == 11 + 11 + 50
+        # A later task: the skill is recalled, the rerank keeps it, and it is in the prompt's skills section.
+        server.script = [openai_reply("1"), openai_reply(_answer(fast))]
+        run_tasks([BIAS_SCALE], get_policy(model="openai:test-model", log=store), store, RunOptions(budget=1, **FAST),
+                  executor=ex)
+        assert "Mark the fast path" in server.requests[-2].body["messages"][-1]["content"]
+        prompt = json.dumps(server.requests[-1].body)
+        assert "## Skills: verified techniques from earlier tasks" in prompt and "### Skill: Mark the fast path" in prompt
+        assert store.get_item(skill.id).visits_draft == 1
 
 
 def test_parsers_read_what_models_write():

@@ -192,8 +192,14 @@ class SkillLibrary:
             return None
         v = learned.verification
         evidence = learned.improvement.evidence(after_item_id=trace_id, verification=v.to_dict() if v else None)
-        if learned.action is Action.MERGED and learned.duplicate_of is not None:
-            item = self.store.get_item(learned.duplicate_of)
+        duplicate_of = learned.duplicate_of if learned.action is Action.MERGED else None
+        if learned.action is Action.ADMITTED:
+            # Steps in flight at once may have admitted the same skill since `learn` looked.
+            current = [Skill.from_item(i) for i in self.store.list_items(kinds=[KIND], backends=[self.backend], limit=None)]
+            found = self._near_duplicate(learned.draft, current)
+            duplicate_of = found.id if found is not None else None
+        if duplicate_of is not None:
+            item = self.store.get_item(duplicate_of)
             skill = Skill.from_item(item)
             merged = (*skill.evidence, evidence)
             extra = {**(item.extra or {}), "evidence": [e.to_dict() for e in merged],

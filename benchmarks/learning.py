@@ -1,0 +1,376 @@
+"""The learning measured: does a memory warmed on other tasks make held-out tasks easier?
+
+The suites are split by family (each task file's FAMILY, else its CATEGORY): the warm-up runs
+the loop on the warm families; the held-out families are never run before the
+arms, so no held-out task (nor any task of its family) was ever seen. Each
+held-out task then runs alone, from its own copy of a memory, in four arms,
+all with the offline builtin policy at the same budget:
+
+- empty:            a fresh memory (skills on; the task can only learn from itself)
+- warm:             the warmed memory, value-driven retrieval, skills on
+- warm-similarity:  the warmed memory, memories and skills selected by similarity alone
+- warm-no-skills:   the warmed memory, value-driven retrieval, the skill library off
+
+Reported per arm and task: attempts to the first correct kernel, attempts to
+within 5% of the best latency any arm found for the task, the final best
+latency, where the first configuration came from, and which skills the steps
+used; over all held-out steps of the warmed arms, the correlation between the
+stage values of the items in a step's context (replayed to what they were
+before the step) and the step's success (reward > 0). Tasks where memory made
+no difference are named with the reason the run shows.
+
+    python benchmarks/learning.py --out benchmarks/results/learning-cpu.json     # no GPU: small sizes
+    python benchmarks/learning.py --out benchmarks/results/learning-h200.json    # on a GPU: full sizes
+
+On a CPU every latency is the Triton interpreter's wall clock
+(`interpreted-cpu`): it follows the number of program instances, not GPU
+speed, so "faster" there means fewer, larger programs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import math
+import re
+import shlex
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import evokernel  # noqa: E402
+from evokernel.bench._runner import _copy_sqlite, environment  # noqa: E402
+from evokernel.loop import RunOptions, make_executor, resolve_device, resolve_size  # noqa: E402
+from memory_store import MemoryStore, ValueState  # noqa: E402
+
+KIND = "evokernel-learning"
+# Which suites and families each device splits by default. On a GPU: KernelBench-style level1 and
+# level2, by CATEGORY. On a CPU: benchmarks/learning_cpu, tasks sized for the interpreter, by their
+# finer FAMILY (activations apart from other pointwise chains, which share the builtin's elementwise kernels).
+DEFAULTS = {
+    "gpu": (("level1", "level2"), ("elementwise", "reduction", "matmul"), ("normalization", "softmax", "fusion")),
+    "cpu": (("learning_cpu",), ("activation", "reduction", "matmul"), ("pointwise", "normalization", "softmax", "fusion")),
+}
+_FAMILY = re.compile(r"""^(FAMILY|CATEGORY)\s*=\s*["']([\w-]+)["']""", re.M)
+
+
+@dataclasses.dataclass(frozen=True)
+class Arm:
+    name: str
+    label: str
+    warm: bool
+    memory_mode: str
+    skills: bool
+
+
+ARMS = (
+    Arm("empty", "empty memory", False, "value", True),
+    Arm("warm", "warmed memory, value-driven, skills", True, "value", True),
+    Arm("warm-similarity", "warmed memory, similarity-only", True, "similarity", True),
+    Arm("warm-no-skills", "warmed memory, without skills", True, "value", False),
+)
+
+
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def family_of(path: Path) -> str:
+    """The task file's FAMILY, else its CATEGORY."""
+    found = dict(m.groups() for m in _FAMILY.finditer(path.read_text()))
+    return found.get("FAMILY") or found.get("CATEGORY") or "unknown"
+
+
+def split(suites: list[str], warm: tuple[str, ...], held: tuple[str, ...], per_family: int,
+          held_per_family: int) -> tuple[list[Path], list[Path], dict[str, str]]:
+    """Warm-up and held-out task files: whole families on each side, the first N of each family."""
+    overlap = set(warm) & set(held)
+    if overlap:
+        raise SystemExit(f"error: families on both sides of the split: {', '.join(sorted(overlap))}")
+    families: dict[str, str] = {}
+    picked: dict[str, list[Path]] = {}
+    for suite in suites:
+        for path in sorted((ROOT / "benchmarks" / suite).glob("*.py")):
+            fam = family_of(path)
+            families[f"{suite}/{path.stem}"] = fam
+            picked.setdefault(fam, []).append(path)
+    warm_paths = [p for f in warm for p in picked.get(f, [])[:per_family]]
+    held_paths = [p for f in held for p in picked.get(f, [])[:held_per_family]]
+    return warm_paths, held_paths, families
+
+
+def _progress(prefix: str):
+    def on_event(event: dict) -> None:
+        if event.get("type") == "step_done":
+            lat = event.get("latency_ms")
+            log(f"{prefix} {event['task']} step {event['step']} ({event['stage']}): {event['status']}"
+                + (f", {lat:.4g} ms" if lat else ""))
+        elif event.get("type") == "skill":
+            v = event.get("verified_speedup")
+            log(f"{prefix} skill {event['action']}: {event['title']}" + (f" (re-timed {v:.2f}x)" if v else ""))
+        elif event.get("type") == "stopped":
+            log(f"{prefix} {event['task']} stopped: {event['reason'][:160]}")
+    return on_event
+
+
+def _task_row(outcome: Any, store: MemoryStore, run_id: int) -> dict[str, Any]:
+    """What one arm did on one task: the attempts with their latencies, configurations and skills."""
+    attempts = []
+    for a in outcome.history:
+        item = store.get_item(a.item_id) if a.item_id else None
+        extra = item.extra if item else {}
+        step = next((s for s in store.steps(run_id) if s["result_item_id"] == a.item_id), None)
+        skill_ids = []
+        if step:
+            kinds = {i.id: i.kind for i in store.get_items(step["context_item_ids"])}
+            skill_ids = [i for i in step["context_item_ids"] if kinds.get(i) == "best_practice"]
+        attempts.append({"step": a.step, "stage": a.stage, "status": a.status, "latency_ms": a.latency_ms,
+                         "reward": a.reward, "config": extra.get("config"), "config_from": extra.get("config_from"),
+                         "skills_used": skill_ids})
+    return {"task": outcome.name, "task_key": outcome.task_key, "correct": outcome.correct,
+            "stopped": outcome.stopped, "attempts": outcome.attempts,
+            "first_correct_attempt": outcome.first_correct_attempt, "best_latency_ms": outcome.best_latency_ms,
+            "first_latency_ms": outcome.first_latency_ms, "latency_source": outcome.latency_source,
+            "attempt_log": attempts}
+
+
+def _value_pairs(store: MemoryStore, run_id: int) -> list[dict[str, Any]]:
+    """(value before the step, success) for each item in the context of each step of `run_id`,
+    the values replayed from the items' start values through every step of the bank in order."""
+    items = {i.id: i for i in store.list_items(limit=None, newest_first=False)}
+    state = {i.id: ValueState(i.q_draft_init, i.q_refine_init, i.visits_draft_init, i.visits_refine_init)
+             for i in items.values()}
+    pairs = []
+    for step in store.steps():
+        stage, target, alpha = step["stage"], step["value_target"], step["alpha"]
+        context = step["context_item_ids"]
+        if step["run_id"] == run_id:
+            for i in context:
+                s = state[i]
+                pairs.append({"stage": stage, "kind": items[i].kind, "value": s.q_draft if stage == "draft" else s.q_refine,
+                              "visits": s.visits_draft if stage == "draft" else s.visits_refine,
+                              "success": step["reward"] > 0})
+        touched = list(dict.fromkeys([*context, *([step["start_point_id"]] if step["start_point_id"] else [])]))
+        for i in touched:
+            state[i] = state[i].stepped(stage, target, alpha)
+    return pairs
+
+
+def _pearson(xs: list[float], ys: list[float]) -> float | None:
+    if len(xs) < 3 or len(set(xs)) < 2 or len(set(ys)) < 2:
+        return None
+    mx, my = statistics.fmean(xs), statistics.fmean(ys)
+    sxy = sum((x - mx) * (y - my) for x, y in zip(xs, ys))
+    sx = math.sqrt(sum((x - mx) ** 2 for x in xs))
+    sy = math.sqrt(sum((y - my) ** 2 for y in ys))
+    return sxy / (sx * sy) if sx and sy else None
+
+
+def correlation(pairs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Point-biserial correlation of value-before and success, overall, per stage and per kind, with
+    the success rate of steps by the sign of the item's value."""
+    def block(sel: list[dict[str, Any]]) -> dict[str, Any]:
+        by_sign = {}
+        for name, test in (("negative", lambda v: v < 0), ("zero", lambda v: v == 0), ("positive", lambda v: v > 0)):
+            chosen = [p for p in sel if test(p["value"])]
+            by_sign[name] = {"n": len(chosen),
+                             "success_rate": sum(p["success"] for p in chosen) / len(chosen) if chosen else None}
+        return {"n": len(sel), "r": _pearson([p["value"] for p in sel], [float(p["success"]) for p in sel]),
+                "success_rate_by_value_sign": by_sign}
+
+    out = {"all": block(pairs)}
+    for stage in ("draft", "refine"):
+        out[stage] = block([p for p in pairs if p["stage"] == stage])
+    for kind in sorted({p["kind"] for p in pairs}):
+        out[f"kind:{kind}"] = block([p for p in pairs if p["kind"] == kind])
+    return out
+
+
+def _within(row: dict[str, Any], best: float | None, share: float = 0.05) -> int | None:
+    if best is None:
+        return None
+    for n, a in enumerate(row["attempt_log"], 1):
+        if a["latency_ms"] is not None and a["latency_ms"] <= best * (1 + share):
+            return n
+    return None
+
+
+def _mean(values: list[float]) -> float | None:
+    return statistics.fmean(values) if values else None
+
+
+def summarise(rows: dict[str, dict[str, dict[str, Any]]]) -> tuple[dict[str, Any], list[str]]:
+    """Per-arm metrics over the held-out tasks, and where memory made no difference."""
+    tasks = sorted({t for arm in rows.values() for t in arm})
+    best = {}
+    for t in tasks:
+        found = [rows[a][t]["best_latency_ms"] for a in rows if t in rows[a] and rows[a][t]["best_latency_ms"]]
+        best[t] = min(found) if found else None
+    for arm in rows.values():
+        for t, row in arm.items():
+            row["best_latency_any_arm_ms"] = best[t]
+            row["attempts_to_within_5pct"] = _within(row, best[t])
+    metrics = {}
+    base = rows.get("empty", {})
+    for name, arm in rows.items():
+        solved = [r for r in arm.values() if r["correct"]]
+        ratios = [r["best_latency_ms"] / base[t]["best_latency_ms"] for t, r in arm.items()
+                  if r["best_latency_ms"] and t in base and base[t]["best_latency_ms"]]
+        metrics[name] = {
+            "tasks": len(arm), "correct": len(solved),
+            "mean_attempts_to_first_correct": _mean([r["first_correct_attempt"] for r in solved if r["first_correct_attempt"]]),
+            "mean_attempts_to_within_5pct": _mean([r["attempts_to_within_5pct"] for r in arm.values()
+                                                    if r["attempts_to_within_5pct"]]),
+            "reached_within_5pct": sum(1 for r in arm.values() if r["attempts_to_within_5pct"]),
+            "geomean_best_latency_vs_empty": math.exp(statistics.fmean(math.log(x) for x in ratios)) if ratios else None,
+            "steps_using_skills": sum(1 for r in arm.values() for a in r["attempt_log"] if a["skills_used"]),
+            "first_config_from_memory": sum(1 for r in arm.values() if r["attempt_log"]
+                                            and r["attempt_log"][0]["config_from"]),
+        }
+    notes = []
+    for t in tasks:
+        if "empty" not in rows or t not in rows["empty"]:
+            continue
+        e = rows["empty"][t]
+        if e["stopped"] and not e["attempts"]:
+            notes.append(f"{t}: the builtin policy stops on it (outside its families), in every arm: memory cannot help")
+            continue
+        same = [a for a in rows if a != "empty" and t in rows[a]
+                and [x["config"] for x in rows[a][t]["attempt_log"]] == [x["config"] for x in e["attempt_log"]]]
+        if len(same) == len(rows) - 1:
+            why = []
+            if e["first_correct_attempt"] == 1:
+                why.append("its first draft was already correct without memory")
+            warm = rows.get("warm", {}).get(t)
+            if warm and not any(a["config_from"] or a["skills_used"] for a in warm["attempt_log"]):
+                why.append("no retrieved experience or skill of its builtin family changed a configuration")
+            elif warm:
+                why.append("what memory suggested was what the policy would have tried anyway")
+            notes.append(f"{t}: memory made no difference: every arm tried the same configurations in the same "
+                         f"order ({'; '.join(why) or 'the policy is deterministic'})")
+        elif e["first_correct_attempt"] == 1 and all(rows[a][t]["first_correct_attempt"] == 1 for a in rows if t in rows[a]):
+            notes.append(f"{t}: attempts to first correct cannot improve (1 in every arm); memory changed only the "
+                         "refinement's order")
+    return metrics, notes
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--suite", action="append",
+                        help="suites (folders of benchmarks/) to split (default: level1 and level2 on a GPU, learning_cpu on a CPU)")
+    parser.add_argument("--warm", default=None, help="warm-up families, comma-separated (FAMILY or CATEGORY values)")
+    parser.add_argument("--held-out", default=None, help="held-out families, comma-separated")
+    parser.add_argument("--per-family", type=int, default=None, help="warm-up tasks per family (default: 2)")
+    parser.add_argument("--held-per-family", type=int, default=None, help="held-out tasks per family (default: 2)")
+    parser.add_argument("--budget", type=int, default=None, help="steps per held-out task (default: 4)")
+    parser.add_argument("--warm-budget", type=int, default=None, help="steps per warm-up task (default: 8 CPU, 5 GPU)")
+    parser.add_argument("--device", default=None)
+    parser.add_argument("--size", default=None)
+    parser.add_argument("--trials", type=int, default=None, help="correctness trials (default: 2 CPU, 5 GPU)")
+    parser.add_argument("--arm", action="append", choices=[a.name for a in ARMS], help="only these arms")
+    parser.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args(argv)
+
+    device = resolve_device(args.device)
+    gpu = device.startswith("cuda")
+    size = resolve_size(args.size, device)
+    suites, warm_default, held_default = DEFAULTS["gpu" if gpu else "cpu"]
+    budget = args.budget or 4
+    # On a CPU the builtin refinement's first neighbours are smaller blocks (slower in the
+    # interpreter): the warm-up needs more steps to find the changes worth a skill.
+    warm_budget = args.warm_budget or (5 if gpu else 8)
+    per_family = args.per_family or 2
+    held_per_family = args.held_per_family or 2
+    trials = args.trials or (5 if gpu else 2)
+    warm_fams = tuple(f for f in (args.warm or ",".join(warm_default)).split(",") if f)
+    held_fams = tuple(f for f in (args.held_out or ",".join(held_default)).split(",") if f)
+    warm_paths, held_paths, families = split(args.suite or list(suites), warm_fams, held_fams, per_family,
+                                             held_per_family)
+    arms = [a for a in ARMS if not args.arm or a.name in args.arm]
+    # The learning metrics need the kernels' latencies only: no torch.compile baseline (its compile
+    # dominates a step's time on a GPU); eager is kept for a sense of scale.
+    options = RunOptions(budget=warm_budget, policy="builtin", device=device, size=size, trials=trials, jobs=1,
+                         resume=False, **({"compile_baseline": False} if "compile_baseline" in RunOptions.__dataclass_fields__ else {}))
+    executor = make_executor(options, [device], size, 1)
+    t0 = time.time()
+    log(f"device {device}, size {size}; warm-up {len(warm_paths)} tasks x {warm_budget}, "
+        f"held-out {len(held_paths)} tasks x {budget} x {len(arms)} arms")
+    rows: dict[str, dict[str, dict[str, Any]]] = {a.name: {} for a in arms}
+    correlations: dict[str, Any] = {}
+    pairs_by_arm: dict[str, list[dict[str, Any]]] = {a.name: [] for a in arms}
+    warm_summary: dict[str, Any] = {}
+    try:
+        with tempfile.TemporaryDirectory(prefix="evokernel-learning-") as tmp:
+            warm_db = Path(tmp) / "warm.db"
+            if any(a.warm for a in arms):
+                result = evokernel.run(warm_paths, options, memory=warm_db, executor=executor, on_event=_progress("[warm-up]"))
+                with MemoryStore(warm_db) as store:
+                    stats = store.stats()
+                    skills = store.list_items(kinds=["best_practice"], limit=None)
+                warm_summary = {
+                    "tasks": [t.name for t in result.tasks], "correct": sum(t.correct for t in result.tasks),
+                    "items": stats["items"], "by_kind": stats["by_kind"],
+                    "skills": [{"id": s.id, "status": s.status, "title": s.key_text.splitlines()[0],
+                                "verification": s.extra.get("verification")} for s in skills],
+                    "seconds": round(time.time() - t0, 1),
+                }
+            for arm in arms:
+                arm_options = options.replace(budget=budget, memory_mode=arm.memory_mode, skills=arm.skills)
+                for path in held_paths:
+                    db = Path(tmp) / f"{arm.name}-{path.stem}.db"
+                    if arm.warm:
+                        _copy_sqlite(warm_db, db)
+                    result = evokernel.run([path], arm_options, memory=db, executor=executor,
+                                           on_event=_progress(f"[{arm.name}]"), skip_broken=True)
+                    outcome = result.tasks[0]
+                    with MemoryStore(db) as store:
+                        rows[arm.name][outcome.name] = {**_task_row(outcome, store, result.run_id),
+                                                        "family": family_of(path)}
+                        if result.run_id:
+                            pairs_by_arm[arm.name] += _value_pairs(store, result.run_id)
+    finally:
+        executor.close()
+    for name, pairs in pairs_by_arm.items():
+        correlations[name] = correlation(pairs)
+    metrics, notes = summarise(rows)
+    if not gpu:
+        notes.insert(0, "no GPU: every latency is the Triton interpreter's wall clock (interpreted-cpu), which follows "
+                        "the number of program instances, not GPU speed; skills admitted here are used only by runs "
+                        "with the same latency source")
+    command = shlex.join(["python", "benchmarks/learning.py", *(argv if argv is not None else sys.argv[1:])])
+    data = {
+        "kind": KIND, "version": 1, "policy": "builtin",
+        "split": {"warm_families": list(warm_fams), "held_out_families": list(held_fams),
+                  "warm_tasks": [p.stem for p in warm_paths], "held_out_tasks": [p.stem for p in held_paths],
+                  "rule": "whole families on each side (CATEGORY of each task file): no held-out task, nor any "
+                          "task of its family, ran before the arms; each held-out task runs alone from its own "
+                          "copy of the memory"},
+        "arms": [dataclasses.asdict(a) for a in arms],
+        "budget": budget, "warm_budget": warm_budget,
+        "warm_up": warm_summary,
+        "metrics": metrics,
+        "value_success_correlation": correlations,
+        "notes": notes,
+        "tasks": rows,
+        "environment": environment(device, options, [*warm_paths, *held_paths], size=size, jobs=1, command=command),
+        "seconds": round(time.time() - t0, 1),
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(data, indent=1, default=str) + "\n")
+    log(f"wrote {args.out} in {data['seconds']:.0f} s")
+    for name, m in metrics.items():
+        log(f"{name}: {json.dumps(m)}")
+    for note in notes:
+        log(f"note: {note}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,77 @@
+"""The learning benchmark's bookkeeping (benchmarks/learning.py): the split by family,
+attempts to within 5% of the best any arm found, the notes where memory made no
+difference, and the value/success correlation replayed from a bank's steps."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from backends import load_task_module
+from memory_store import MemoryStore
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import learning  # noqa: E402
+
+
+def test_split_keeps_whole_families_apart():
+    warm, held, families = learning.split(["learning_cpu"], ("activation", "reduction", "matmul"),
+                                          ("pointwise", "normalization", "softmax", "fusion"), 2, 2)
+    warm_fams = {learning.family_of(p) for p in warm}
+    held_fams = {learning.family_of(p) for p in held}
+    assert warm_fams == {"activation", "reduction", "matmul"} and held_fams.isdisjoint(warm_fams)
+    assert {p.stem for p in held} == {"pw_abs_add", "pw_clamp_shift", "norm_layernorm", "sm_softmax", "fu_linear_gelu"}
+    assert families["learning_cpu/pw_abs_add"] == "pointwise"
+    with pytest.raises(SystemExit, match="both sides"):
+        learning.split(["learning_cpu"], ("softmax",), ("softmax",), 1, 1)
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "benchmarks" / "learning_cpu").glob("*.py")), ids=lambda p: p.stem)
+def test_cpu_suite_tasks_load_at_small_size(path):
+    module = load_task_module(path, size="small")
+    assert module.SIZE == "small" and module.FAMILY and module.CATEGORY
+    model = module.Model(*module.get_init_inputs())
+    out = model(*module.get_inputs())
+    assert out.numel() > 0
+
+
+def _row(latencies, first_correct=1, configs=None):
+    log = [{"step": n, "stage": "draft" if n == 1 else "refine", "status": "ok", "latency_ms": lat, "reward": 1.0,
+            "config": (configs or [None] * len(latencies))[n - 1], "config_from": None, "skills_used": []}
+           for n, lat in enumerate(latencies, 1)]
+    best = min(x for x in latencies if x is not None)
+    return {"task": "t", "correct": True, "stopped": None, "attempts": len(latencies),
+            "first_correct_attempt": first_correct, "best_latency_ms": best, "attempt_log": log}
+
+
+def test_summary_counts_attempts_to_within_five_percent_of_the_best_any_arm_found():
+    rows = {"empty": {"t": _row([10.0, 12.0, 9.0], configs=["a", "b", "c"])},
+            "warm": {"t": _row([8.6, 8.0, 9.0], configs=["c", "a", "b"])}}
+    metrics, notes = learning.summarise(rows)
+    assert rows["empty"]["t"]["best_latency_any_arm_ms"] == 8.0
+    assert rows["warm"]["t"]["attempts_to_within_5pct"] == 2 and rows["empty"]["t"]["attempts_to_within_5pct"] is None
+    assert metrics["warm"]["geomean_best_latency_vs_empty"] == pytest.approx(8.0 / 9.0)
+    assert any("cannot improve" in n for n in notes)
+    same = {"empty": {"t": _row([10.0, 9.0], configs=["a", "b"])}, "warm": {"t": _row([10.0, 9.5], configs=["a", "b"])}}
+    _, notes = learning.summarise(same)
+    assert any("memory made no difference" in n and "first draft was already correct" in n for n in notes)
+
+
+def test_value_pairs_are_replayed_to_the_values_before_each_step(tmp_path):
+    with MemoryStore(tmp_path / "m.db") as store:
+        run = store.start_run({})
+        good = store.add_item(kind="experience", task_key="a", backend="triton", key_text="good", content="g")
+        bad = store.add_item(kind="best_practice", task_key="a", backend="triton", key_text="bad", content="b")
+        for _ in range(3):
+            store.record_step(run_id=run, task_key="a", backend="triton", stage="draft", reward=1.0, context_item_ids=[good])
+            store.record_step(run_id=run, task_key="a", backend="triton", stage="draft", reward=-1.0, context_item_ids=[bad])
+        pairs = learning._value_pairs(store, run)
+    assert [p["value"] for p in pairs if p["kind"] == "experience"] == pytest.approx([0.0, 0.3, 0.51])
+    assert [p["success"] for p in pairs if p["kind"] == "best_practice"] == [False] * 3
+    corr = learning.correlation(pairs)
+    assert corr["all"]["n"] == 6 and corr["all"]["r"] > 0.5
+    assert corr["kind:best_practice"]["success_rate_by_value_sign"]["negative"]["success_rate"] == 0.0
