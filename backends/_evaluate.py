@@ -107,6 +107,13 @@ class InputSet:
 
     label: str
     draw: Callable[[], list[Any]]
+    # Inputs of the same shapes for checks whose values need not follow the seeding
+    # (stress probes, the own-kernel profile): drawn on the device, fast even where
+    # `draw` takes KernelBench's host stream. None: use `draw`.
+    probe: Callable[[], list[Any]] | None = None
+
+    def draw_probe(self) -> list[Any]:
+        return (self.probe or self.draw)()
 
 
 class Progress:
@@ -302,7 +309,7 @@ def _evaluate(task_path, source, backend, log, device, options, workdir, cache, 
         # Degenerate on its own inputs: the candidate must also match on inputs where the reference is not.
         stress = _task_step("looking for stress inputs", lambda: _stress.plan_stress(
             lambda xs: _reference(ref_model, xs, "stress inputs", device), seen,
-            [s.draw for s in sets if s.label.startswith("trial")], seed=options.seed, max_sets=options.stress_trials))
+            [s.draw_probe for s in sets if s.label.startswith("trial")], seed=options.seed, max_sets=options.stress_trials))
         extra = [InputSet(label, draw) for label, draw in stress.sets]
         if extra:
             e_max, e_means, _ = _check_trials(extra, ref_model, new_model, device, log, cand_file, tolerance, None)
@@ -367,7 +374,8 @@ def _input_sets(task: Any, device: torch.device, options: EvalOptions) -> list[I
     host = options.kernelbench_seeding
     trial_seeds, _, _ = options.seeds()
     sets = [
-        InputSet(f"trial {t + 1}", lambda s=s: _inputs.draw(task.get_inputs, device, s, host_stream=host))
+        InputSet(f"trial {t + 1}", lambda s=s: _inputs.draw(task.get_inputs, device, s, host_stream=host),
+                 probe=lambda s=s: _inputs.draw(task.get_inputs, device, s))
         for t, s in enumerate(trial_seeds)
     ]
     groups = getattr(task, "get_input_groups", None)
@@ -507,7 +515,7 @@ def _own_share(result, model, input_set, backend, log, device, options, cand_fil
     """On a GPU: own kernels' share of the device time (backends/_share.py), side streams, the lazy rule."""
     if device.type != "cuda":
         return
-    inputs = _task_step(f"drawing the inputs of {input_set.label}", input_set.draw)
+    inputs = _task_step(f"drawing the inputs of {input_set.label}", input_set.draw_probe)
     own = getattr(backend, "own_kernel_names", None)
 
     def call() -> None:

@@ -115,7 +115,8 @@ def test_eval_manifest(tmp_path):
     manifest = tmp_path / "pairs.tsv"
     manifest.write_text(f"task\tcandidate\tbackend\n# a comment\n\n{CASES / 'task_add_relu.py'}\tcands/two.py\n"
                         f"{CASES / 'task_add_relu.py'}\tcands/ok.py\ttriton\n")
-    res = runner.invoke(app, ["eval", "--manifest", str(manifest), "--json", "--trials", "1", "--atol", "1e-3"])
+    res = runner.invoke(app, ["eval", "--manifest", str(manifest), "--json", "--trials", "1", "--atol", "1e-3",
+                              "--kernelbench-seeding"])
     assert res.exit_code == 0, res.output
     rows = [json.loads(line) for line in res.stdout.strip().splitlines()]
     assert [Path(r["candidate"]).name for r in rows] == ["two.py", "ok.py"]
