@@ -42,7 +42,7 @@ Cheating (calling the reference, torch compute in forward, caching outputs, time
 a hack and lowers the value of the memories that led to it."""
 
 TaskArg = Annotated[str, Field(description="A task file path, a bundled task name (see list_tasks), SUITE/NAME of a "
-                                           "bundled suite (level1/19_relu) or a task key from list_tasks.")]
+                                           "bundled suite (level1/01_relu) or a task key from list_tasks.")]
 
 
 def _client_name(ctx: Any) -> str | None:
