@@ -7,12 +7,31 @@ with count_include_pad, to the input without it, or divisor_override)."""
 from __future__ import annotations
 
 from ._config import Config
-from ._emit import StageCode, out_dtype_expr, scalar_sources, wrap_params
+from ._emit import Emitter, StageCode, load_other, out_dtype_expr, scalar_sources, wrap_params
 from ._gen_conv import epilogue
 from ._gen_elementwise import SPAN_HELPER
 from ._ir import Plan
 
 __all__ = ["generate_pool"]
+
+
+class _Prologue(Emitter):
+    """The pooled value computed on the fly from its operands at each window tap (a
+    pointwise chain after a library convolution, say), instead of read from a buffer."""
+
+    def __init__(self, plan: Plan, index: list[str], mask: str):
+        super().__init__(plan)
+        self.index = index
+        self.mask = mask
+        self.used: list[str] = []
+
+    def load_leaf(self, name: str, ctx: str) -> str:
+        self.used.append(name)
+        offs = " + ".join(f"{ix} * pstride_{name}_{d}" for d, ix in enumerate(self.index))
+        var = f"p_{name}"
+        self.emit(f"{var} = tl.load({name}_ptr + {offs}, mask={self.mask}, other={load_other(self.plan, name)})"
+                  ".to(tl.float32)")
+        return var
 
 
 def generate_pool(plan: Plan, config: Config, tag: str = "") -> StageCode:
@@ -29,11 +48,25 @@ def generate_pool(plan: Plan, config: Config, tag: str = "") -> StageCode:
     out_idx = [f"idx_{d}" for d in range(rank)]
     em, result, epi = epilogue(plan, pool.id, out_idx, "mask")
 
+    src = pool.args[0]
+    fused = src.kind == "node"  # a pointwise prologue computed in the window loop
+    ok = " & ".join(["mask"] + [f"ok_{d}" for d in sp])
+    pro = None
+    if fused:
+        pro = _Prologue(plan, [f"idx_{d}" for d in range(lead)] + [f"i_{d}" for d in sp], ok)
+        pro.indent = nd + 1
+        root = pro.value(src)
+        pro_leaves = list(dict.fromkeys(pro.used))
     din = [f"din_{d}" for d in sp]
     dout = [f"dout_{d}" for d in range(rank)]  # every output dim (leading ones too)
     epi_strides = [f"stride_{n}_{d}" for n in epi for d in range(rank)]
-    params = (["x_ptr"] + [f"{n}_ptr" for n in epi] + ["out_ptr"] + scalars + ["TOTAL"] + din + dout
-              + ["sx_lead"] + [f"sx_{d}" for d in sp] + epi_strides + [f"stride_out_{d}" for d in range(rank)])
+    if fused:
+        ptrs = list(dict.fromkeys(pro_leaves + epi))
+        inputs = [f"pstride_{n}_{d}" for n in pro_leaves for d in range(rank)]
+    else:
+        ptrs, inputs = ["x"] + epi, ["sx_lead"] + [f"sx_{d}" for d in sp]
+    params = ([f"{n}_ptr" for n in ptrs] + ["out_ptr"] + scalars + ["TOTAL"] + din + dout
+              + inputs + epi_strides + [f"stride_out_{d}" for d in range(rank)])
     consts = [f"KW_{d}: tl.constexpr" for d in sp]
     if not adaptive:
         consts += [f"ST_{d}: tl.constexpr" for d in sp] + [f"PD_{d}: tl.constexpr" for d in sp]
@@ -53,7 +86,8 @@ def generate_pool(plan: Plan, config: Config, tag: str = "") -> StageCode:
     plane = "offs"
     for d in range(lead, rank):
         plane = f"({plane} // dout_{d})"
-    k.append(f"    x_plane = x_ptr + {plane} * sx_lead")
+    if not fused:
+        k.append(f"    x_plane = x_ptr + {plane} * sx_lead")
     o = [f"idx_{lead + d}" for d in sp]
     for d in sp:
         if adaptive:
@@ -72,9 +106,12 @@ def generate_pool(plan: Plan, config: Config, tag: str = "") -> StageCode:
         else:
             k += [f"{indent}i_{d} = lo_{d} + t_{d} * DL_{d}", f"{indent}ok_{d} = (i_{d} >= 0) & (i_{d} < din_{d})"]
     offs = " + ".join(f"i_{d} * sx_{d}" for d in sp)
-    ok = " & ".join(["mask"] + [f"ok_{d}" for d in sp])
     fill = '-float("inf")' if kind == "max" else "0.0"
-    k.append(f"{indent}v = tl.load(x_plane + {offs}, mask={ok}, other={fill}).to(tl.float32)")
+    if fused:
+        k += pro.lines
+        k.append(f"{indent}v = tl.where({ok}, {root}, {fill})")
+    else:
+        k.append(f"{indent}v = tl.load(x_plane + {offs}, mask={ok}, other={fill}).to(tl.float32)")
     k.append(f"{indent}acc = {'tl.maximum(acc, v)' if kind == 'max' else 'acc + v'}")
     if kind == "avg":
         if adaptive:
@@ -97,9 +134,13 @@ def generate_pool(plan: Plan, config: Config, tag: str = "") -> StageCode:
     kernel = "\n".join(k) + "\n"
 
     entry = f"fused_pool{tag}"
-    l = [f"def {entry}({', '.join(names + scalars)}):",
-         f"    x = {x_name}",
-         f"    din = tuple(x.shape[-{nd}:])"]
+    l = [f"def {entry}({', '.join(names + scalars)}):"]
+    if fused:
+        l += [f"    in_shape = _broadcast_shapes({', '.join(f'{n}.shape' for n in pro_leaves)})",
+              f"    x = {pro_leaves[0]}"]
+    else:
+        l += [f"    x = {x_name}", "    in_shape = tuple(x.shape)"]
+    l.append(f"    din = tuple(in_shape[-{nd}:])")
     if adaptive:
         out_sp = pool.attr("out")
         l += [f"    spatial = {tuple(out_sp)}",
@@ -111,18 +152,25 @@ def generate_pool(plan: Plan, config: Config, tag: str = "") -> StageCode:
         l += [f"    spatial = tuple(_pool_out(i, k, s, p, d, {ceil}) for i, k, s, p, d in "
               f"zip(din, {kernel_}, {stride}, {padding}, {dil}))"]
         geom = ", ".join(f"KW_{d}={kernel_[d]}, ST_{d}={stride[d]}, PD_{d}={padding[d]}, DL_{d}={dil[d]}" for d in sp)
-    l += [f"    out_shape = tuple(x.shape[:-{nd}]) + spatial",
+    l += [f"    out_shape = tuple(in_shape[:-{nd}]) + spatial",
           f"    out = torch.empty(out_shape, dtype={out_dtype_expr(plan)}, device=x.device)",
           "    if out.numel() == 0:",
-          "        return out",
-          f"    x_3 = x.reshape((-1,) + din)  # leading dims flattened (a view when they are contiguous)"]
+          "        return out"]
+    if fused:
+        for n in pro_leaves:
+            l.append(f"    {n}_p = list({n}.expand(in_shape).stride())")
+        ptr_args = "".join(f"{n}, " for n in ptrs)
+        input_args = "".join(f"*{n}_p, " for n in pro_leaves)
+    else:
+        l.append("    x_3 = x.reshape((-1,) + din)  # leading dims flattened (a view when they are contiguous)")
+        ptr_args = "x_3, " + "".join(f"{n}, " for n in epi)
+        input_args = "x_3.stride(0), *x_3.stride()[1:], "
     for n in epi:
         l.append(f"    {n}_s = list({n}.expand(out_shape).stride())")
     l += [f"    grid = (triton.cdiv(out.numel(), {config.block_n}),)",
           f"    _pool_kernel{tag}[grid](",
-          f"        x_3, {''.join(n + ', ' for n in epi)}out, {''.join(s + ', ' for s in scalars)}out.numel(), *din, "
-          "*out_shape,",
-          f"        x_3.stride(0), *x_3.stride()[1:], {''.join(f'*{n}_s, ' for n in epi)}*out.stride(),",
+          f"        {ptr_args}out, {''.join(s + ', ' for s in scalars)}out.numel(), *din, *out_shape,",
+          f"        {input_args}{''.join(f'*{n}_s, ' for n in epi)}*out.stride(),",
           f"        {geom}, IDX64=_needs_i64(x, out), BLOCK={config.block_n}, num_warps={config.num_warps},",
           "    )",
           "    return out"]

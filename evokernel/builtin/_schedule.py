@@ -26,6 +26,7 @@ from dataclasses import replace
 
 from ._build import Builder, Reject
 from ._ir import ANCHORS, Leaf, Node, Plan, ReduceGroup, Ref, TensorSpec
+from ._pointwise import POINTWISE
 
 __all__ = ["schedule", "classify", "domain_map", "HOST_OPS", "LIBRARY_OPS"]
 
@@ -49,7 +50,8 @@ def classify(nodes: list[Node], output: Ref, b: Builder):
         if reductions:
             raise Reject(f"a {anchors[0].op} combined with a reduction needs two kernels")
         anchor = anchors[0]
-        if anchor.op != "scan" and any(a.kind == "node" and a.value in ids for a in anchor.args):
+        # scans and pools compute a pointwise prologue on the fly; conv and matmul read buffers
+        if anchor.op not in ("scan", "pool") and any(a.kind == "node" and a.value in ids for a in anchor.args):
             raise Reject(f"a {anchor.op} operand computed in the same kernel (no fused prologue)")
         if tuple(b.shape(output)) != tuple(anchor.shape):
             raise Reject(f"the {anchor.op} epilogue broadcasts its result to a larger shape")
@@ -181,7 +183,11 @@ def _group(g: _Graph, forced: set[int]) -> list[list[int]]:
             groups.append([n.id])
             continue
         if n.op in ANCHORS:
-            close()
+            # a pool takes the pointwise chain that computes its input as a prologue
+            prologue = (n.op == "pool" and cur and cur[-1] == n.args[0].value and cur[-1] not in forced
+                        and all(g.by_id[i].op in POINTWISE for i in cur) and _legal(g, cur + [n.id]))
+            if not prologue:
+                close()
         elif cur and (cur[-1] in forced or not _legal(g, cur + [n.id])):
             close()
         cur.append(n.id)
