@@ -13,11 +13,12 @@ each worker is pinned to its physical device, see `Executor`).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import queue
 import threading
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 from ._evaluate import EvalOptions
 from ._executor import Executor
@@ -153,6 +154,21 @@ class ExecutorPool:
 
     def evaluate(self, task_path: str | Path, source: str, *, backend: str = "triton",
                  options: EvalOptions | None = None, timeout_s: float | None = None) -> EvalResult:
+        with self._borrow() as ex:
+            result = ex.evaluate(task_path, source, backend=backend, options=options, timeout_s=timeout_s)
+            self._watch(ex, result)
+            return result
+
+    def retime(self, task_path: str | Path, baseline_source: str, candidate_source: str, *, backend: str = "triton",
+               options: EvalOptions | None = None, rounds: int = 3, timeout_s: float | None = None) -> Any:
+        """`Executor.retime` on a free worker: both kernels alternate in that one worker."""
+        with self._borrow() as ex:
+            return ex.retime(task_path, baseline_source, candidate_source, backend=backend, options=options,
+                             rounds=rounds, timeout_s=timeout_s)
+
+    @contextlib.contextmanager
+    def _borrow(self) -> Iterator[Executor]:
+        """A free executor for one job, waiting while all are busy."""
         with self._lock:
             self._waiting += 1
         ex = self._free.get()
@@ -160,9 +176,7 @@ class ExecutorPool:
             self._waiting -= 1
             self._busy += 1
         try:
-            result = ex.evaluate(task_path, source, backend=backend, options=options, timeout_s=timeout_s)
-            self._watch(ex, result)
-            return result
+            yield ex
         finally:
             with self._lock:
                 self._busy -= 1

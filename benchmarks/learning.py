@@ -30,6 +30,7 @@ speed, so "faster" there means fewer, larger programs.
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import dataclasses
 import json
 import math
@@ -47,7 +48,9 @@ sys.path.insert(0, str(ROOT))
 
 import evokernel  # noqa: E402
 from evokernel.bench._runner import _copy_sqlite, environment  # noqa: E402
+from backends import plan_devices  # noqa: E402
 from evokernel.loop import RunOptions, make_executor, resolve_device, resolve_size  # noqa: E402
+from evokernel.policies import get_policy  # noqa: E402
 from memory_store import MemoryStore, ValueState  # noqa: E402
 
 KIND = "evokernel-learning"
@@ -296,11 +299,19 @@ def main(argv: list[str] | None = None) -> int:
     arms = [a for a in ARMS if not args.arm or a.name in args.arm]
     # The learning metrics need the kernels' latencies only: no torch.compile baseline (its compile
     # dominates a step's time on a GPU); eager is kept for a sense of scale.
-    options = RunOptions(budget=warm_budget, policy="builtin", device=device, size=size, trials=trials, jobs=1,
+    options = RunOptions(budget=warm_budget, policy="builtin", device=args.device, size=size, trials=trials, jobs=1,
                          resume=False, **({"compile_baseline": False} if "compile_baseline" in RunOptions.__dataclass_fields__ else {}))
-    executor = make_executor(options, [device], size, 1)
+    # One worker per GPU (every visible one, unless --device names one): the warm-up's steps and
+    # the held-out runs go out that many at once, and no two timings ever share a device.
+    devices = plan_devices(device=args.device, gpus=None, cpu_workers=1)
+    jobs = len(devices)
+    options = options.replace(jobs=jobs)
+    executor = make_executor(options, devices, size, jobs)
+    # One builtin policy for every run: its plan cache (and the lock its torch.fx tracing needs)
+    # is shared by the runs that go out at once; it holds no other state between steps.
+    policy = get_policy()
     t0 = time.time()
-    log(f"device {device}, size {size}; warm-up {len(warm_paths)} tasks x {warm_budget}, "
+    log(f"device {device} ({jobs} worker(s)), size {size}; warm-up {len(warm_paths)} tasks x {warm_budget}, "
         f"held-out {len(held_paths)} tasks x {budget} x {len(arms)} arms")
     rows: dict[str, dict[str, dict[str, Any]]] = {a.name: {} for a in arms}
     correlations: dict[str, Any] = {}
@@ -310,7 +321,8 @@ def main(argv: list[str] | None = None) -> int:
         with tempfile.TemporaryDirectory(prefix="evokernel-learning-") as tmp:
             warm_db = Path(tmp) / "warm.db"
             if any(a.warm for a in arms):
-                result = evokernel.run(warm_paths, options, memory=warm_db, executor=executor, on_event=_progress("[warm-up]"))
+                result = evokernel.run(warm_paths, options, memory=warm_db, executor=executor, policy=policy,
+                                       on_event=_progress("[warm-up]"))
                 with MemoryStore(warm_db) as store:
                     stats = store.stats()
                     skills = store.list_items(kinds=["best_practice"], limit=None)
@@ -321,20 +333,27 @@ def main(argv: list[str] | None = None) -> int:
                                 "verification": s.extra.get("verification")} for s in skills],
                     "seconds": round(time.time() - t0, 1),
                 }
-            for arm in arms:
-                arm_options = options.replace(budget=budget, memory_mode=arm.memory_mode, skills=arm.skills)
-                for path in held_paths:
-                    db = Path(tmp) / f"{arm.name}-{path.stem}.db"
-                    if arm.warm:
-                        _copy_sqlite(warm_db, db)
-                    result = evokernel.run([path], arm_options, memory=db, executor=executor,
-                                           on_event=_progress(f"[{arm.name}]"), skip_broken=True)
-                    outcome = result.tasks[0]
-                    with MemoryStore(db) as store:
-                        rows[arm.name][outcome.name] = {**_task_row(outcome, store, result.run_id),
-                                                        "family": family_of(path)}
-                        if result.run_id:
-                            pairs_by_arm[arm.name] += _value_pairs(store, result.run_id)
+
+            def held_out(arm: Arm, path: Path) -> tuple[str, dict[str, Any], list[dict[str, Any]]]:
+                """One held-out task alone, from its own copy of the arm's memory."""
+                db = Path(tmp) / f"{arm.name}-{path.stem}.db"
+                if arm.warm:
+                    _copy_sqlite(warm_db, db)
+                arm_options = options.replace(budget=budget, memory_mode=arm.memory_mode, skills=arm.skills, jobs=1)
+                result = evokernel.run([path], arm_options, memory=db, executor=executor, policy=policy,
+                                       on_event=_progress(f"[{arm.name}]"), skip_broken=True)
+                outcome = result.tasks[0]
+                with MemoryStore(db) as store:
+                    row = {**_task_row(outcome, store, result.run_id), "family": family_of(path)}
+                    pairs = _value_pairs(store, result.run_id) if result.run_id else []
+                return outcome.name, row, pairs
+
+            runs = [(arm, path) for arm in arms for path in held_paths]
+            with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
+                for (arm, _), done in zip(runs, pool.map(lambda r: held_out(*r), runs)):
+                    name, row, pairs = done
+                    rows[arm.name][name] = row
+                    pairs_by_arm[arm.name] += pairs
     finally:
         executor.close()
     for name, pairs in pairs_by_arm.items():
@@ -359,7 +378,7 @@ def main(argv: list[str] | None = None) -> int:
         "value_success_correlation": correlations,
         "notes": notes,
         "tasks": rows,
-        "environment": environment(device, options, [*warm_paths, *held_paths], size=size, jobs=1, command=command),
+        "environment": environment(device, options, [*warm_paths, *held_paths], size=size, jobs=jobs, command=command),
         "seconds": round(time.time() - t0, 1),
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)

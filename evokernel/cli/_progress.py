@@ -72,6 +72,10 @@ class RunProgress:
             row.update(status="stopped: " + event["reason"][:60])
             if self.live is None:
                 self._line(f"{prefix}{event['task']}: stopped: {event['reason']}")
+        elif kind == "skill":  # rare and worth seeing: a skill admitted, merged or rejected by re-timing
+            verified = event.get("verified_speedup")
+            self._line(f"{prefix}{event['task']}: skill {event['action']}: {event['title']}"
+                       + (f" (re-timed {verified:.2f}x)" if verified else ""))
         elif kind == "run_start":
             self.total += len(event["tasks"]) * self.budget
             for line in self.preamble:

@@ -20,9 +20,11 @@ from ._common import (
     MemoryModeOpt,
     ModelOpt,
     RepsOpt,
+    RerankOpt,
     RulesOpt,
     SeedOpt,
     SizeOpt,
+    SkillsOpt,
     TimeoutOpt,
     TrialsOpt,
     call,
@@ -57,6 +59,8 @@ def run_command(
     budget: BudgetOpt = 30,
     memory: MemoryOpt = None,
     memory_mode: MemoryModeOpt = "value",
+    skills: SkillsOpt = True,
+    rerank: RerankOpt = True,
     device: DeviceOpt = None,
     gpus: GpusOpt = None,
     size: SizeOpt = None,
@@ -80,7 +84,7 @@ def run_command(
         backend=backend, model=model, policy=policy, budget=budget, memory_mode=memory_mode, device=device,
         gpus=parse_gpus(gpus), size=size, rules=rules, jobs=jobs, engine=engine, timeout_s=timeout, trials=trials,
         reps=reps, export=str(export) if export else None, resume=resume, replay=replay, port_from=tuple(port_from or ()),
-        seed=seed,
+        seed=seed, skills=skills, rerank=rerank,
     )
     result = _with_progress(evokernel.run, options, list(tasks or []), memory=memory)
     _finish(result, json_output)
@@ -92,6 +96,8 @@ def refine_command(
     policy: PolicyOpt = "builtin",
     budget: BudgetOpt = 10,
     memory: MemoryOpt = None,
+    skills: SkillsOpt = True,
+    rerank: RerankOpt = True,
     device: DeviceOpt = None,
     gpus: GpusOpt = None,
     size: SizeOpt = None,
@@ -108,6 +114,7 @@ def refine_command(
     options = run_options(
         backend=backend, model=model, policy=policy, budget=budget, device=device, gpus=parse_gpus(gpus), size=size,
         rules=rules, jobs=jobs, engine=engine, timeout_s=timeout, export=str(export) if export else None,
+        skills=skills, rerank=rerank,
     )
     result = _with_progress(evokernel.refine, options, memory=memory)
     _finish(result, json_output)

@@ -33,7 +33,8 @@ from ._rewards import draft_reward, refine_reward
 from ._types import Attempt, MemoryNote, Policy, Proposal, RunResult, StartPointView, StepContext, StepPlan, TaskOutcome
 
 Event = dict[str, Any]
-KINDS_FOR_CONTEXT = ["trace", "experience", "best_practice"]
+# Skills (kind best_practice) are selected apart, into their own section (evokernel/skills).
+KINDS_FOR_CONTEXT = ["trace", "experience"]
 API_NOTES_PER_STEP = 8
 # The verdicts the executor calls feasible, as the memory stores them.
 FEASIBLE_STATUSES = tuple(v.value for v in Verdict if v.feasible)
@@ -106,6 +107,7 @@ class Runner:
         self._seeded = False
         self._stopping = False  # set when the run is interrupted: steps still in flight commit nothing
         self._started = False
+        self.skills = _skill_library(store, options, policy, self.latency_source, executor, self.eval_options)
         self.signature = {
             "tasks": [s.key for s in self.states],
             "policy": policy.name,
@@ -232,15 +234,16 @@ class Runner:
         best_ms = self._best_ms(feasible)
         memories = self._retrieve(st, stage, rng, as_of)
         api_notes = self._api_notes(st, stage, memories, start, rng)
+        skills, skill_usage = self._select_skills(st, stage, as_of)
         fresh = opts.independent_samples
         ctx = StepContext(
             task_name=st.task.name, task_key=st.key, task_path=str(st.task.path), task_source=st.task.source,
             category=st.task.category, backend=opts.backend, stage=stage, step=step_no, memories=memories,
             feedback=None if fresh else st.feedback, start_point=self._start_view(start),
             tried=frozenset() if fresh else self._tried(st), run_id=self.run_id, api_notes=api_notes,
-            rules=opts.rules, size=self.size,
+            rules=opts.rules, size=self.size, skills=skills,
         )
-        return StepPlan(context=ctx, start=start, best_ms=best_ms, iteration=iteration)
+        return StepPlan(context=ctx, start=start, best_ms=best_ms, iteration=iteration, skill_usage=skill_usage)
 
     def step(self, st: _TaskState, iteration: int, as_of: int | None = None) -> None:
         plan = self.plan_step(st, iteration, as_of)
@@ -267,10 +270,15 @@ class Runner:
         out, stage = st.outcome, plan.context.stage
         reward = draft_reward(result.feasible) if stage == "draft" else refine_reward(result.feasible, result.latency_ms, plan.best_ms)
         context_ids = [m.id for m in plan.context.memories] if proposal.used_memory_ids is None else list(proposal.used_memory_ids)
-        item_id = self._commit(st, stage, proposal, result, reward, context_ids, plan.start, plan.iteration)
+        # The skills the step used learn from its reward like every other item in its context.
+        skill_ids = [m.id for m in plan.context.skills] if proposal.used_skill_ids is None else list(proposal.used_skill_ids)
+        context_ids += [i for i in skill_ids if i not in context_ids]
+        learned = self._learn_skill(st, plan, proposal, result)
+        tokens_in, tokens_out, cost = _step_usage(proposal, plan.skill_usage, learned.usage if learned else None)
+        item_id = self._commit(st, stage, proposal, result, reward, context_ids, plan.start, plan.iteration,
+                               learned=learned, usage=(tokens_in, tokens_out, cost))
         attempt = Attempt.from_result(result, step=plan.context.step, stage=stage, item_id=item_id, reward=reward,
-                                      tokens_in=proposal.tokens_in, tokens_out=proposal.tokens_out,
-                                      cost_usd=proposal.cost_usd)
+                                      tokens_in=tokens_in, tokens_out=tokens_out, cost_usd=cost)
         out.record(attempt)
         st.feedback = _feedback_of(result)
         self.monitor.emit({
@@ -302,9 +310,38 @@ class Runner:
         return self.executor.evaluate(st.task.path, proposal.source, backend=self.options.backend,
                                       options=self.eval_options)
 
-    def _commit(self, st, stage, proposal, result, reward, context_ids, start, iteration) -> int:
-        """The step's trace (the EvalResult as it is), its experience and its value
-        updates, in one transaction."""
+    def _select_skills(self, st: _TaskState, stage: str, as_of: int | None) -> tuple[list[MemoryNote], Any]:
+        """The skills for this step's prompt (evokernel/skills: BM25 recall, then the rerank)."""
+        if self.skills is None:
+            return [], None
+        chosen = self.skills.select(task_name=st.task.name, task_source=st.task.source, task_key=st.key, stage=stage,
+                                    query=_query(st.task, self.options.backend), as_of=as_of, run_id=self.run_id)
+        if chosen.usage.calls:
+            self.monitor.add_usage(chosen.usage.tokens_in, chosen.usage.tokens_out, chosen.usage.cost_usd)
+        return [_note(i, i.value(stage)) for i in chosen.items], chosen.usage
+
+    def _learn_skill(self, st: _TaskState, plan: StepPlan, proposal: Proposal, result: EvalResult) -> Any:
+        """A step that made the task's best kernel at least 1.2x faster than its start point:
+        its skill summarised and verified (re-timed) before the step's transaction."""
+        if self.skills is None:
+            return None
+        improvement = self.skills.improvement(task=st.task, task_key=st.key, stage=plan.context.stage, start=plan.start,
+                                              best_ms=plan.best_ms, proposal=proposal, result=result)
+        if improvement is None:
+            return None
+        with self.monitor.evaluating():
+            learned = self.skills.learn(improvement, task_path=str(st.task.path), run_id=self.run_id)
+        if self._stopping:
+            raise StepsInterrupted(st.task.name)
+        if learned is not None:
+            self.monitor.add_usage(learned.usage.tokens_in, learned.usage.tokens_out, learned.usage.cost_usd)
+            self.monitor.emit(learned.event(st.task.name))
+        return learned
+
+    def _commit(self, st, stage, proposal, result, reward, context_ids, start, iteration, *, learned=None,
+                usage=None) -> int:
+        """The step's trace (the EvalResult as it is), its experience, its skill (when it
+        taught one) and its value updates, in one transaction."""
         backend = self.options.backend
         extra = {
             **proposal.extra,
@@ -320,6 +357,8 @@ class Runner:
             "tokens_out": proposal.tokens_out,
             "cost_usd": proposal.cost_usd,
         }
+        if usage is not None:  # with the skill calls (rerank, summary), so a resumed run counts the same
+            extra.update(tokens_in=usage[0], tokens_out=usage[1], cost_usd=usage[2])
         summary = _summary(st.task.name, backend, stage, result)
         key_text = proposal.key_text or f"{st.task.name} {st.task.category} {backend}"
         latency = result.latency_ms if result.feasible else None
@@ -340,6 +379,8 @@ class Runner:
                 run_id=self.run_id, task_key=st.key, backend=backend, stage=stage, reward=reward,
                 context_item_ids=context_ids, start_point_id=start.id if start else None, result_item_id=trace_id,
             )
+            if learned is not None:
+                self.skills.record(learned, trace_id=trace_id, run_id=self.run_id)
         return trace_id
 
     # --- the whole run ------------------------------------------------------
@@ -397,6 +438,32 @@ def eval_options(options: RunOptions, size: str) -> EvalOptions:
         wanted["seed"] = KERNELBENCH_SEED
     known = {f.name for f in dataclasses.fields(EvalOptions)}
     return EvalOptions(**{k: v for k, v in wanted.items() if k in known})
+
+
+def _skill_library(store: MemoryStore, options: RunOptions, policy: Policy, latency_source: str, executor: Any,
+                   evaluation: EvalOptions) -> Any:
+    """The run's skill library, or None: skills off, memory off, or independent samples."""
+    if not getattr(options, "skills", True) or options.memory_mode == "off" or options.independent_samples:
+        return None
+    from evokernel.skills import SkillLibrary
+
+    client = getattr(policy, "client", None) if policy.is_llm else None
+    return SkillLibrary(store, backend=options.backend, latency_source=latency_source, executor=executor,
+                        eval_options=evaluation, client=client, rerank=getattr(options, "rerank", True),
+                        memory_mode=options.memory_mode)
+
+
+def _step_usage(proposal: Proposal, *usages: Any) -> tuple[int, int, float | None]:
+    """The step's LLM tokens and cost: the proposal's plus the skill calls' (rerank, summary)."""
+    tokens_in, tokens_out, cost = proposal.tokens_in, proposal.tokens_out, proposal.cost_usd
+    for usage in usages:
+        if usage is None:
+            continue
+        tokens_in += usage.tokens_in
+        tokens_out += usage.tokens_out
+        if usage.cost_usd is not None:
+            cost = (cost or 0.0) + usage.cost_usd
+    return tokens_in, tokens_out, cost
 
 
 def _summary(task_name: str, backend: str, stage: str, result: EvalResult) -> str:

@@ -61,6 +61,8 @@ class StepContext:
     api_notes: Sequence[MemoryNote] = ()
     rules: str = "strict"  # the rule set the candidate is judged under (backends.RULE_SETS)
     size: str = "full"  # the task size the step runs at ("full" or "small")
+    # Verified skills (kind best_practice, evokernel/skills) chosen for this step, best first; their own prompt section.
+    skills: Sequence[MemoryNote] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -72,6 +74,7 @@ class StepPlan:
     start: "Item | None"  # the start point whose Q_refine the step moves (None when drafting)
     best_ms: float | None  # the task's best comparable latency before the step: the refine reward's b
     iteration: int
+    skill_usage: Any = None  # evokernel.skills.Usage of choosing the skills (an LLM rerank), or None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,6 +92,7 @@ class Proposal:
     error: str | None = None  # fed back to the next step (e.g. an answer with no code)
     stop: bool = False
     used_memory_ids: tuple[int, ...] | None = None  # None: all memories in the context were shown
+    used_skill_ids: tuple[int, ...] | None = None  # None: all skills in the context were used
     tokens_in: int = 0
     tokens_out: int = 0
     cost_usd: float | None = None
