@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from evokernel.cli import app
@@ -96,6 +97,7 @@ def test_every_command_has_help():
 # --- several candidates, manifests, KernelBench's options -----------------------------
 
 
+@pytest.mark.slow
 def test_eval_several_candidates_json_lines_in_order(tmp_path):
     ok = _write(tmp_path, HONEST["add_relu"][1], "ok.py")
     bad = _write(tmp_path, DISALLOWED["torch_op_in_forward"][1], "bad.py")
@@ -108,6 +110,7 @@ def test_eval_several_candidates_json_lines_in_order(tmp_path):
     assert "1 of 2 feasible" in res.stderr and "[2/2] task_add_relu bad.py: disallowed" in res.stderr
 
 
+@pytest.mark.slow
 def test_eval_manifest(tmp_path):
     (tmp_path / "cands").mkdir()
     _write(tmp_path / "cands", HONEST["add_relu"][1], "ok.py")

@@ -130,6 +130,7 @@ def test_task_over_the_budget_gets_a_task_error_with_the_bytes(executor):
     assert ok.memory is not None and ok.memory.fits
 
 
+@pytest.mark.slow
 def test_task_over_the_address_space_limit_is_refused_before_drawing(tmp_path):
     # 8 GiB of inputs: planned on meta and refused against the 4 GiB address-space limit, never drawn.
     task = _task(tmp_path, "class Model(nn.Module):\n    def forward(self, x, y):\n        return torch.relu(x + y) * 2.0\n\n\n"
@@ -184,6 +185,7 @@ def get_init_inputs():
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("when", [0, 2])
 def test_worker_killed_in_the_harness_is_not_the_candidates_crash(tmp_path, when):
     task = _task(tmp_path, KILLER_TASK.replace("{when}", str(when)))
@@ -199,6 +201,7 @@ def test_worker_killed_in_the_harness_is_not_the_candidates_crash(tmp_path, when
         assert "needs at least" in result.message
 
 
+@pytest.mark.slow
 def test_candidate_killed_while_it_runs_is_its_crash(tmp_path):
     source = ADD_RELU.replace("import torch\n", "import os\nimport torch\n", 1).replace(
         "        return add_relu(x, y)", "        os.kill(os.getpid(), 9)  # SIGKILL\n        return add_relu(x, y)")
