@@ -140,6 +140,8 @@ ALLOWED_TORCH_CALLS = frozenset("""
 TORCH_NAMESPACES_ALLOWED = frozenset({"cuda", "utils", "nn", "backends", "library", "version", "Tensor", "types", "compiler"})
 TORCH_COMPUTE_NAMESPACES = frozenset({"linalg", "fft", "special", "sparse", "_C", "_refs", "_prims", "_decomp", "ops", "nested"})
 TORCH_COMPILER_ALLOWED = frozenset({"is_compiling", "is_dynamo_compiling", "is_exporting"})
+# torch.nn.functional calls that only copy data (the runtime guard allows their aten ops too).
+FUNCTIONAL_ALLOWED = frozenset({"pad"})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -485,7 +487,8 @@ class _Checker(ast.NodeVisitor):
             return
         message = f"calls {name}: compute must happen in the candidate's own kernels"
         if resolved[1] == "nn" and len(resolved) >= 3 and resolved[2] == "functional":
-            self.flag("torch-compute", node, message)
+            if resolved[-1] not in FUNCTIONAL_ALLOWED:
+                self.flag("torch-compute", node, message)
         elif resolved[1] in TORCH_COMPUTE_NAMESPACES and len(resolved) >= 3:
             self.flag("torch-compute", node, message)
         elif resolved[1] == "compiler" and len(resolved) >= 3 and resolved[2] not in TORCH_COMPILER_ALLOWED:
