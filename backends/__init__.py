@@ -5,6 +5,7 @@ GPU machine where the rest of EvoKernel's dependencies are absent.
 """
 
 from ._backend import Backend, CompileReport, LaunchLog, UnknownBackend, backend_names, get_backend
+from ._check import check
 from ._compare import DEFAULT_TOLERANCE, Comparison, compare
 from ._hardware import HardwareFacts, TaskCost, hardware_facts, measure_hardware, task_cost
 from ._evaluate import KERNELBENCH_SEED, EvalOptions
@@ -12,13 +13,18 @@ from ._executor import EvalJob, Executor, default_device
 from ._pool import DevicePlanError, ExecutorPool, MemoryWatch, PoolStats, plan_devices, visible_gpu_count
 from ._ray import RayPool, RayUnavailable
 from ._result import RULE_SETS, Baselines, EvalResult, KernelFacts, MemoryPlan, Roofline, Verdict
+from ._rules import RULES, Rule, describe_rules
 from ._sandbox import SandboxLimits
-from ._static import StaticFinding, static_findings
+from ._static import StaticFinding, static_findings, static_rejection
+from ._stress import DISTRIBUTIONS, StressPlan, assess_task, output_findings, output_reasons
 from ._task import Task, TaskError, load_task, load_task_module
 from ._timing import Timing, benchmark
 
 __all__ = [
+    "DISTRIBUTIONS",
+    "RULES",
     "RULE_SETS",
+    "Rule",
     "Backend",
     "Baselines",
     "CompileReport",
@@ -34,13 +40,14 @@ __all__ = [
     "KERNELBENCH_SEED",
     "KernelFacts",
     "LaunchLog",
+    "MemoryPlan",
     "MemoryWatch",
     "PoolStats",
     "RayPool",
     "RayUnavailable",
-    "MemoryPlan",
     "SandboxLimits",
     "StaticFinding",
+    "StressPlan",
     "Task",
     "TaskCost",
     "Roofline",
@@ -50,6 +57,9 @@ __all__ = [
     "Verdict",
     "backend_names",
     "benchmark",
+    "check",
+    "assess_task",
+    "describe_rules",
     "compare",
     "default_device",
     "get_backend",
@@ -58,7 +68,10 @@ __all__ = [
     "load_task_module",
     "plan_devices",
     "measure_hardware",
+    "output_findings",
+    "output_reasons",
     "static_findings",
+    "static_rejection",
     "task_cost",
     "visible_gpu_count",
 ]
