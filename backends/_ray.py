@@ -83,18 +83,17 @@ class RayPool:
 
     `devices` says what the driver planned ("cuda:N" entries, or "cpu" ones); on a
     cluster with GPUs there is one actor per GPU the cluster offers instead.
+    `env_overrides` are set in each actor's environment on its node (the driver's own
+    environment is not the node's, so it is never sent).
     """
 
-    def __init__(self, devices: Sequence[str], *, env: dict[str, str] | None = None,
-                 env_overrides: dict[str, str] | None = None, init_kwargs: dict[str, Any] | None = None,
-                 **executor_kwargs: Any):
+    def __init__(self, devices: Sequence[str], *, env_overrides: dict[str, str] | None = None,
+                 init_kwargs: dict[str, Any] | None = None, **executor_kwargs: Any):
         ray = _ray()
         if not ray.is_initialized():
             ray.init(**{"include_dashboard": False, "log_to_driver": False, **(init_kwargs or {})})
         self._ray = ray
         gpus = int(ray.cluster_resources().get("GPU", 0))
-        if env and "EVOKERNEL_SIZE" in env:  # the driver's environment is not the node's: pass only the size
-            env_overrides = {**(env_overrides or {}), "EVOKERNEL_SIZE": env["EVOKERNEL_SIZE"]}
         remote = ray.remote(_EvaluatorActor)
         if gpus:
             plan = [remote.options(num_gpus=1, num_cpus=1).remote("cuda:0", executor_kwargs, env_overrides or {})

@@ -306,7 +306,7 @@ def main(argv: list[str] | None = None) -> int:
     devices = plan_devices(device=args.device, gpus=None, cpu_workers=1)
     jobs = len(devices)
     options = options.replace(jobs=jobs)
-    executor = make_executor(options, devices, size, jobs)
+    executor = make_executor(options, devices, jobs)
     # One builtin policy for every run: its plan cache (and the lock its torch.fx tracing needs)
     # is shared by the runs that go out at once; it holds no other state between steps.
     policy = get_policy()

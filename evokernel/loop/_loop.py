@@ -425,19 +425,13 @@ class Runner:
 
 
 def eval_options(options: RunOptions, size: str) -> EvalOptions:
-    """The executor's options for this run. Fields the installed executor does not
-    know yet (rules, size) are left out rather than failing."""
-    import dataclasses
-
+    """The executor's options for this run: what RunOptions says about evaluation, at the run's size."""
     from backends import KERNELBENCH_SEED
 
-    wanted = dict(trials=options.trials, reps=options.reps, baselines=options.baselines, rules=options.rules, size=size,
-                  compile_baseline=options.compile_baseline, warmup=options.warmup, atol=options.atol, rtol=options.rtol,
-                  kernelbench_seeding=options.kernelbench_seeding)
-    if options.kernelbench_seeding:
-        wanted["seed"] = KERNELBENCH_SEED
-    known = {f.name for f in dataclasses.fields(EvalOptions)}
-    return EvalOptions(**{k: v for k, v in wanted.items() if k in known})
+    seed = {"seed": KERNELBENCH_SEED} if options.kernelbench_seeding else {}
+    return EvalOptions(trials=options.trials, reps=options.reps, baselines=options.baselines, rules=options.rules,
+                       size=size, compile_baseline=options.compile_baseline, warmup=options.warmup, atol=options.atol,
+                       rtol=options.rtol, kernelbench_seeding=options.kernelbench_seeding, **seed)
 
 
 def _skill_library(store: MemoryStore, options: RunOptions, policy: Policy, latency_source: str, executor: Any,

@@ -66,7 +66,7 @@ def run(
         owned = executor is None
         if owned:
             try:
-                executor = make_executor(options, devices, size, jobs)
+                executor = make_executor(options, devices, jobs)
             except ImportError as exc:  # --engine ray without Ray installed
                 raise RunError(str(exc)) from None
         try:
@@ -177,17 +177,14 @@ def make_policy(options: RunOptions, store: Any) -> Any:
         raise RunError(str(exc)) from None
 
 
-def make_executor(options: RunOptions, devices: Sequence[str], size: str, jobs: int) -> Any:
+def make_executor(options: RunOptions, devices: Sequence[str], jobs: int) -> Any:
     """Workers for this run: one per GPU, or `jobs` on a CPU (each compiles and runs one
     candidate at a time); Ray tasks with `engine="ray"`."""
-    from backends import EvalOptions, ExecutorPool
+    from backends import ExecutorPool
 
     if devices and devices[0] == "cpu":
         devices = ["cpu"] * max(1, min(jobs, os.cpu_count() or 1))
     kwargs: dict[str, Any] = dict(timeout_s=options.timeout_s, max_jobs_per_worker=options.max_jobs_per_worker)
-    if "size" not in {f for f in EvalOptions.__dataclass_fields__}:
-        # An executor that does not take the size per job reads it from the worker's environment.
-        kwargs["env"] = {**os.environ, "EVOKERNEL_SIZE": size}
     if options.engine == "ray":
         from backends import RayPool
 

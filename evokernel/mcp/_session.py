@@ -159,7 +159,7 @@ class AgentSession:
             devices = plan_devices(device=self.options.device, gpus=self.options.gpus, cpu_workers=1)
         except DevicePlanError as exc:
             raise ToolInputError(str(exc)) from None
-        return make_executor(self.options, devices, self.size, 1)
+        return make_executor(self.options, devices, 1)
 
     def close(self) -> None:
         """Finish the session's runs and stop its workers."""
