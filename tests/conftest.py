@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
 
@@ -13,6 +11,6 @@ def cpu_executor():
     real candidates through the loop: a worker starts once, not once per test."""
     from backends import Executor
 
-    executor = Executor(device="cpu", timeout_s=120, env={**os.environ, "EVOKERNEL_SIZE": "small"})
+    executor = Executor(device="cpu", timeout_s=120)  # each job says its size (small: RunOptions on a CPU)
     yield executor
     executor.close()
