@@ -425,14 +425,13 @@ def _class_loss(ctx, logp_or_logits: Ref, target: Ref, reduction, ignore_index: 
         loss = ctx.b.pw("neg", ctx.b.reduce("sum", ctx.b.pw("where", picked_mask, logp_or_logits, _const(0.0)),
                                             (1,), True))
     del c
-    valid = ctx.b.pw("ne", t, _const(ignore_index))
-    loss = ctx.b.pw("mul", loss, valid)
-    loss = ctx.b.retag(loss, ctx.b.shape(target))
+    loss = ctx.b.pw("mul", loss, ctx.b.pw("ne", t, _const(ignore_index)))
+    loss = ctx.b.retag(loss, ctx.b.shape(target))  # a per-row value: its row's shape without the class dim
     reduction = _static(reduction, "reduction")
     if reduction == "mean":
-        rank = len(ctx.b.shape(loss))
-        dims = tuple(range(rank))
-        weight = ctx.b.retag(valid, ctx.b.shape(target))
+        # the mean over the targets that are not ignore_index
+        dims = tuple(range(len(ctx.b.shape(loss))))
+        weight = ctx.b.pw("ne", target, _const(ignore_index))
         return ctx.b.pw("div", ctx.b.reduce("sum", loss, dims, False), ctx.b.reduce("sum", weight, dims, False))
     return _reduced(ctx, loss, reduction)
 

@@ -107,8 +107,9 @@ def _analyze(module: types.ModuleType, rules: str = "strict") -> Plan:
     except Reject:
         raise
     except Exception:  # an op without a meta kernel, or .item() at init: trace on real tensors
-        model, inputs = _instantiate(module, "cpu")
-        gm = _trace(model, [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs])
+        with contextlib.redirect_stderr(io.StringIO()):
+            model, inputs = _instantiate(module, "cpu")
+            gm = _trace(model, [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs])
 
     b = Builder()
     env: dict = {}
