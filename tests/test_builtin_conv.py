@@ -5,7 +5,7 @@ padded) and the direct depthwise kernel, checked by the executor on the CPU
 import pytest
 
 from builtin_case import Case, explain, ok, run_cases
-from evokernel.builtin import analyze, generate
+from evokernel.builtin import analyze, default_config, generate
 
 CASES = [
     Case("conv2d_relu", "x: return torch.relu(self.conv(x))", "[torch.randn(2, 3, 9, 11)]",
@@ -45,9 +45,10 @@ def test_the_tf32_choice_follows_the_reference(tmp_path):
     source = generate(plan)
     assert "torch.backends.cudnn.allow_tf32" in source and 'input_precision="tf32"' in source
     ieee = next(c for c in search_space(plan) if c.precision == "ieee")
-    assert "tf32 = False and" in generate(plan, ieee)
-    assert isinstance(ieee, Config) and search_space(plan)[:2] == [plan and search_space(plan)[0], search_space(plan)[1]]
-    assert search_space(plan)[0].precision == "auto" and search_space(plan)[1].precision == "ieee"
+    assert isinstance(ieee, Config) and "tf32 = False and" in generate(plan, ieee)
+    # the default tile in each rounding first: a wrong draft is retried with the next rounding
+    assert [c.precision for c in search_space(plan)[:3]] == ["auto", "trunc", "ieee"]
+    assert search_space(plan)[0] == default_config(plan)
 
 
 def test_depthwise_takes_the_direct_kernel(tmp_path):

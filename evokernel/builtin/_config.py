@@ -12,7 +12,8 @@ One frozen dataclass serves every family; each family reads only its fields:
 - conv (implicit GEMM): ``block_m`` (output positions), ``block_n`` (output
   channels), ``block_k`` (input channels x taps), ``num_warps``, ``num_stages``,
   ``precision`` ("auto": TF32 products rounded as cuDNN rounds them when the
-  reference's convolution runs TF32, else IEEE; "ieee": always IEEE).
+  reference's convolution runs TF32, else IEEE; "trunc": TF32 by the tensor cores'
+  own conversion; "ieee": always IEEE).
 - pool: ``block_n`` (output elements per program), ``num_warps``.
 - scan: ``block_m`` (rows per program), ``block_n`` (chunk), ``num_warps``.
 
@@ -29,6 +30,7 @@ from ._ir import FAMILIES, Plan
 
 __all__ = ["Config", "search_space", "default_config", "neighbours", "ONE_PASS_MAX"]
 
+PRECISIONS = ("auto", "trunc", "ieee")  # conv: see _gen_conv
 ONE_PASS_MAX = 16384  # widest tile (rows x padded row) the one-pass rows kernel keeps in registers
 
 
@@ -54,8 +56,8 @@ class Config:
                 raise ValueError(f"{name} must be a positive power of two, got {value!r}")
         if not isinstance(self.num_stages, int) or self.num_stages < 1:
             raise ValueError(f"num_stages must be a positive int, got {self.num_stages!r}")
-        if self.precision not in ("auto", "ieee"):
-            raise ValueError(f"precision must be 'auto' or 'ieee', got {self.precision!r}")
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {PRECISIONS}, got {self.precision!r}")
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -149,13 +151,13 @@ def search_space(plan: Plan) -> list[Config]:
         return [Config(family, block_m=bm, block_n=bn, block_k=bk, num_warps=w, num_stages=s, group_m=g, split_k=sk)
                 for bm, bn, bk, w, s in _MATMUL_TILES for g in (1, 8) for sk in (1, 4, 16, 64)]
     if family == "conv":
-        # the default tile first, in both precisions: a draft whose precision does not
-        # match the reference's is retried with the other one next
+        # the default tile first, in every precision: a draft whose rounding does not match
+        # the reference's is retried with the next one
         first = default_config(plan)
         tiles = sorted(_CONV_TILES, key=lambda t: t != (first.block_m, first.block_n, first.block_k,
                                                          first.num_warps, first.num_stages))
         return [Config(family, block_m=bm, block_n=bn, block_k=bk, num_warps=w, num_stages=s, precision=p)
-                for bm, bn, bk, w, s in tiles for p in ("auto", "ieee")]
+                for bm, bn, bk, w, s in tiles for p in PRECISIONS]
     if family == "pool":
         return [Config(family, block_n=bn, num_warps=w) for bn in (128, 256, 512, 1024, 2048) for w in (2, 4, 8)]
     if family == "scan":

@@ -16,7 +16,9 @@ products. With ``precision="auto"`` the kernel does the same when the inputs
 are on the GPU and the switch is on: operands rounded the same way, products
 on the tensor cores, fp32 accumulation, so its result differs from cuDNN's by
 accumulation order only. Otherwise (switch off, the CPU) it computes IEEE
-fp32 products, as the reference then does. ``precision="ieee"`` always
+fp32 products, as the reference then does. ``precision="trunc"`` uses the
+tensor cores' own conversion instead (the low bits dropped), in case a cuDNN
+kernel converts that way; ``precision="ieee"`` always
 computes IEEE products. Depthwise convolutions take the direct kernel, whose
 fp32 FMAs match PyTorch's own depthwise kernels.
 """
@@ -67,9 +69,10 @@ def epilogue(plan: Plan, anchor_id: int, index: list[str], mask: str, acc: str =
 
 _TF32_ROUND = """\
         if TF32:
-            # round to TF32 as cuDNN does (half away from zero on the dropped 13 bits)
-            a_tile = ((a_tile.to(tl.int32, bitcast=True) + 0x1000) & -8192).to(tl.float32, bitcast=True)
-            w_tile = ((w_tile.to(tl.int32, bitcast=True) + 0x1000) & -8192).to(tl.float32, bitcast=True)
+            if ROUND:
+                # round to TF32 as cuDNN does (half away from zero on the dropped 13 bits)
+                a_tile = ((a_tile.to(tl.int32, bitcast=True) + 0x1000) & -8192).to(tl.float32, bitcast=True)
+                w_tile = ((w_tile.to(tl.int32, bitcast=True) + 0x1000) & -8192).to(tl.float32, bitcast=True)
             acc += tl.dot(a_tile, w_tile, input_precision="tf32")
         elif FP32:
             acc += tl.dot(a_tile, w_tile, input_precision="ieee")
@@ -116,8 +119,8 @@ def generate_conv(plan: Plan, config: Config, tag: str = "") -> StageCode:
               + ["sx_n", "sx_c"] + [f"sx_{d}" for d in sp] + ["sw_0", "sw_1"] + [f"sw_k{d}" for d in sp]
               + epi_strides + out_strides + ([f"qm_{d}" for d in sp] if phased else []))
     k = ["@triton.jit", f"def _conv_gemm_kernel{tag}(", *wrap_params(params), *wrap_params(geom),
-         "    TRANSPOSED: tl.constexpr, TF32: tl.constexpr, FP32: tl.constexpr, IDX64: tl.constexpr,",
-         "    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,",
+         "    TRANSPOSED: tl.constexpr, TF32: tl.constexpr, ROUND: tl.constexpr, FP32: tl.constexpr,",
+         "    IDX64: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,",
          "):",
          "    pid = tl.program_id(0)",
          "    g = tl.program_id(1)",
@@ -298,7 +301,7 @@ def generate_conv(plan: Plan, config: Config, tag: str = "") -> StageCode:
           f"            {geom_args}, TRANSPOSED={transposed}, IDX64=idx64, BLOCK={block}, num_warps=4,",
           "        )",
           "        return out",
-          f"    tf32 = {c.precision == 'auto'} and x.is_cuda and x.dtype == torch.float32 "
+          f"    tf32 = {c.precision != 'ieee'} and x.is_cuda and x.dtype == torch.float32 "
           "and torch.backends.cudnn.allow_tf32",
           *([f"    qm = tuple(triton.cdiv(o, st) for o, st in zip(spatial, {stride}))",
              "    m = batch * _prod(qm)",
@@ -307,7 +310,7 @@ def generate_conv(plan: Plan, config: Config, tag: str = "") -> StageCode:
                             f"    grid = (triton.cdiv(m, {c.block_m}) * triton.cdiv(cout_g, {c.block_n}), groups)"]),
           f"    _conv_gemm_kernel{tag}[grid](",
           f"        x, w, {epi_args}out, {sargs}cin_g, cout_g, m, kg, *geo, {epi_s}*out.stride(),{' *qm,' if phased else ''}",
-          f"        {geom_args},{ts_args} TRANSPOSED={transposed}, TF32=tf32, FP32=x.dtype == torch.float32, IDX64=idx64,",
+          f"        {geom_args},{ts_args} TRANSPOSED={transposed}, TF32=tf32, ROUND={c.precision == 'auto'}, FP32=x.dtype == torch.float32, IDX64=idx64,",
           f"        BLOCK_M={c.block_m}, BLOCK_N={c.block_n}, BLOCK_K={c.block_k}, num_warps={c.num_warps},",
           f"        num_stages={c.num_stages},",
           "    )",
