@@ -19,7 +19,7 @@ CASES = [
          "return torch.tanh(torch.mean(torch.clamp(x, -1, 1), dim=(2, 3), keepdim=True))",
          "[torch.randn(2, 4, 4, 5)]", "self.conv = nn.ConvTranspose2d(4, 8, 3, stride=2, padding=1)"),
 ]
-LONE = Case("lone_conv", "x: return self.conv(x)", "[torch.randn(2, 3, 6, 5)]", "self.conv = nn.Conv2d(3, 8, 3)")
+LONE = Case("lone_conv", "x: return self.conv(x)", "[torch.randn(2, 3, 6, 5)]", "self.conv = nn.Conv2d(3, 8, 3, bias=False)")
 
 
 @pytest.fixture(scope="module")

@@ -28,6 +28,10 @@ CASES = [
 ]
 
 
+def _case(name: str) -> Case:
+    return next(c for c in CASES if c.name == name)
+
+
 @pytest.fixture(scope="module")
 def results(cpu_executor, tmp_path_factory):
     return run_cases(cpu_executor, CASES, tmp_path_factory.mktemp("reduce"))
@@ -41,10 +45,10 @@ def test_reduction_candidate_is_correct(results, name):
 def test_few_long_rows_reduce_in_chunks(tmp_path):
     from evokernel.builtin import generate
 
-    source = generate(analyze(write(CASES[4], tmp_path)))
+    source = generate(analyze(write(_case("split_mean"), tmp_path)))
     assert "_rows_partial_kernel" in source and "_rows_combine_kernel" in source
 
 
 def test_frobenius_norm_is_a_reduction_then_a_pointwise_pass(tmp_path):
-    plan = analyze(write(CASES[5], tmp_path))
+    plan = analyze(write(_case("frobenius"), tmp_path))
     assert [s.family for s in plan.stages] == ["rows", "elementwise"]

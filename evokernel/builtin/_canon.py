@@ -64,6 +64,8 @@ def _bind(args, kwargs, names: list[str], defaults: dict | None = None) -> dict:
         if key in ("inplace", "out", "_stacklevel", "memory_format"):
             continue
         if key not in names and key not in defaults:
+            if value is None:  # an optional argument left at its default (torch adds new ones, e.g. weight)
+                continue
             raise Reject(f"unsupported keyword argument {key}")
         bound[key] = value
     return bound

@@ -117,7 +117,7 @@ def generate_pool(plan: Plan, config: Config, tag: str = "") -> StageCode:
         if adaptive:
             count = " * ".join(f"(hi_{d} - lo_{d})" for d in sp)
         elif pool.attr("divisor") is not None:
-            count = str(pool.attr("divisor"))
+            count = f"{float(pool.attr('divisor'))!r}"
         else:
             ends = []
             for d in sp:
@@ -127,7 +127,8 @@ def generate_pool(plan: Plan, config: Config, tag: str = "") -> StageCode:
                 count = " * ".join(f"(end_{d} - lo_{d})" for d in sp)
             else:
                 count = " * ".join(f"(tl.minimum(end_{d}, din_{d}) - tl.maximum(lo_{d}, 0))" for d in sp)
-        k.append(f"    acc = acc / ({count}).to(tl.float32)")
+        k.append(f"    acc = acc / {count}" if pool.attr("divisor") is not None and not adaptive
+                 else f"    acc = acc / ({count}).to(tl.float32)")
     k += em.lines
     out_offs = " + ".join(f"idx_{d} * stride_out_{d}" for d in range(rank))
     k.append(f"    tl.store(out_ptr + {out_offs}, {result}.to(out_ptr.dtype.element_ty), mask=mask)")

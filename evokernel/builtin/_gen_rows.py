@@ -27,7 +27,7 @@ from ._emit import Emitter, StageCode, load_other, out_dtype_expr, scalar_source
 from ._gen_elementwise import SPAN_HELPER
 from ._ir import Node, Plan, Ref
 from ._pointwise import pointwise_expr
-from ._schedule import domain_map
+from ._schedule import SPLIT_MAX_ROWS, SPLIT_MIN_COLS, domain_map
 
 __all__ = ["generate_rows", "splittable", "SPLIT_MIN_COLS", "SPLIT_MAX_ROWS"]
 
@@ -45,8 +45,6 @@ _ARG = {  # kind: (masked fill, value reduction, index reduction, comparison tha
     "argmin": (_POS_INF, "tl.min", "tl.argmin", "<"),
 }
 
-SPLIT_MIN_COLS = 16384  # rows at least this long, ...
-SPLIT_MAX_ROWS = 512  # ... and at most this many of them, are reduced in parallel chunks
 
 LAYOUT_HELPER = '''def _runs(dims):
     """(size, stride) pairs, outermost first, merged where they walk contiguously."""

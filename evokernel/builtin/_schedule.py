@@ -30,7 +30,9 @@ from ._pointwise import POINTWISE
 
 __all__ = ["schedule", "classify", "domain_map", "HOST_OPS", "LIBRARY_OPS"]
 
-HOST_OPS = ("cat", "libconv", "libmm")  # stages made in forward itself, no kernel of ours
+HOST_OPS = ("cat", "libconv", "libmm")
+SPLIT_MIN_COLS = 16384  # rows at least this long, ...
+SPLIT_MAX_ROWS = 512  # ... and at most this many of them, are reduced in parallel chunks  # stages made in forward itself, no kernel of ours
 LIBRARY_OPS = {"conv": "libconv", "matmul": "libmm"}  # what the kernelbench rules hand to the library
 
 
@@ -96,7 +98,29 @@ def _check_rows(nodes: list[Node], output: Ref, b: Builder) -> ReduceGroup:
             raise Reject("an index value depends on a reduction")
     if output.kind == "node" and domain[output.value] == "row" and b.shape(output) != full:
         raise Reject("the output's shape is neither the reduced tensor's nor the reduction's")
+    n_cols = math.prod(full[start:stop])
+    if math.prod(full) // max(1, n_cols) <= SPLIT_MAX_ROWS and n_cols >= SPLIT_MIN_COLS:
+        # few long rows: each reduction runs in parallel chunks (rows kernel, split mode), which
+        # needs independent reductions and a per-row result; the rest is a following kernel
+        if output.kind == "node" and domain[output.value] == "row":
+            raise Reject("few long rows: the per-element pass runs as a kernel of its own")
+        for node in reductions:
+            if any(domain.get(a.value) == "red" for a in _ancestors(nodes, node)):
+                raise Reject("few long rows: a reduction of values that depend on another one runs after it")
     return ReduceGroup(rank=rank, start=start, stop=stop, full_shape=full)
+
+
+def _ancestors(nodes: list[Node], node: Node) -> list[Ref]:
+    by_id = {n.id: n for n in nodes}
+    out, stack, seen = [], list(node.args), set()
+    while stack:
+        ref = stack.pop()
+        if ref.kind != "node" or ref.value in seen or ref.value not in by_id:
+            continue
+        seen.add(ref.value)
+        out.append(ref)
+        stack.extend(by_id[ref.value].args)
+    return out
 
 
 def domain_map(nodes: list[Node], full: tuple[int, ...], keep: tuple[int, ...]) -> dict[int, str]:
