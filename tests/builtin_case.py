@@ -25,6 +25,28 @@ class Case:
     init: str = ""  # lines of __init__ after super().__init__()
     full: str | None = None  # the same list at full size (configuration source)
     tolerance: tuple[float, float] | None = None
+    slow: bool = False  # beyond the family's representative cases: marked slow
+
+
+def params(cases: list[Case]) -> list:
+    """pytest parameters, one per case, slow ones marked."""
+    import pytest
+
+    return [pytest.param(c.name, marks=pytest.mark.slow) if c.slow else c.name for c in cases]
+
+
+class Lazy:
+    """Verdicts evaluated on first use, so deselected (slow) cases cost nothing."""
+
+    def __init__(self, executor, cases: list[Case], directory: Path, rules: str = "strict"):
+        self.executor, self.directory, self.rules = executor, directory, rules
+        self.cases = {c.name: c for c in cases}
+        self.done: dict[str, object] = {}
+
+    def __getitem__(self, name: str):
+        if name not in self.done:
+            self.done.update(run_cases(self.executor, [self.cases[name]], self.directory, self.rules))
+        return self.done[name]
 
 
 def write(case: Case, directory: Path, inputs: str | None = None, suffix: str = "") -> Path:

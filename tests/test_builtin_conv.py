@@ -4,33 +4,33 @@ padded) and the direct depthwise kernel, checked by the executor on the CPU
 
 import pytest
 
-from builtin_case import Case, explain, ok, run_cases
+from builtin_case import Case, Lazy, explain, ok, params
 from evokernel.builtin import analyze, default_config, generate
 
 CASES = [
     Case("conv2d_relu", "x: return torch.relu(self.conv(x))", "[torch.randn(2, 3, 9, 11)]",
          "self.conv = nn.Conv2d(3, 16, 3, padding=1)", full="[torch.rand(16, 3, 256, 256)]"),
     Case("conv1d_dilated_strided", "x: return self.conv(x)", "[torch.randn(2, 4, 40)]",
-         "self.conv = nn.Conv1d(4, 16, 3, stride=3, dilation=4, bias=False)"),
+         "self.conv = nn.Conv1d(4, 16, 3, stride=3, dilation=4, bias=False)", slow=True),
     Case("conv3d_asymmetric", "x: return self.conv(x) * 0.5", "[torch.randn(2, 3, 5, 7, 6)]",
-         "self.conv = nn.Conv3d(3, 16, (3, 5, 2), padding=(1, 2, 0))"),
+         "self.conv = nn.Conv3d(3, 16, (3, 5, 2), padding=(1, 2, 0))", slow=True),
     Case("convt2d_grouped", "x: return self.conv(x)", "[torch.randn(2, 8, 5, 6)]",
          "self.conv = nn.ConvTranspose2d(8, 16, (3, 5), stride=(2, 3), padding=(1, 2), dilation=(2, 1), groups=2)"),
     Case("convt3d_output_padding", "x: return self.conv(x)", "[torch.randn(1, 4, 3, 4, 5)]",
-         "self.conv = nn.ConvTranspose3d(4, 16, 3, stride=2, padding=1, output_padding=1)"),
+         "self.conv = nn.ConvTranspose3d(4, 16, 3, stride=2, padding=1, output_padding=1)", slow=True),
     Case("depthwise_asymmetric", "x: return self.conv(x)", "[torch.randn(2, 8, 9, 7)]",
          "self.conv = nn.Conv2d(8, 8, (3, 1), stride=2, padding=(1, 0), groups=8)"),
     Case("separable", "x: return self.pw(self.dw(x))", "[torch.randn(2, 8, 7, 6)]",
-         "self.dw = nn.Conv2d(8, 8, 3, padding=1, groups=8, bias=False)\nself.pw = nn.Conv2d(8, 16, 1)"),
+         "self.dw = nn.Conv2d(8, 8, 3, padding=1, groups=8, bias=False)\nself.pw = nn.Conv2d(8, 16, 1)", slow=True),
 ]
 
 
 @pytest.fixture(scope="module")
 def results(cpu_executor, tmp_path_factory):
-    return run_cases(cpu_executor, CASES, tmp_path_factory.mktemp("conv"))
+    return Lazy(cpu_executor, CASES, tmp_path_factory.mktemp("conv"))
 
 
-@pytest.mark.parametrize("name", [c.name for c in CASES])
+@pytest.mark.parametrize("name", params(CASES))
 def test_conv_candidate_is_correct(results, name):
     assert ok(results[name]), explain(results[name])
 

@@ -4,7 +4,7 @@ ours; kernelbench: the library's conv/matmul, the rest fused into our kernels)."
 
 import pytest
 
-from builtin_case import Case, explain, ok, run_cases, write
+from builtin_case import Case, Lazy, explain, ok, params, write
 from evokernel.builtin import analyze, generate
 
 CASES = [
@@ -14,30 +14,30 @@ CASES = [
          "return F.gelu(F.leaky_relu(x, 0.01))", "[torch.randn(6, 20)]", "self.fc = nn.Linear(20, 12)"),
     Case("linear_instancenorm_views", "x, y: x = self.fc(x)\n"
          "x = self.inorm(x.unsqueeze(1).unsqueeze(1)).squeeze(1).squeeze(1)\nreturn (x + y) * y",
-         "[torch.randn(5, 20), torch.randn(5, 12)]", "self.fc = nn.Linear(20, 12)\nself.inorm = nn.InstanceNorm2d(12)"),
+         "[torch.randn(5, 20), torch.randn(5, 12)]", "self.fc = nn.Linear(20, 12)\nself.inorm = nn.InstanceNorm2d(12)", slow=True),
     Case("convt_maxpool_mean_tanh", "x: x = self.conv(x)\nx = F.max_pool2d(x, 2)\n"
          "return torch.tanh(torch.mean(torch.clamp(x, -1, 1), dim=(2, 3), keepdim=True))",
-         "[torch.randn(2, 4, 4, 5)]", "self.conv = nn.ConvTranspose2d(4, 8, 3, stride=2, padding=1)"),
+         "[torch.randn(2, 4, 4, 5)]", "self.conv = nn.ConvTranspose2d(4, 8, 3, stride=2, padding=1)", slow=True),
 ]
 LONE = Case("lone_conv", "x: return self.conv(x)", "[torch.randn(2, 3, 6, 5)]", "self.conv = nn.Conv2d(3, 8, 3, bias=False)")
 
 
 @pytest.fixture(scope="module")
 def strict(cpu_executor, tmp_path_factory):
-    return run_cases(cpu_executor, CASES, tmp_path_factory.mktemp("strict"))
+    return Lazy(cpu_executor, CASES, tmp_path_factory.mktemp("strict"))
 
 
 @pytest.fixture(scope="module")
 def kernelbench(cpu_executor, tmp_path_factory):
-    return run_cases(cpu_executor, CASES + [LONE], tmp_path_factory.mktemp("kernelbench"), rules="kernelbench")
+    return Lazy(cpu_executor, CASES + [LONE], tmp_path_factory.mktemp("kernelbench"), rules="kernelbench")
 
 
-@pytest.mark.parametrize("name", [c.name for c in CASES])
+@pytest.mark.parametrize("name", params(CASES))
 def test_strict_pipeline_is_correct(strict, name):
     assert ok(strict[name]), explain(strict[name])
 
 
-@pytest.mark.parametrize("name", [c.name for c in CASES + [LONE]])
+@pytest.mark.parametrize("name", params(CASES + [LONE]))
 def test_kernelbench_pipeline_is_correct(kernelbench, name):
     assert ok(kernelbench[name]), explain(kernelbench[name])
 

@@ -5,26 +5,26 @@ by the executor on the CPU with the full-size tasks' configurations."""
 
 import pytest
 
-from builtin_case import Case, explain, ok, run_cases, write
+from builtin_case import Case, Lazy, explain, ok, params, write
 from evokernel.builtin import analyze
 
 CASES = [
     Case("sum_dim1_strided", "x: return torch.sum(x, dim=1, keepdim=True)", "[torch.randn(3, 37, 5)]",
          full="[torch.rand(128, 4096, 4095)]"),
     Case("max_dim1", "x: return torch.max(x, dim=1)[0]", "[torch.randn(3, 37, 5)]",
-         full="[torch.rand(128, 4096, 4095)]"),
+         full="[torch.rand(128, 4096, 4095)]", slow=True),
     Case("argmax_dim1_chunked", "x: return torch.argmax(x, dim=1)", "[torch.randn(3, 37, 5)]",
          full="[torch.rand(128, 4096, 4095)]"),
-    Case("argmin_last", "x: return torch.argmin(x, dim=-1)", "[torch.randn(4, 37)]"),
-    Case("prod", "x: return torch.prod(x, dim=1)", "[torch.rand(3, 40) + 0.5]"),
+    Case("argmin_last", "x: return torch.argmin(x, dim=-1)", "[torch.randn(4, 37)]", slow=True),
+    Case("prod", "x: return torch.prod(x, dim=1)", "[torch.rand(3, 40) + 0.5]", slow=True),
     Case("split_mean", "p, t: return torch.mean((p - t) ** 2)", "[torch.randn(2, 16384), torch.randn(2, 16384)]"),
-    Case("frobenius", "x: return x / torch.norm(x, p='fro')", "[torch.randn(2, 8, 32, 32)]"),
+    Case("frobenius", "x: return x / torch.norm(x, p='fro')", "[torch.randn(2, 8, 32, 32)]", slow=True),
     Case("instance_norm_affine", "x: return self.norm(x)", "[torch.randn(2, 4, 6, 7)]",
-         "self.norm = nn.InstanceNorm2d(4, affine=True)"),
+         "self.norm = nn.InstanceNorm2d(4, affine=True)", slow=True),
     Case("group_norm_affine", "x: return torch.relu(self.norm(x))", "[torch.randn(2, 8, 5, 3)]",
          "self.norm = nn.GroupNorm(2, 8)\nnn.init.uniform_(self.norm.weight)\nnn.init.uniform_(self.norm.bias)"),
     Case("batch_norm_eval", "x: return self.bn(x)", "[torch.randn(2, 4, 5, 3)]",
-         "self.bn = nn.BatchNorm2d(4)\nself.bn.running_mean.uniform_()\nself.bn.running_var.uniform_(0.5, 2)"),
+         "self.bn = nn.BatchNorm2d(4)\nself.bn.running_mean.uniform_()\nself.bn.running_var.uniform_(0.5, 2)", slow=True),
 ]
 
 
@@ -34,10 +34,10 @@ def _case(name: str) -> Case:
 
 @pytest.fixture(scope="module")
 def results(cpu_executor, tmp_path_factory):
-    return run_cases(cpu_executor, CASES, tmp_path_factory.mktemp("reduce"))
+    return Lazy(cpu_executor, CASES, tmp_path_factory.mktemp("reduce"))
 
 
-@pytest.mark.parametrize("name", [c.name for c in CASES])
+@pytest.mark.parametrize("name", params(CASES))
 def test_reduction_candidate_is_correct(results, name):
     assert ok(results[name]), explain(results[name])
 
