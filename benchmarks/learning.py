@@ -196,6 +196,13 @@ def correlation(pairs: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def _config_change(before: dict[str, Any] | None, after: dict[str, Any] | None) -> str:
+    """'block_n=4096 (empty arm: 1024)': the parameters of `after` that differ from `before`."""
+    before, after = before or {}, after or {}
+    changed = [f"{k}={after[k]} (empty arm: {before.get(k)})" for k in sorted(after) if k != "family" and before.get(k) != after[k]]
+    return ", ".join(changed) or "the same configuration"
+
+
 def _within(row: dict[str, Any], best: float | None, share: float = 0.05) -> int | None:
     if best is None:
         return None
@@ -238,29 +245,37 @@ def summarise(rows: dict[str, dict[str, dict[str, Any]]]) -> tuple[dict[str, Any
                                             and r["attempt_log"][0]["config_from"]),
         }
     notes = []
+    if base and all(r["first_correct_attempt"] == 1 for arm in rows.values() for r in arm.values() if r["correct"]):
+        notes.append("attempts to the first correct kernel: 1 for every solved task in every arm; the builtin "
+                     "policy's first draft is correct without memory, so memory cannot lower this number")
     for t in tasks:
-        if "empty" not in rows or t not in rows["empty"]:
+        if t not in base:
             continue
-        e = rows["empty"][t]
+        e = base[t]
         if e["stopped"] and not e["attempts"]:
-            notes.append(f"{t}: the builtin policy stops on it (outside its families), in every arm: memory cannot help")
+            notes.append(f"{t}: the builtin policy stops on it (outside its families) in every arm: memory cannot help")
             continue
-        same = [a for a in rows if a != "empty" and t in rows[a]
-                and [x["config"] for x in rows[a][t]["attempt_log"]] == [x["config"] for x in e["attempt_log"]]]
-        if len(same) == len(rows) - 1:
-            why = []
-            if e["first_correct_attempt"] == 1:
-                why.append("its first draft was already correct without memory")
-            warm = rows.get("warm", {}).get(t)
-            if warm and not any(a["config_from"] or a["skills_used"] for a in warm["attempt_log"]):
-                why.append("no retrieved experience or skill of its builtin family changed a configuration")
-            elif warm:
-                why.append("what memory suggested was what the policy would have tried anyway")
-            notes.append(f"{t}: memory made no difference: every arm tried the same configurations in the same "
-                         f"order ({'; '.join(why) or 'the policy is deterministic'})")
-        elif e["first_correct_attempt"] == 1 and all(rows[a][t]["first_correct_attempt"] == 1 for a in rows if t in rows[a]):
-            notes.append(f"{t}: attempts to first correct cannot improve (1 in every arm); memory changed only the "
-                         "refinement's order")
+        for name, arm in rows.items():
+            if name == "empty" or t not in arm:
+                continue
+            r = arm[t]
+            first = r["attempt_log"][0] if r["attempt_log"] else {}
+            if [x["config"] for x in r["attempt_log"]] == [x["config"] for x in e["attempt_log"]]:
+                why = ("no retrieved experience or skill changed a configuration" if not any(
+                    a["config_from"] or a["skills_used"] for a in r["attempt_log"])
+                    else "what memory suggested was what the policy tries anyway")
+                notes.append(f"{t} [{name}]: memory made no difference: the same configurations in the same order as "
+                             f"on an empty memory ({why}); latency differences are timing noise")
+                continue
+            ratio = (r["best_latency_ms"] / e["best_latency_ms"]) if r["best_latency_ms"] and e["best_latency_ms"] else None
+            outcome = (f"best latency {ratio:.2f}x of the empty arm's, within 5% of the best any arm found at attempt "
+                       f"{r['attempts_to_within_5pct']} (empty arm: {e['attempts_to_within_5pct']})" if ratio else "")
+            if first.get("config_from"):
+                change = _config_change(e["attempt_log"][0].get("config") if e["attempt_log"] else None, first.get("config"))
+                notes.append(f"{t} [{name}]: the first draft took {change} from {first['config_from']}; {outcome}")
+            else:
+                notes.append(f"{t} [{name}]: the same first draft; memory changed the later configurations (start "
+                             f"points and remembered configurations chosen by value); {outcome}")
     return metrics, notes
 
 
@@ -279,6 +294,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--trials", type=int, default=None, help="correctness trials (default: 2 CPU, 5 GPU)")
     parser.add_argument("--arm", action="append", choices=[a.name for a in ARMS], help="only these arms")
     parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--keep", type=Path, default=None,
+                        help="copy the memories here (warm.db and one per arm and held-out task) to inspect the skill library")
     args = parser.parse_args(argv)
 
     device = resolve_device(args.device)
@@ -354,6 +371,10 @@ def main(argv: list[str] | None = None) -> int:
                     name, row, pairs = done
                     rows[arm.name][name] = row
                     pairs_by_arm[arm.name] += pairs
+            if args.keep is not None:
+                args.keep.mkdir(parents=True, exist_ok=True)
+                for db in Path(tmp).glob("*.db"):
+                    _copy_sqlite(db, args.keep / db.name)
     finally:
         executor.close()
     for name, pairs in pairs_by_arm.items():

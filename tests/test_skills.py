@@ -287,6 +287,26 @@ def test_parsers_read_what_models_write():
     assert parse_summary("no json") is None
 
 
+class OneRetime:
+    def __init__(self, rounds):
+        self.rounds = rounds
+
+    def retime(self, task_path, baseline, candidate, *, backend="triton", options=None, rounds=3, timeout_s=None):
+        ratios = sorted(b / c for b, c in self.rounds)
+        return RetimeReport(Verdict.OK, "scripted", 10.0, 10.0 / ratios[1], ratios[1], tuple(self.rounds),
+                            "measured-gpu", "scripted")
+
+
+def test_admission_needs_the_speedup_in_every_alternation():
+    from evokernel.skills import verify
+
+    kwargs = dict(backend="triton", eval_options=None, options=SkillOptions())
+    lucky = verify(OneRetime([(12.0, 10.0), (13.0, 10.0), (10.0, 10.0)]), "t.py", "a", "b", **kwargs)
+    assert lucky.speedup == pytest.approx(1.2) and not lucky.admitted and "2 of 3 alternations" in lucky.reason
+    steady = verify(OneRetime([(12.5, 10.0), (13.0, 10.0), (12.2, 10.0)]), "t.py", "a", "b", **kwargs)
+    assert steady.admitted and "lowest 1.22x" in steady.reason and steady.reruns == 3
+
+
 def test_options_are_checked():
     with pytest.raises(ValueError, match="at least 3 alternations"):
         SkillOptions(reruns=2)
