@@ -5,7 +5,6 @@ reasoning parameters, costs with cached tokens, and a model ensemble."""
 from __future__ import annotations
 
 import json
-import types
 
 import pytest
 from llm_server import FakeLog, anthropic_reply, llm_env, openai_reply, server  # noqa: F401  (fixtures)
@@ -13,7 +12,7 @@ from llm_server import FakeLog, anthropic_reply, llm_env, openai_reply, server  
 import llm_answers as A
 from backends import HardwareFacts, TaskCost
 from evokernel.llm import LLMOptions, ModelChoice, PriceTable, RetryPolicy, get_token_counter
-from evokernel.loop import MemoryNote, StartPointView
+from evokernel.loop import MemoryNote, StartPointView, StepContext
 from evokernel.policies._llm import LLMPolicy
 
 TASK = (
@@ -41,7 +40,7 @@ def ctx(**kw):
     base = dict(task_name="add_relu", task_key="k1", task_path="", task_source=TASK, category="elementwise",
                 backend="triton", stage="draft", step=1, memories=(), feedback=None, start_point=None,
                 tried=frozenset(), run_id=None, api_notes=(), task_cost=COST, latency_source="measured-gpu")
-    return types.SimpleNamespace(**(base | kw))
+    return StepContext(**(base | kw))
 
 
 def policy(server, llm_env, log=None, *, provider="openai", hardware=H200, **options):

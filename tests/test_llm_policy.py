@@ -3,13 +3,13 @@ and every parse decision is recorded with the call and the step."""
 
 from __future__ import annotations
 
-import types
 
 import pytest
 from llm_server import FakeLog, anthropic_reply, llm_env, openai_reply, server  # noqa: F401  (fixtures)
 
 import llm_answers as A
 from evokernel.llm import RetryPolicy
+from evokernel.loop import StepContext
 from evokernel.policies._llm import LLMPolicy
 
 TASK = (
@@ -22,7 +22,7 @@ def ctx(**kw):
     base = dict(task_name="add_relu", task_key="k1", task_path="t.py", task_source=TASK, category="elementwise",
                 backend="triton", stage="draft", step=1, memories=(), feedback=None, start_point=None,
                 tried=frozenset(), run_id=None, api_notes=())
-    return types.SimpleNamespace(**(base | kw))
+    return StepContext(**(base | kw))
 
 
 def openai_policy(server, llm_env, log):

@@ -102,6 +102,17 @@ def test_system_prompt_per_backend(backend, needles):
         assert needle in text
 
 
+def test_the_rule_set_is_stated_to_the_model(llm_env):
+    strict = build_prompt(_inputs()).system
+    kernelbench = build_prompt(_inputs(rules="kernelbench")).system
+    assert "Rule set `strict`" in strict and "Rule set `kernelbench`" not in strict
+    assert "Rule set `kernelbench`" in kernelbench and "Rule set `strict`" not in kernelbench
+    for text in (strict, kernelbench):  # cheating is named under both
+        assert "side streams" in text and "caching or reusing outputs" in text
+    with pytest.raises(ValueError):
+        build_prompt(_inputs(rules="lenient"))
+
+
 def test_bad_backend_stage_and_missing_start_point(llm_env):
     with pytest.raises(ValueError):
         system_prompt("opencl", "draft")

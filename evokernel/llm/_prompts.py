@@ -106,6 +106,7 @@ class PromptInputs:
     hardware: Any = None  # backends.HardwareFacts | None
     cost: Any = None  # backends.TaskCost | None
     latency_source: str | None = None  # the run's latency label
+    rules: str = "strict"  # the rule set the candidate is judged under (backends.RULE_SETS)
 
 
 @dataclass(frozen=True)
@@ -206,11 +207,15 @@ def backend_prompt_facts(backend: str) -> tuple[str, str]:
     return getattr(impl, "title", None) or backend, (getattr(impl, "prompt_rules", None) or "").rstrip()
 
 
-def system_prompt(backend: str, stage: str) -> str:
+def system_prompt(backend: str, stage: str, rules: str = "strict") -> str:
+    """Role, contract, the rule set the verifier applies (`backends.describe_rules`), the
+    backend's own rules, the stage's goal and the answer format."""
+    from backends import describe_rules
+
     if stage not in _rules.STAGES:
         raise ValueError(f"unknown stage {stage!r}; expected one of {_rules.STAGES}")
-    title, rules = backend_prompt_facts(backend)
-    parts = [_rules.ROLE.format(backend_title=title), _rules.CONTRACT.rstrip(), rules,
+    title, backend_rules = backend_prompt_facts(backend)
+    parts = [_rules.ROLE.format(backend_title=title), _rules.CONTRACT.rstrip(), describe_rules(rules), backend_rules,
              _rules.STAGE_GOALS[stage], _rules.ANSWER_FORMAT.rstrip()]
     return "\n\n".join(p for p in parts if p)
 
@@ -326,7 +331,7 @@ def build_prompt(
     picks the tokenizer; `counter` overrides it.
     """
     counter = counter or get_token_counter(encoding_for_model(model))
-    system = system_prompt(inputs.backend, inputs.stage)
+    system = system_prompt(inputs.backend, inputs.stage, inputs.rules)
     if inputs.stage == "refine" and inputs.start_point is None:
         raise ValueError("a refine prompt needs a start_point")
     history = list(conversation.turns) if conversation else []

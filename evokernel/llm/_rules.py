@@ -21,8 +21,7 @@ The contract your answer is checked against:
 - One complete Python file that defines `class ModelNew(nn.Module)`.
 - `ModelNew.__init__` takes exactly the arguments of `Model.__init__`, and creates any parameters with the same shapes, in the same order and with the same initialisation as `Model`, so that both models built after the same seed hold the same weights.
 - `ModelNew.forward` takes exactly the arguments of `Model.forward` and returns outputs with the same shapes, dtypes and values (within tolerance) for every input the task can produce.
-- The computation happens in kernels you write. Inside `forward`, PyTorch may only allocate (`torch.empty`, `torch.empty_like`, `new_empty`), make views (`view`, `reshape`, `permute`, `transpose`, `expand`, `contiguous`) and copy; no torch math such as `matmul`, `softmax`, `sum`, `F.*` or arithmetic operators on tensors.
-- Do not call, import or subclass `Model`. No try/except fallbacks, no threads or processes, no extra streams, no changes to timers or synchronisation, no caching of outputs between calls, no tensor subclasses.
+- Do not call, import or subclass `Model`.
 - Guard every memory access against the bounds of the data: sizes need not be multiples of your block size.
 """
 

@@ -49,7 +49,7 @@ def _note(item: Item, value: float) -> MemoryNote:
     return MemoryNote(
         id=item.id, kind=item.kind, task_key=item.task_key, backend=item.backend, key_text=item.key_text,
         content=item.content, status=item.status, latency_ms=item.latency_ms, value=float(value),
-        extra=dict(item.extra or {}),
+        extra=dict(item.extra or {}), parent_id=item.parent_id, feedback=dict(item.feedback or {}),
     )
 
 
@@ -241,7 +241,8 @@ class Runner:
             category=st.task.category, backend=opts.backend, stage=stage, step=step_no, memories=memories,
             feedback=None if fresh else st.feedback, start_point=self._start_view(start),
             tried=frozenset() if fresh else self._tried(st), run_id=self.run_id, api_notes=api_notes,
-            rules=opts.rules, size=self.size, skills=skills,
+            rules=opts.rules, size=self.size, skills=skills, latency_source=self.latency_source,
+            best=self._start_view(self._fastest(feasible, start)),
         )
         return StepPlan(context=ctx, start=start, best_ms=best_ms, iteration=iteration, skill_usage=skill_usage)
 
@@ -289,6 +290,12 @@ class Runner:
         })
         return attempt
 
+    def _fastest(self, feasible: list[Item], start: Item | None) -> Item | None:
+        """The task's fastest comparable kernel, unless it is the start point itself."""
+        timed = [i for i in feasible if i.latency_ms and self._comparable(i)]
+        best = min(timed, key=lambda i: i.latency_ms, default=None)
+        return None if best is None or (start is not None and best.id == start.id) else best
+
     def _start_view(self, start: Item | None) -> StartPointView | None:
         if start is None:
             return None
@@ -299,7 +306,7 @@ class Runner:
             id=start.id, code=start.content, latency_ms=lat,
             speedup_eager=report.baselines.speedup("eager", lat),
             speedup_compile=report.baselines.speedup("compile", lat),
-            extra=dict(start.extra or {}), facts=tuple(facts),
+            extra=dict(start.extra or {}), facts=tuple(facts), feedback=dict(start.feedback or {}),
         )
 
     def evaluate(self, st: _TaskState, proposal: Proposal) -> EvalResult:
@@ -431,7 +438,8 @@ def eval_options(options: RunOptions, size: str) -> EvalOptions:
     seed = {"seed": KERNELBENCH_SEED} if options.kernelbench_seeding else {}
     return EvalOptions(trials=options.trials, reps=options.reps, baselines=options.baselines, rules=options.rules,
                        size=size, compile_baseline=options.compile_baseline, warmup=options.warmup, atol=options.atol,
-                       rtol=options.rtol, kernelbench_seeding=options.kernelbench_seeding, **seed)
+                       rtol=options.rtol, kernelbench_seeding=options.kernelbench_seeding,
+                       min_own_share=options.min_own_share, memory_budget_bytes=options.memory_budget_bytes, **seed)
 
 
 def _skill_library(store: MemoryStore, options: RunOptions, policy: Policy, latency_source: str, executor: Any,
@@ -464,11 +472,7 @@ def _summary(task_name: str, backend: str, stage: str, result: EvalResult) -> st
     """A structured experience summary from the verifier's facts (no LLM needed)."""
     from evokernel.llm import StepFacts, facts_summary
 
-    return facts_summary(StepFacts(
-        task_name=task_name, backend=backend, stage=stage, status=result.status.value, message=result.message,
-        max_abs_error=result.max_abs_error, latency_ms=result.latency_ms, speedup_eager=result.speedup_eager,
-        speedup_compile=result.speedup_compile,
-    ))
+    return facts_summary(StepFacts.from_result(task_name, backend, stage, result))
 
 
 def export_best(store: MemoryStore, result: RunResult, out_dir: str | Path) -> list[Path]:

@@ -28,6 +28,8 @@ class MemoryNote:
     latency_ms: float | None
     value: float
     extra: dict[str, Any]
+    parent_id: int | None = None  # an experience's trace, a trace's start point
+    feedback: dict[str, Any] = dataclasses.field(default_factory=dict)  # the stored verifier report
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,6 +41,7 @@ class StartPointView:
     speedup_compile: float | None
     extra: dict[str, Any]
     facts: tuple[str, ...] = ()
+    feedback: dict[str, Any] = dataclasses.field(default_factory=dict)  # the stored verifier report
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,6 +66,9 @@ class StepContext:
     size: str = "full"  # the task size the step runs at ("full" or "small")
     # Verified skills (kind best_practice, evokernel/skills) chosen for this step, best first; their own prompt section.
     skills: Sequence[MemoryNote] = ()
+    latency_source: str = "none"  # how this run's latencies are obtained (measured-gpu, interpreted-cpu, ...)
+    best: StartPointView | None = None  # the task's fastest comparable kernel, when it is not the start point
+    task_cost: Any = None  # backends.TaskCost (minimum bytes, FLOPs) when the caller knows it; else the policy asks
 
 
 @dataclasses.dataclass(frozen=True)
@@ -127,6 +133,9 @@ class Attempt:
     tokens_in: int = 0
     tokens_out: int = 0
     cost_usd: float | None = None
+    own_kernel_share: float | None = None  # GPU time in the candidate's own kernels (GPU runs)
+    degenerate: str = ""  # why the task's outputs cannot tell a kernel from a no-op, when no stress trial helped
+    stress_trials: tuple[str, ...] = ()  # the stress trials the candidate had to pass
 
     @property
     def feasible(self) -> bool:
@@ -149,7 +158,8 @@ class Attempt:
             latency_ms=result.latency_ms if result.feasible else None, latency_source=result.latency_source,
             baselines=result.baselines, kernels=tuple(result.kernels), roofline=result.roofline,
             samples_ms=tuple(result.latency_samples_ms), item_id=item_id, reward=reward,
-            tokens_in=tokens_in, tokens_out=tokens_out, cost_usd=cost_usd,
+            tokens_in=tokens_in, tokens_out=tokens_out, cost_usd=cost_usd, own_kernel_share=result.own_kernel_share,
+            degenerate=result.degenerate, stress_trials=tuple(result.stress_trials),
         )
 
     @classmethod
@@ -167,7 +177,7 @@ class Attempt:
         return {
             "step": self.step, "stage": self.stage, "status": self.status, "message": self.message,
             "latency_ms": self.latency_ms, "latency_source": self.latency_source, "reward": self.reward,
-            "item_id": self.item_id, **self.baselines.present(),
+            "item_id": self.item_id, "own_kernel_share": self.own_kernel_share, **self.baselines.present(),
         }
 
 
@@ -197,6 +207,11 @@ class TaskOutcome:
     started_from_item_id: int | None = None  # continual refinement: the memory's best kernel this run started from
     last_status: str | None = None
     last_message: str = ""
+    own_kernel_share: float | None = None  # of the best kernel
+    # Why the task's outputs cannot tell a right kernel from a wrong one (no stress trial helped);
+    # its speedups stay out of a suite's geometric means.
+    degenerate: str = ""
+    stress_tested: bool = False  # candidates also had to match stress trials (a degenerate reference, fixed)
     history: list[Attempt] = dataclasses.field(default_factory=list, repr=False)
 
     def start_from(self, item: "Item") -> None:
@@ -225,6 +240,8 @@ class TaskOutcome:
         self.cost_usd += attempt.cost_usd or 0.0
         if attempt.verdict.compiles:
             self.compile_ok_attempts += 1
+        self.degenerate = attempt.degenerate or self.degenerate
+        self.stress_tested = self.stress_tested or bool(attempt.stress_trials)
         if not attempt.feasible:
             return
         self.correct = True
@@ -240,6 +257,7 @@ class TaskOutcome:
             if self.best_latency_ms is None or attempt.latency_ms < self.best_latency_ms:
                 self.best_latency_ms = attempt.latency_ms
                 self.best_item_id = attempt.item_id
+                self.own_kernel_share = attempt.own_kernel_share
                 roof = attempt.roofline
                 self.achieved_gbps = roof.achieved_gbps if roof is not None else None
                 self.copy_gbps = roof.copy_bandwidth_gbps if roof is not None else None

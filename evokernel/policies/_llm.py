@@ -23,12 +23,6 @@ def _title(note) -> str:
     return f"{note.kind} for {note.extra.get('task_name', note.task_key)} ({note.backend}, {status}{lat})"
 
 
-def _feedback_dict(obj: Any) -> dict:
-    """The stored EvalResult of a memory or start point, where the loop passes it."""
-    fb = getattr(obj, "feedback", None)
-    return fb if isinstance(fb, dict) else {}
-
-
 class LLMPolicy:
     is_llm = True
 
@@ -74,10 +68,9 @@ class LLMPolicy:
         return index, self.clients[index]
 
     def _task_cost(self, ctx: StepContext) -> Any:
-        given = getattr(ctx, "task_cost", None)
-        if given is not None:
-            return given
-        key = (ctx.task_path, getattr(ctx, "size", "full"))
+        if ctx.task_cost is not None:
+            return ctx.task_cost
+        key = (ctx.task_path, ctx.size)
         if key not in self._costs:
             from backends import task_cost
 
@@ -90,8 +83,8 @@ class LLMPolicy:
 
         views = [
             MemoryView(kind=m.kind, title=_title(m), content=m.content, status=m.status, latency_ms=m.latency_ms,
-                       value=m.value, id=m.id, parent_id=getattr(m, "parent_id", None),
-                       latency_iqr_ms=_feedback_dict(m).get("latency_iqr_ms"),
+                       value=m.value, id=m.id, parent_id=m.parent_id,
+                       latency_iqr_ms=m.feedback.get("latency_iqr_ms"),
                        latency_source=(m.extra or {}).get("latency_source"))
             for m in ctx.memories
         ]
@@ -100,16 +93,15 @@ class LLMPolicy:
         notes = [MemoryView(kind="api_note", title=n.key_text.splitlines()[0], content=n.content, value=1.0, id=None)
                  for n in ctx.api_notes]
         skills = [MemoryView(kind="skill", title=s.key_text.splitlines()[0], content=s.content, value=s.value,
-                             id=None) for s in getattr(ctx, "skills", ()) or ()]
+                             id=None) for s in ctx.skills]
         start = _start(ctx.start_point)
-        source = getattr(ctx, "latency_source", None) or (start.latency_source if start else None) or next(
-            (v.latency_source for v in views if v.latency_source), None)
-        best = _start(getattr(ctx, "best", None)) or _best_retrieved(ctx, start, source)
+        source = ctx.latency_source if ctx.latency_source != "none" else None
+        best = _start(ctx.best)
         return PromptInputs(
             task_name=ctx.task_name, task_source=ctx.task_source, backend=ctx.backend, stage=ctx.stage,
             memories=views, feedback=ctx.feedback, start_point=start, best=best, api_notes=notes, skills=skills,
-            hardware=getattr(ctx, "hardware", None) or self.hardware, cost=self._task_cost(ctx),
-            latency_source=source,
+            hardware=self.hardware, cost=self._task_cost(ctx),
+            latency_source=source, rules=ctx.rules,
         )
 
     def prompt(self, ctx: StepContext, *, model: str | None = None) -> Any:
@@ -131,7 +123,7 @@ class LLMPolicy:
         shown = tuple(inputs_ids[i] for i in prompt.report.included_memories if inputs_ids[i] is not None)
         # Skills the token budget left out were not seen: only the others learn from this step.
         dropped = set(prompt.report.dropped)
-        shown_skills = tuple(s.id for s in getattr(ctx, "skills", ()) or ()
+        shown_skills = tuple(s.id for s in ctx.skills
                              if f"skill {s.key_text.splitlines()[0][:60]}" not in dropped)
         marker = getattr(_backend(ctx.backend), "kernel_marker", None)
         parsed: list[Candidate | ParseError] = []
@@ -176,46 +168,20 @@ class LLMPolicy:
         )
 
 
-def _best_retrieved(ctx: StepContext, start: Any, source: str | None) -> Any:
-    """Without the loop's best kernel, the fastest retrieved kernel of this task that beats
-    the start point on the same latency scale (shown as its diff against the start point)."""
-    from backends import Verdict
-
-    if start is None or start.latency_ms is None:
-        return None
-    best = None
-    for m in ctx.memories:
-        if m.kind != "trace" or m.task_key != ctx.task_key or m.latency_ms is None or m.id == start.id:
-            continue
-        if (m.extra or {}).get("latency_source") != source or m.status not in {v.value for v in Verdict if v.feasible}:
-            continue
-        if m.latency_ms < start.latency_ms and (best is None or m.latency_ms < best.latency_ms):
-            best = m
-    if best is None:
-        return None
-    from evokernel.llm import StartPoint
-
-    return StartPoint(code=best.content, latency_ms=best.latency_ms, latency_source=source, id=best.id,
-                      latency_iqr_ms=_feedback_dict(best).get("latency_iqr_ms"))
-
-
 def _start(sp: Any) -> Any:
     """A StartPointView (or the best kernel's view) as the prompt's StartPoint."""
     if sp is None:
         return None
     from evokernel.llm import StartPoint
 
-    fb = _feedback_dict(sp)
+    fb = sp.feedback
     samples = fb.get("latency_samples_ms") or []
     roof = fb.get("roofline") or {}
     return StartPoint(
         code=sp.code, latency_ms=sp.latency_ms, speedup_eager=sp.speedup_eager, speedup_compile=sp.speedup_compile,
-        facts=tuple(getattr(sp, "facts", ()) or ()),
-        latency_iqr_ms=getattr(sp, "latency_iqr_ms", None) or fb.get("latency_iqr_ms"),
-        timing_runs=getattr(sp, "timing_runs", None) or (len(samples) or None),
-        latency_source=(getattr(sp, "extra", None) or {}).get("latency_source") or fb.get("latency_source"),
-        min_bytes=getattr(sp, "min_bytes", None) or roof.get("min_bytes_moved"),
-        id=getattr(sp, "id", None),
+        facts=tuple(sp.facts), latency_iqr_ms=fb.get("latency_iqr_ms"), timing_runs=len(samples) or None,
+        latency_source=sp.extra.get("latency_source") or fb.get("latency_source"),
+        min_bytes=roof.get("min_bytes_moved"), id=sp.id,
     )
 
 
