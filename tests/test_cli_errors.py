@@ -86,7 +86,7 @@ def test_help_is_plain_and_flags_show_no_type(command):
     (["run", str(HERE / "nope.py")], "nope.py: no such file"),
     (["run", ADD_RELU, "--model", "nosuch:model"], "unknown provider 'nosuch'"),
     (["run", ADD_RELU, "--model", "openai:gpt-5"], "OPENAI_API_KEY is not set"),
-    (["run", ADD_RELU, "--model", "gpt-5"], "model must look like PROVIDER:MODEL"),
+    (["run", ADD_RELU, "--model", "gpt-5"], "must look like 'PROVIDER:MODEL', got 'gpt-5'"),
     (["refine"], "no memory at"),
     (["bench", "sofmax"], "neither a bundled suite"),
     (["bench", ADD_RELU, "--model", "anthropic:claude-x"], "ANTHROPIC_API_KEY is not set"),

@@ -287,3 +287,17 @@ def test_refine_continues_every_task_of_a_bank_even_one_whose_file_moved(tmp_pat
     assert any("rebuilt from the source recorded in the memory" in n for n in result.notes)
     with pytest.raises(RunError, match="no memory at"):
         evokernel.refine(RunOptions(**CPU), memory=tmp_path / "none.db")
+
+
+def test_llm_flags_become_the_runs_llm_options():
+    from evokernel.cli._common import parse_bytes, run_options
+
+    options = run_options(model=["openai:a@3", "anthropic:b"], context_tokens=4000, multi_turn=True,
+                          reasoning_effort="low", thinking_tokens=2048, budget=2, min_own_share=0.3,
+                          memory_budget_bytes=parse_bytes("2G"))
+    assert [str(m) for m in options.llm.models] == ["openai:a@3", "anthropic:b"]
+    assert (options.llm.context_tokens, options.llm.multi_turn, options.llm.reasoning_effort,
+            options.llm.thinking_tokens) == (4000, True, "low", 2048)
+    assert options.policy_label.startswith("ensemble(") and options.model == "openai:a"
+    assert (options.min_own_share, options.memory_budget_bytes) == (0.3, 2 << 30)
+    assert run_options(budget=2).llm is None  # no --model: the builtin policy

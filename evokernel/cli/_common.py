@@ -13,6 +13,9 @@ from typing import Annotated, Any, Callable, Optional, TypeVar
 
 import typer
 
+from ._llm_options import ContextTokensOpt, MultiTurnOpt, ReasoningEffortOpt, ThinkingTokensOpt, llm_options
+from ._llm_options import ModelsOpt as ModelOpt
+
 EXIT_OK = 0
 EXIT_REJECTED = 1  # a domain failure: the candidate or run did not succeed
 EXIT_USAGE = 2  # bad usage or bad input file
@@ -105,17 +108,23 @@ def parse_gpus(text: str | None) -> tuple[int, ...] | None:
 
 
 def run_options(**fields: Any):
-    """`RunOptions` from the parsed options; a bad combination is a usage error."""
+    """`RunOptions` from the parsed options; a bad combination is a usage error.
+
+    `model` is the list `--model` gave (an ensemble when several); with the LLM
+    flags (`context_tokens`, `multi_turn`, `reasoning_effort`, `thinking_tokens`)
+    it becomes the run's `LLMOptions`."""
     from evokernel.loop import RunError, RunOptions
 
+    models = fields.pop("model", None)
+    flags = {k: fields.pop(k) for k in ("context_tokens", "multi_turn", "reasoning_effort", "thinking_tokens") if k in fields}
+    llm = llm_options(list(models or []), replay=bool(fields.get("replay", False)), **flags)
     try:
-        return RunOptions(**fields)
+        return RunOptions(llm=llm, **fields)
     except RunError as exc:
         raise fail_usage(str(exc)) from None
 
 
 # Options shared by several commands, so each reads and helps the same way.
-ModelOpt = Annotated[Optional[str], typer.Option(help="LLM as PROVIDER:MODEL (openai:..., anthropic:...).")]
 BackendOpt = Annotated[str, typer.Option(help="Executor backend: triton, cuda or ascendc (see `evokernel backends`).")]
 BudgetOpt = Annotated[int, typer.Option(min=1, help="Steps per task.")]
 DeviceOpt = Annotated[Optional[str], typer.Option(help="cuda:N or cpu; default: every visible GPU, else the CPU.")]
@@ -147,6 +156,28 @@ JobsOpt = Annotated[Optional[int], typer.Option(
     min=1, help="Steps in flight at once; default: up to 16 with an LLM, the CPU cores (or GPUs) otherwise.")]
 GpusOpt = Annotated[Optional[str], typer.Option(help="GPUs to evaluate on, e.g. 0,1 (one worker each); default: all.")]
 EngineOpt = Annotated[str, typer.Option(help="local (worker processes here) or ray (Ray tasks; pip install 'evokernel[ray]').")]
+MinOwnShareOpt = Annotated[float, typer.Option(
+    min=0.0, max=1.0, help="Under --rules kernelbench: own kernels' least share of GPU time (0: report only).")]
+
+
+def parse_bytes(text: str | None) -> int | None:
+    """'8G', '512M', '1000000' -> bytes (powers of 1024 for K/M/G/T)."""
+    if text is None:
+        return None
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+    t = text.strip().upper().removesuffix("B").removesuffix("I")
+    try:
+        value = float(t[:-1]) * units[t[-1]] if t and t[-1] in units else float(t)
+    except ValueError:
+        raise typer.BadParameter(f"{text!r} is not a size such as 8G, 512M or a number of bytes") from None
+    if not value > 0:
+        raise typer.BadParameter(f"{text!r} is not a positive size")
+    return int(value)
+
+
+MemoryBudgetOpt = Annotated[Optional[str], typer.Option(
+    "--memory-budget", metavar="SIZE",
+    help="At most this much device memory for one evaluation (8G, 512M...); a task that needs more is a task_error.")]
 MemoryModeOpt = Annotated[str, typer.Option("--memory-mode", help="off, task-only, similarity or value (ablations).")]
 SkillsOpt = Annotated[bool, typer.Option(
     help="The verified skill library: propose skills from improving steps, verify and select them (--no-skills: off).")]

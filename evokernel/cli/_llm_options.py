@@ -12,7 +12,7 @@ import typer
 
 ModelsOpt = Annotated[
     Optional[list[str]],
-    typer.Option("--model", help="PROVIDER:MODEL, optionally @WEIGHT; repeat for an ensemble "
+    typer.Option("--model", metavar="PROVIDER:MODEL", help="PROVIDER:MODEL, optionally @WEIGHT; repeat for an ensemble "
                                  "(each step draws one model by weight)."),
 ]
 ContextTokensOpt = Annotated[

@@ -25,8 +25,15 @@ from ._common import (
     GpusOpt,
     JobsOpt,
     JsonOpt,
+    MemoryBudgetOpt,
     MemoryModeOpt,
+    MinOwnShareOpt,
+    parse_bytes,
+    ContextTokensOpt,
     ModelOpt,
+    MultiTurnOpt,
+    ReasoningEffortOpt,
+    ThinkingTokensOpt,
     RepsOpt,
     RerankOpt,
     RulesOpt,
@@ -111,6 +118,10 @@ def bench_command(
     suite: SuiteArg,
     policy: PolicyOpt = "builtin",
     model: ModelOpt = None,
+    context_tokens: ContextTokensOpt = 24_000,
+    multi_turn: MultiTurnOpt = False,
+    reasoning_effort: ReasoningEffortOpt = None,
+    thinking_tokens: ThinkingTokensOpt = None,
     backend: BackendOpt = "triton",
     budget: BudgetOpt = 30,
     limit: LimitOpt = None,
@@ -123,6 +134,8 @@ def bench_command(
     gpus: GpusOpt = None,
     size: SizeOpt = None,
     rules: RulesOpt = "strict",
+    min_own_share: MinOwnShareOpt = 0.0,
+    memory_budget: MemoryBudgetOpt = None,
     jobs: JobsOpt = None,
     engine: EngineOpt = "local",
     seed: SeedOpt = 0,
@@ -146,8 +159,10 @@ def bench_command(
     """
     from evokernel.bench import run_bench
 
-    options = run_options(policy=policy, model=model, backend=backend, budget=budget, memory_mode=memory_mode,
-                          device=device, gpus=parse_gpus(gpus), size=size, rules=rules, jobs=jobs, engine=engine,
+    options = run_options(policy=policy, model=model, context_tokens=context_tokens, multi_turn=multi_turn,
+                          reasoning_effort=reasoning_effort, thinking_tokens=thinking_tokens, backend=backend, budget=budget, memory_mode=memory_mode,
+                          device=device, gpus=parse_gpus(gpus), size=size, rules=rules,
+        min_own_share=min_own_share, memory_budget_bytes=parse_bytes(memory_budget), jobs=jobs, engine=engine,
                           seed=seed, timeout_s=timeout, trials=trials, reps=reps, warmup=warmup, baselines=baselines,
                           compile_baseline=compile_baseline, atol=atol, rtol=rtol, kernelbench_seeding=kernelbench_seeding,
                           skills=skills, rerank=rerank)
@@ -219,6 +234,10 @@ def ablate_command(
     suite: SuiteArg,
     policy: PolicyOpt = "builtin",
     model: ModelOpt = None,
+    context_tokens: ContextTokensOpt = 24_000,
+    multi_turn: MultiTurnOpt = False,
+    reasoning_effort: ReasoningEffortOpt = None,
+    thinking_tokens: ThinkingTokensOpt = None,
     backend: BackendOpt = "triton",
     budget: BudgetOpt = 30,
     limit: LimitOpt = None,
@@ -230,6 +249,8 @@ def ablate_command(
     gpus: GpusOpt = None,
     size: SizeOpt = None,
     rules: RulesOpt = "strict",
+    min_own_share: MinOwnShareOpt = 0.0,
+    memory_budget: MemoryBudgetOpt = None,
     jobs: JobsOpt = None,
     seed: SeedOpt = 0,
     timeout: TimeoutOpt = 300.0,
@@ -241,8 +262,10 @@ def ablate_command(
     """Compare independent samples, refinement without memory, similarity-only and value-driven retrieval at equal budget."""
     from evokernel.bench import run_ablation
 
-    options = run_options(policy=policy, model=model, backend=backend, budget=budget, device=device,
-                          gpus=parse_gpus(gpus), size=size, rules=rules, jobs=jobs, seed=seed, timeout_s=timeout,
+    options = run_options(policy=policy, model=model, context_tokens=context_tokens, multi_turn=multi_turn,
+                          reasoning_effort=reasoning_effort, thinking_tokens=thinking_tokens, backend=backend, budget=budget, device=device,
+                          gpus=parse_gpus(gpus), size=size, rules=rules,
+        min_own_share=min_own_share, memory_budget_bytes=parse_bytes(memory_budget), jobs=jobs, seed=seed, timeout_s=timeout,
                           trials=trials, reps=reps)
     result = _call(run_ablation, suite, options, limit=limit, memory=memory, arms=arm, command=_command_line(ctx),
                    budget=budget, backend=backend, device=device, size=size)

@@ -17,8 +17,15 @@ from ._common import (
     GpusOpt,
     JobsOpt,
     JsonOpt,
+    MemoryBudgetOpt,
     MemoryModeOpt,
+    MinOwnShareOpt,
+    parse_bytes,
+    ContextTokensOpt,
     ModelOpt,
+    MultiTurnOpt,
+    ReasoningEffortOpt,
+    ThinkingTokensOpt,
     RepsOpt,
     RerankOpt,
     RulesOpt,
@@ -55,6 +62,10 @@ def run_command(
     tasks: Annotated[Optional[list[str]], typer.Argument(help="Task files or bundled task names; none: the bundled examples.")] = None,
     backend: BackendOpt = "triton",
     model: ModelOpt = None,
+    context_tokens: ContextTokensOpt = 24_000,
+    multi_turn: MultiTurnOpt = False,
+    reasoning_effort: ReasoningEffortOpt = None,
+    thinking_tokens: ThinkingTokensOpt = None,
     policy: PolicyOpt = "builtin",
     budget: BudgetOpt = 30,
     memory: MemoryOpt = None,
@@ -65,6 +76,8 @@ def run_command(
     gpus: GpusOpt = None,
     size: SizeOpt = None,
     rules: RulesOpt = "strict",
+    min_own_share: MinOwnShareOpt = 0.0,
+    memory_budget: MemoryBudgetOpt = None,
     jobs: JobsOpt = None,
     engine: EngineOpt = "local",
     timeout: TimeoutOpt = 300.0,
@@ -81,8 +94,10 @@ def run_command(
     import evokernel
 
     options = run_options(
-        backend=backend, model=model, policy=policy, budget=budget, memory_mode=memory_mode, device=device,
-        gpus=parse_gpus(gpus), size=size, rules=rules, jobs=jobs, engine=engine, timeout_s=timeout, trials=trials,
+        backend=backend, model=model, context_tokens=context_tokens, multi_turn=multi_turn,
+        reasoning_effort=reasoning_effort, thinking_tokens=thinking_tokens, policy=policy, budget=budget, memory_mode=memory_mode, device=device,
+        gpus=parse_gpus(gpus), size=size, rules=rules,
+        min_own_share=min_own_share, memory_budget_bytes=parse_bytes(memory_budget), jobs=jobs, engine=engine, timeout_s=timeout, trials=trials,
         reps=reps, export=str(export) if export else None, resume=resume, replay=replay, port_from=tuple(port_from or ()),
         seed=seed, skills=skills, rerank=rerank,
     )
@@ -93,6 +108,10 @@ def run_command(
 def refine_command(
     backend: BackendOpt = "triton",
     model: ModelOpt = None,
+    context_tokens: ContextTokensOpt = 24_000,
+    multi_turn: MultiTurnOpt = False,
+    reasoning_effort: ReasoningEffortOpt = None,
+    thinking_tokens: ThinkingTokensOpt = None,
     policy: PolicyOpt = "builtin",
     budget: BudgetOpt = 10,
     memory: MemoryOpt = None,
@@ -102,6 +121,8 @@ def refine_command(
     gpus: GpusOpt = None,
     size: SizeOpt = None,
     rules: RulesOpt = "strict",
+    min_own_share: MinOwnShareOpt = 0.0,
+    memory_budget: MemoryBudgetOpt = None,
     jobs: JobsOpt = None,
     engine: EngineOpt = "local",
     timeout: TimeoutOpt = 300.0,
@@ -112,8 +133,10 @@ def refine_command(
     import evokernel
 
     options = run_options(
-        backend=backend, model=model, policy=policy, budget=budget, device=device, gpus=parse_gpus(gpus), size=size,
-        rules=rules, jobs=jobs, engine=engine, timeout_s=timeout, export=str(export) if export else None,
+        backend=backend, model=model, context_tokens=context_tokens, multi_turn=multi_turn,
+        reasoning_effort=reasoning_effort, thinking_tokens=thinking_tokens, policy=policy, budget=budget, device=device, gpus=parse_gpus(gpus), size=size,
+        rules=rules,
+        min_own_share=min_own_share, memory_budget_bytes=parse_bytes(memory_budget), jobs=jobs, engine=engine, timeout_s=timeout, export=str(export) if export else None,
         skills=skills, rerank=rerank,
     )
     result = _with_progress(evokernel.refine, options, memory=memory)
@@ -125,7 +148,7 @@ def _with_progress(fn: Any, options: Any, *args: Any, memory: Path | None) -> An
     from ._progress import RunProgress
 
     device = prepare_device(options.backend, options.device)
-    label = options.model or f"{options.policy} (offline, not an LLM)"
+    label = options.policy_label if options.model else f"{options.policy} (offline, not an LLM)"
     said = [f"policy: {label}; backend: {options.backend}; device: {device}; memory: {memory or 'default'}"]
     note = size_note(device, options.size)
     view = RunProgress(err_console(), options.budget, preamble=[note, *said] if note else said)

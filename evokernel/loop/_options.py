@@ -39,6 +39,9 @@ class RunOptions:
     backend: str = "triton"
     budget: int = 30  # steps per task
     model: str | None = None  # PROVIDER:MODEL: the LLM policy; None: `policy`
+    # The LLM policy's settings (several models with weights, prompt budget, multi-turn,
+    # reasoning): an `evokernel.llm.LLMOptions`; None with `model` means its defaults.
+    llm: Any = None
     policy: str = "builtin"
     memory_mode: str = "value"
     n_memories: int = 5
@@ -48,6 +51,8 @@ class RunOptions:
     device: str | None = None
     size: str | None = None
     rules: str = "strict"
+    min_own_share: float = 0.0  # under kernelbench: own kernels' least share of GPU time (0: report only)
+    memory_budget_bytes: int | None = None  # at most this much device memory for one evaluation (None: what it has)
     timeout_s: float = dataclasses.field(default=300.0, metadata=_how())
     trials: int = 5
     reps: int = 100
@@ -74,6 +79,8 @@ class RunOptions:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "port_from", tuple(self.port_from))
+        if self.llm is not None and self.model is None:
+            object.__setattr__(self, "model", self.llm.label if len(self.llm.models) == 1 else self.llm.models[0].spec)
         if self.gpus is not None:
             object.__setattr__(self, "gpus", tuple(int(g) for g in self.gpus))
         if self.export is not None:
@@ -85,6 +92,9 @@ class RunOptions:
             (self.n_memories >= 1, f"n_memories must be at least 1, got {self.n_memories}"),
             (self.size is None or _is_word(self.size), f"size must be a word such as {' or '.join(SIZES)}, got {self.size!r}"),
             (self.rules in _rule_sets(), f"rules must be one of {', '.join(_rule_sets())}, got {self.rules!r}"),
+            (0.0 <= self.min_own_share <= 1.0, f"min_own_share must be in [0, 1], got {self.min_own_share}"),
+            (self.memory_budget_bytes is None or self.memory_budget_bytes > 0,
+             f"memory budget must be a positive number of bytes, got {self.memory_budget_bytes}"),
             (self.timeout_s > 0, f"timeout must be a positive number of seconds, got {self.timeout_s:g}"),
             (self.trials >= 1, f"trials must be at least 1, got {self.trials}"),
             (self.reps >= 1, f"reps must be at least 1, got {self.reps}"),
@@ -117,6 +127,8 @@ class RunOptions:
 
     @property
     def policy_label(self) -> str:
+        if self.llm is not None:
+            return self.llm.label
         return self.model or self.policy
 
 

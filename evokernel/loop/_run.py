@@ -172,9 +172,21 @@ def make_policy(options: RunOptions, store: Any) -> Any:
     from evokernel.policies import get_policy
 
     try:
-        return get_policy(model=options.model, policy=options.policy, log=store, replay=options.replay)
+        return get_policy(model=options.model, policy=options.policy, log=store, replay=options.replay,
+                          llm=options.llm, hardware=_hardware(options, store) if options.model else None)
     except (ValueError, ImportError, LLMError) as exc:
         raise RunError(str(exc)) from None
+
+
+def _hardware(options: RunOptions, store: Any) -> Any:
+    """The GPU's measured facts for the LLM's prompts (measured once, cached beside the memory);
+    None off a GPU, where latencies are not speed."""
+    from backends import hardware_facts
+
+    device = resolve_device(options.device)
+    if not device.startswith("cuda"):
+        return None
+    return hardware_facts(device, cache_path=Path(store.path).parent / "hardware.json")
 
 
 def make_executor(options: RunOptions, devices: Sequence[str], jobs: int) -> Any:
