@@ -46,7 +46,7 @@ _TECHNIQUES = (
     "operator fusion", "fused epilogue", "coalesced stores", "loop unrolling", "two pass reduction",
     "split k", "tensor cores", "swizzled grid", "unified buffer tiling", "queue depth two", "pipelined copy",
 )
-_VERDICTS = ("ok", "compiled", "compile_error", "runtime_error", "wrong_result", "timeout", "hack")
+_VERDICTS = ("ok", "compiled", "compile_error", "runtime_error", "wrong_result", "timeout", "hack", "disallowed", "task_error")
 _ERRORS = (
     "mismatch at index", "max abs diff", "undefined identifier", "illegal memory access",
     "unified buffer overflow", "DataCopy size not multiple of 32 bytes", "out of resources shared memory",

@@ -191,3 +191,22 @@ def test_task_row_keeps_the_last_verdict_and_the_attempts():
     row = task_row(outcome)
     assert (row["last_status"], row["last_message"]) == ("task_error", "the task does not fit: ...")
     assert [(a["step"], a["status"]) for a in row["attempt_log"]] == [(1, "compile_error"), (2, "task_error")]
+
+
+def test_degenerate_tasks_stay_out_of_geometric_means_and_fast_p():
+    from backends import Baselines, Verdict
+    from evokernel.bench import compute_metrics
+    from evokernel.loop import Attempt, TaskOutcome
+
+    def outcome(name: str, eager_ms: float, degenerate: str = "") -> TaskOutcome:
+        o = TaskOutcome(name=name, task_key=name, path=f"{name}.py")
+        o.record(Attempt(step=1, stage="draft", verdict=Verdict.OK, message="", latency_ms=1.0,
+                         latency_source="measured-gpu", baselines=Baselines(eager_ms=eager_ms), degenerate=degenerate))
+        return o
+
+    honest, zeros = outcome("honest", 2.0), outcome("zeros", 50.0, degenerate="every output is 0")
+    m = compute_metrics([honest, zeros], device="cuda:0")
+    assert m["degenerate_tasks"] == ["zeros"]
+    assert m["geomean_speedup_eager"] == pytest.approx(2.0) and m["n_speedup_eager"] == 1
+    assert m["fast_eager"]["fast_1"] == pytest.approx(0.5)  # the degenerate task's 50x is not a fast task
+    assert m["correct"] == 2  # it still counts as correct: its verdict stands

@@ -9,7 +9,9 @@ Conventions, so that numbers from different runs mean the same thing:
   baseline counts as not fast. When no task has that baseline measured at all
   (a CPU run: baselines are timed on a GPU only), the value is None, not 0.
 - Geometric means and medians of speedups are over the correct tasks that have
-  the measurement; `n` beside them says how many.
+  the measurement; `n` beside them says how many. Degenerate tasks (outputs that
+  cannot tell a kernel from a no-op, with no stress trial that helps) are left
+  out of them, and never count as fast in `fast_p`; `degenerate_tasks` lists them.
 - Speedups measured anywhere but on a GPU are not comparable with published
   numbers: `speed_comparable` says so and `speed_note` says why.
 """
@@ -72,16 +74,19 @@ def task_row(outcome: Any) -> dict[str, Any]:
         "stopped": outcome.stopped,
         "statuses": list(outcome.statuses),
         # Why the task ended where it did, without opening the memory: the last verdict and every attempt.
-        "last_status": getattr(outcome, "last_status", None),
-        "last_message": getattr(outcome, "last_message", ""),
-        "attempt_log": [a.to_dict() for a in getattr(outcome, "history", [])],
+        "last_status": outcome.last_status,
+        "last_message": outcome.last_message,
+        "attempt_log": [a.to_dict() for a in outcome.history],
+        "own_kernel_share": outcome.own_kernel_share,
+        "degenerate": outcome.degenerate,
+        "stress_tested": outcome.stress_tested,
         "tokens_in": outcome.tokens_in,
         "tokens_out": outcome.tokens_out,
         "cost_usd": outcome.cost_usd,
-        "achieved_gbps": getattr(outcome, "achieved_gbps", None),
-        "copy_gbps": getattr(outcome, "copy_gbps", None),
+        "achieved_gbps": outcome.achieved_gbps,
+        "copy_gbps": outcome.copy_gbps,
         "bandwidth_vs_copy": (outcome.achieved_gbps / outcome.copy_gbps)
-        if getattr(outcome, "achieved_gbps", None) and getattr(outcome, "copy_gbps", None) else None,
+        if outcome.achieved_gbps and outcome.copy_gbps else None,
     }
     for base in BASELINES:
         s = _speedup(outcome, base)
@@ -127,8 +132,10 @@ def compute_metrics(outcomes: Sequence[Any], *, device: str | None = None, is_ll
         "speed_comparable": comparable,
         "speed_note": note,
     }
+    m["degenerate_tasks"] = [o.name for o in outcomes if o.degenerate]
+    m["stress_tested_tasks"] = [o.name for o in outcomes if o.stress_tested]
     for base in BASELINES:
-        speedups = [_speedup(o, base) for o in correct]
+        speedups = [_speedup(o, base) for o in correct if not o.degenerate]
         measured = [s for s in speedups if s is not None]
         any_baseline = any(_speedup(o, base) is not None for o in outcomes)
         m[f"fast_{base}"] = {
