@@ -18,6 +18,7 @@ kb=${1:?usage: kernelbench_builtin.sh KERNELBENCH_DIR OUT_DIR [REPS]}
 out=${2:?usage: kernelbench_builtin.sh KERNELBENCH_DIR OUT_DIR [REPS]}
 reps=${3:-30}
 mkdir -p "$out"
+rm -f "$out/status.txt"
 kb=$(cd "$kb" && pwd)
 out=$(cd "$out" && pwd)
 cd "$(dirname "$0")/.."
@@ -31,13 +32,16 @@ python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', tr
 
 bench() {  # LEVEL RULES GPU_LIST
     local start=$SECONDS
+    local gpu_opt=()
+    if [ -n "$3" ]; then gpu_opt=(--gpus "$3"); fi
     python3 -m evokernel.cli bench "$kb/level$1" --policy builtin --budget 2 --rules "$2" --reps "$reps" \
-        --gpus "$3" --json --out "$out/kernelbench-level$1-h200-builtin.json" \
+        "${gpu_opt[@]}" --json --out "$out/kernelbench-level$1-h200-builtin.json" \
         >"$out/level$1.stdout" 2>"$out/level$1.log"
     echo "level$1 ($2) exit $? in $((SECONDS - start)) s" >>"$out/status.txt"
 }
 
-all=$(seq -s, 0 $((gpus - 1)))
+all=""
+if [ "$gpus" -ge 1 ]; then all=$(seq -s, 0 $((gpus - 1))); fi  # none: the CPU (a dry run of this script)
 if [ "$gpus" -ge 2 ]; then
     half=$((gpus / 2))
     first=$(seq -s, 0 $((half - 1)))
