@@ -138,6 +138,12 @@ def _analyze(module: types.ModuleType, rules: str = "strict") -> Plan:
                 value = getattr(value, part)
             if not isinstance(value, torch.Tensor):
                 raise Reject(f"attribute {node.target} is not a tensor")
+            if str(node.target).startswith("_tensor_constant"):
+                # torch.tensor(c) in forward, folded by torch.fx into a constant of its own module
+                if value.numel() != 1 or value.is_meta:
+                    raise Reject("a tensor constant built in forward with more than one element")
+                env[node] = Ref("const", float(value.reshape(()).item()))
+                continue
             path = ".".join(f"[{p}]" if p.isdigit() else p for p in str(node.target).split(".")).replace(".[", "[")
             env[node] = b.leaf(f"self.{path}", _spec_of(value), str(node.target).replace(".", "_"))
         elif node.op == "call_function":
