@@ -307,6 +307,17 @@ def test_admission_needs_the_speedup_in_every_alternation():
     assert steady.admitted and "lowest 1.22x" in steady.reason and steady.reruns == 3
 
 
+def test_a_skill_change_applies_only_the_way_its_evidence_went():
+    from evokernel.policies._search import _agrees
+
+    assert _agrees({"block_m": 1}, {"block_m": 2}, {"block_m": 1})
+    assert not _agrees({"block_m": 4}, {"block_m": 2}, {"block_m": 1}), "1 -> 2 was faster says nothing for 4 -> 2"
+    assert _agrees({"block_n": 512}, {"block_n": 2048}, {"block_n": 1024})
+    assert not _agrees({"block_n": 2048}, {"block_n": 2048}, {"block_n": 1024}), "nothing to change"
+    assert _agrees({"one_pass": True}, {"one_pass": False}, {"one_pass": True})
+    assert not _agrees({"one_pass": False, "block_m": 1}, {"one_pass": True, "block_m": 2}, {"one_pass": True, "block_m": 1})
+
+
 def test_options_are_checked():
     with pytest.raises(ValueError, match="at least 3 alternations"):
         SkillOptions(reruns=2)

@@ -54,6 +54,24 @@ class PlanCache:
         return self._plans[key]
 
 
+def _agrees(base: dict, change: dict, before: dict) -> bool:
+    """Whether a skill's change, made from `base`, moves each number the way its evidence moved it
+    (from `before` to `change`): "block_m 1 -> 2 was faster" says nothing for moving 4 down to 2.
+    A non-numeric setting applies only from the value the evidence started at."""
+    moved = False
+    for key, value in change.items():
+        old, now = before.get(key), base.get(key)
+        if now == value:
+            continue
+        numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (old, now, value))
+        if numbers and (value - old) * (value - now) <= 0:
+            return False
+        if not numbers and now != old:
+            return False
+        moved = True
+    return moved
+
+
 @dataclasses.dataclass(frozen=True)
 class ConfigSpace:
     """One policy's configurations: how to read, name and move between them."""
@@ -97,7 +115,8 @@ class ConfigSpace:
     def skilled(self, ctx: StepContext, family: str) -> list[tuple[MemoryNote, Any]]:
         """The configurations the step's skills (evokernel/skills) suggest, in their order: each
         skill's configuration change applied to the start point's configuration when refining,
-        to the default when drafting. Only skills of this policy's configurations and family."""
+        to the default when drafting. Only skills of this policy's configurations and family,
+        and only where the change goes the way its evidence went (see `_agrees`)."""
         base = self.default
         if ctx.stage == "refine" and ctx.start_point is not None:
             base = self._parse(ctx.start_point.extra.get(self.config_key)) or self.default
@@ -106,6 +125,8 @@ class ConfigSpace:
             hint = ((note.extra or {}).get("skill") or {}).get("hint") or {}
             change = hint.get("set")
             if hint.get("config_key") != self.config_key or hint.get("family") != family or not isinstance(change, dict):
+                continue
+            if not _agrees(base.to_dict(), change, hint.get("from") or {}):
                 continue
             config = self._parse({**base.to_dict(), **change})
             if config is not None:
