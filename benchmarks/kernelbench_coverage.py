@@ -29,14 +29,14 @@ sys.path.insert(0, str(ROOT))
 KEEP_AT_MOST = 16  # integers up to this are kernel sizes, strides, dims, groups: kept (batch aside)
 
 
-def shrink_value(name: str, value: int, shared: bool = False, base: int = 16) -> int:
+def shrink_value(name: str, value: int, shared: bool = False, base: int = 16, wide: bool = False) -> int:
     """Equal sizes stay equal (a batch that is also a feature size must still broadcast):
     only a batch size no other constant shares becomes 2."""
     if "batch" in name.lower() and value > 2 and (value <= KEEP_AT_MOST or not shared):
         return 2  # the interpreter's time grows with the batch; nothing else depends on it
     if value <= KEEP_AT_MOST:
         return value
-    if any(word in name.lower() for word in ("features", "hidden")):
+    if wide:
         # a gemm's width is also what a group norm splits: keep groups of a few channels, where
         # torch's own CPU group norm is accurate (on one or two channels it is off by ~1e-3)
         base *= 4
@@ -55,6 +55,11 @@ class _Shrinker(ast.NodeTransformer):
         self.env: dict[str, object] = {}
         self.values: dict[str, set[int]] = {}  # original integer values per name
 
+    def _wide(self, value: int) -> bool:
+        """The value of a gemm width (any constant equal to it shrinks the same way)."""
+        return any(value in vals for other, vals in self.values.items()
+                   if any(word in other.lower() for word in ("features", "hidden")))
+
     def _shared(self, name: str, value: int) -> bool:
         return any(value in vals for other, vals in self.values.items() if "batch" not in other.lower())
 
@@ -68,11 +73,13 @@ class _Shrinker(ast.NodeTransformer):
         value = self._eval(node)
         if isinstance(value, bool):
             return node, value
+        if any(isinstance(sub, ast.Name) for sub in ast.walk(node)):
+            return node, value  # built from constants already shrunk (bias_shape = (out_features,))
         if isinstance(value, int):
-            small = shrink_value(name, value, self._shared(name, value), self.base)
+            small = shrink_value(name, value, self._shared(name, value), self.base, self._wide(value))
             return ast.Constant(small), small
         if isinstance(value, tuple) and value and all(isinstance(v, int) and not isinstance(v, bool) for v in value):
-            small = tuple(shrink_value(name, v, self._shared(name, v), self.base) for v in value)
+            small = tuple(shrink_value(name, v, self._shared(name, v), self.base, self._wide(v)) for v in value)
             return ast.Tuple([ast.Constant(v) for v in small], ast.Load()), small
         return node, value
 
@@ -104,7 +111,7 @@ class _Shrinker(ast.NodeTransformer):
         if node.name == "get_inputs":
             for sub in ast.walk(node):
                 if isinstance(sub, ast.Constant) and type(sub.value) is int:
-                    sub.value = shrink_value("", sub.value, True, self.base)
+                    sub.value = shrink_value("", sub.value, True, self.base, self._wide(sub.value))
         return node
 
     def visit_Module(self, node: ast.Module):
