@@ -154,37 +154,40 @@ def generate_conv(plan: Plan, config: Config, tag: str = "") -> StageCode:
     else:
         k += _unravel("offs_m", ["1"] + dout, ["nb"] + [f"o_{d}" for d in sp], "    ")
         k.append("    kg = KG")
-    for d in sp:  # where each row's window starts (or, transposed, where its taps count from)
-        k += ["    if TRANSPOSED:", f"        base_{d} = o_{d} + PD_{d}", "    else:", f"        base_{d} = o_{d} * ST_{d} - PD_{d}"]
+    # Addresses split into a per-row part (outside the K loop) and a per-column part (one
+    # vector per K step), so a tile element costs one add; bounds are checked only where a
+    # tap can fall outside the input (padding, transposed taps).
+    if phased:
+        rows_at = [f"q_{d}" for d in sp]
+    else:
+        for d in sp:  # where each row's window starts (or, transposed, where its taps count from)
+            k.append(f"    base_{d} = o_{d} + PD_{d}" if transposed else f"    base_{d} = o_{d} * ST_{d} - PD_{d}")
+        rows_at = [f"base_{d}" for d in sp]
     k += ["    co = g * COUT_G + offs_n",
-          "    x_row = nb * sx_n + (g * CIN_G) * sx_c",
+          "    x_row = nb * sx_n + (g * CIN_G) * sx_c" + "".join(f" + {r} * sx_{d}" for d, r in zip(sp, rows_at)),
           "    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)",
           "    for k0 in range(0, kg, BLOCK_K):",
           "        offs_k = k0 + tl.arange(0, BLOCK_K)",
           "        k_mask = offs_k < kg",
           "        # reduction index -> (input channel, kernel tap)"]
     ok = ["m_mask[:, None]", "k_mask[None, :]"]
-    a_offs = ["x_row[:, None]", "ci[None, :] * sx_c"]
+    checked = transposed or any(conv.attr("padding"))
     if phased:
         k += _unravel("offs_k", ["1"] + [f"cnt_{d}" for d in sp], ["ci"] + [f"j_{d}" for d in sp], "        ")
         for d in sp:
             k += [f"        t_{d} = t0_{d} + j_{d} * TS_{d}",
-                  f"        i_{d} = q_{d}[:, None] + (r_{d} - t_{d}[None, :] * DL_{d}) // ST_{d}",
-                  f"        ok_{d} = (i_{d} >= 0) & (i_{d} < din_{d})"]
-            ok.append(f"ok_{d}")
-            a_offs.append(f"i_{d} * sx_{d}")
+                  f"        kd_{d} = (r_{d} - t_{d} * DL_{d}) // ST_{d}  # exact: the tap reaches this phase"]
     else:
         k += _unravel("offs_k", ["1"] + kt, ["ci"] + [f"t_{d}" for d in sp], "        ")
-    for d in ([] if phased else sp):
-        k += ["        if TRANSPOSED:",
-              f"            num_{d} = base_{d}[:, None] - t_{d}[None, :] * DL_{d}",
-              f"            i_{d} = num_{d} // ST_{d}",
-              f"            ok_{d} = (num_{d} >= 0) & (num_{d} % ST_{d} == 0) & (i_{d} < din_{d})",
-              "        else:",
-              f"            i_{d} = base_{d}[:, None] + t_{d}[None, :] * DL_{d}",
-              f"            ok_{d} = (i_{d} >= 0) & (i_{d} < din_{d})"]
-        ok.append(f"ok_{d}")
-        a_offs.append(f"i_{d} * sx_{d}")
+        for d in sp:
+            k.append(f"        kd_{d} = {'-' if transposed else ''}t_{d} * DL_{d}")
+    k.append("        x_col = ci * sx_c" + "".join(f" + kd_{d} * sx_{d}" for d in sp))
+    if checked:
+        for d in sp:
+            k += [f"        i_{d} = {rows_at[d]}[:, None] + kd_{d}[None, :]",
+                  f"        ok_{d} = (i_{d} >= 0) & (i_{d} < din_{d})"]
+            ok.append(f"ok_{d}")
+    a_offs = ["x_row[:, None]", "x_col[None, :]"]
     w_taps = " + ".join(f"t_{d}[:, None] * sw_k{d}" for d in sp)
     k += [f"        a_tile = tl.load(x_ptr + {' + '.join(a_offs)}, mask={' & '.join(ok)}, other=0.0)",
           "        if TRANSPOSED:",
