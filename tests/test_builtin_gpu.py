@@ -28,7 +28,10 @@ LARGER = {
 
 def _configs(plan):
     rng = random.Random(0)
-    return [default_config(plan)] + rng.sample(search_space(plan), 3)
+    # a convolution's other roundings are for references that round differently: only "auto"
+    # matches cuDNN with its TF32 switch on, as here
+    space = [c for c in search_space(plan) if c.precision == "auto"]
+    return [default_config(plan)] + rng.sample(space, min(3, len(space)))
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
