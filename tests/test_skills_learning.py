@@ -55,10 +55,32 @@ def test_summary_counts_attempts_to_within_five_percent_of_the_best_any_arm_foun
     assert rows["empty"]["t"]["best_latency_any_arm_ms"] == 8.0
     assert rows["warm"]["t"]["attempts_to_within_5pct"] == 2 and rows["empty"]["t"]["attempts_to_within_5pct"] is None
     assert metrics["warm"]["geomean_best_latency_vs_empty"] == pytest.approx(8.0 / 9.0)
-    assert any("cannot improve" in n for n in notes)
+    assert any("memory cannot lower this number" in n for n in notes)
+    assert any(n.startswith("t [warm]: the same first draft") and "0.89x of the empty arm's" in n for n in notes)
     same = {"empty": {"t": _row([10.0, 9.0], configs=["a", "b"])}, "warm": {"t": _row([10.0, 9.5], configs=["a", "b"])}}
     _, notes = learning.summarise(same)
-    assert any("memory made no difference" in n and "first draft was already correct" in n for n in notes)
+    assert any(n.startswith("t [warm]: memory made no difference") and "no retrieved experience or skill" in n
+               for n in notes)
+
+
+def test_each_arm_best_is_re_timed_against_the_empty_arms_in_one_worker():
+    from backends import Verdict
+    from backends._retime import RetimeReport
+
+    class Retimer:
+        calls = []
+
+        def retime(self, path, baseline, candidate, *, options=None, rounds=3, **_):
+            self.calls.append((baseline, candidate, rounds))
+            return RetimeReport(Verdict.OK, "", 10.0, 4.0, 2.5, ((10.0, 4.0),) * rounds, "interpreted-cpu")
+
+    rows = {"empty": {"t": {}}, "warm": {"t": {}}, "warm-no-skills": {"t": {}}}
+    sources = {("empty", "t"): "A", ("warm", "t"): "B", ("warm-no-skills", "t"): "A"}
+    ex = Retimer()
+    learning.retime_bests(rows, sources, {"t": Path("t.py")}, ex, None)
+    assert ex.calls == [("A", "B", 3)], "the same kernel is not re-timed against itself"
+    assert rows["warm"]["t"]["best_vs_empty_retimed"] == pytest.approx(0.4)
+    assert rows["empty"]["t"]["best_vs_empty_retimed"] == 1.0 and rows["warm-no-skills"]["t"]["best_vs_empty_retimed"] == 1.0
 
 
 def test_value_pairs_are_replayed_to_the_values_before_each_step(tmp_path):
