@@ -364,11 +364,45 @@ def main(argv: list[str] | None = None) -> int:
     log(f"device {device} ({jobs} worker(s)), size {size}; warm-up {len(warm_paths)} tasks x {warm_budget}, "
         f"held-out {len(held_paths)} tasks x {budget} x {len(arms)} arms")
     rows: dict[str, dict[str, dict[str, Any]]] = {a.name: {} for a in arms}
-    correlations: dict[str, Any] = {}
     pairs_by_arm: dict[str, list[dict[str, Any]]] = {a.name: [] for a in arms}
     warm_summary: dict[str, Any] = {}
     best_sources: dict[tuple[str, str], str | None] = {}
     task_paths: dict[str, Path] = {}
+    command = shlex.join(["python", "benchmarks/learning.py", *(argv if argv is not None else sys.argv[1:])])
+    env = environment(device, options, [*warm_paths, *held_paths], size=size, jobs=jobs, command=command)
+
+    def write(*, complete: bool) -> dict[str, Any]:
+        """The result so far, written after every held-out run: a run cut short still leaves its numbers."""
+        metrics, notes = summarise(rows)
+        if not gpu:
+            notes.insert(0, "no GPU: every latency is the Triton interpreter's wall clock (interpreted-cpu), which "
+                            "follows the number of program instances, not GPU speed; skills admitted here are used "
+                            "only by runs with the same latency source")
+            notes.insert(1, "the arms ran one after the other on a CPU shared with other work, whose load moved each "
+                            "run's latencies by up to 2-3x: compare arms by best_vs_empty_retimed (each arm's best "
+                            "kernel re-timed against the empty arm's, in alternation in one worker), not by the runs' "
+                            "own numbers")
+        data = {
+            "kind": KIND, "version": 1, "policy": "builtin", "complete": complete,
+            "split": {"warm_families": list(warm_fams), "held_out_families": list(held_fams),
+                      "warm_tasks": [p.stem for p in warm_paths], "held_out_tasks": [p.stem for p in held_paths],
+                      "rule": "whole families on each side (each task file's FAMILY, else its CATEGORY): no held-out "
+                              "task, nor any task of its family, ran before the arms; each held-out task runs alone "
+                              "from its own copy of the memory"},
+            "arms": [dataclasses.asdict(a) for a in arms],
+            "budget": budget, "warm_budget": warm_budget,
+            "warm_up": warm_summary,
+            "metrics": metrics,
+            "value_success_correlation": {name: correlation(pairs) for name, pairs in pairs_by_arm.items()},
+            "notes": notes,
+            "tasks": rows,
+            "environment": env,
+            "seconds": round(time.time() - t0, 1),
+        }
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(data, indent=1, default=str) + "\n")
+        return data
+
     try:
         with tempfile.TemporaryDirectory(prefix="evokernel-learning-") as tmp:
             warm_db = Path(tmp) / "warm.db"
@@ -385,6 +419,7 @@ def main(argv: list[str] | None = None) -> int:
                                 "verification": s.extra.get("verification")} for s in skills],
                     "seconds": round(time.time() - t0, 1),
                 }
+                write(complete=False)
 
             def held_out(arm: Arm, path: Path) -> tuple[str, dict[str, Any], list[dict[str, Any]]]:
                 """One held-out task alone, from its own copy of the arm's memory."""
@@ -410,6 +445,7 @@ def main(argv: list[str] | None = None) -> int:
                     name, row, pairs = done
                     rows[arm.name][name] = row
                     pairs_by_arm[arm.name] += pairs
+                    write(complete=False)
             retime_bests(rows, best_sources, task_paths, executor, eval_options(options, size))
             if args.keep is not None:
                 args.keep.mkdir(parents=True, exist_ok=True)
@@ -417,40 +453,11 @@ def main(argv: list[str] | None = None) -> int:
                     _copy_sqlite(db, args.keep / db.name)
     finally:
         executor.close()
-    for name, pairs in pairs_by_arm.items():
-        correlations[name] = correlation(pairs)
-    metrics, notes = summarise(rows)
-    if not gpu:
-        notes.insert(0, "no GPU: every latency is the Triton interpreter's wall clock (interpreted-cpu), which follows "
-                        "the number of program instances, not GPU speed; skills admitted here are used only by runs "
-                        "with the same latency source")
-        notes.insert(1, "the arms ran one after the other on a CPU shared with other work, whose load moved each "
-                        "run's latencies by up to 2-3x: compare arms by best_vs_empty_retimed (each arm's best kernel "
-                        "re-timed against the empty arm's, in alternation in one worker), not by the runs' own numbers")
-    command = shlex.join(["python", "benchmarks/learning.py", *(argv if argv is not None else sys.argv[1:])])
-    data = {
-        "kind": KIND, "version": 1, "policy": "builtin",
-        "split": {"warm_families": list(warm_fams), "held_out_families": list(held_fams),
-                  "warm_tasks": [p.stem for p in warm_paths], "held_out_tasks": [p.stem for p in held_paths],
-                  "rule": "whole families on each side (CATEGORY of each task file): no held-out task, nor any "
-                          "task of its family, ran before the arms; each held-out task runs alone from its own "
-                          "copy of the memory"},
-        "arms": [dataclasses.asdict(a) for a in arms],
-        "budget": budget, "warm_budget": warm_budget,
-        "warm_up": warm_summary,
-        "metrics": metrics,
-        "value_success_correlation": correlations,
-        "notes": notes,
-        "tasks": rows,
-        "environment": environment(device, options, [*warm_paths, *held_paths], size=size, jobs=jobs, command=command),
-        "seconds": round(time.time() - t0, 1),
-    }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(data, indent=1, default=str) + "\n")
+    data = write(complete=True)
     log(f"wrote {args.out} in {data['seconds']:.0f} s")
-    for name, m in metrics.items():
+    for name, m in data["metrics"].items():
         log(f"{name}: {json.dumps(m)}")
-    for note in notes:
+    for note in data["notes"]:
         log(f"note: {note}")
     return 0
 
