@@ -7,6 +7,16 @@
 # benchmarks/results/), logs beside them, and prints the figures.
 #
 #   usage: bash benchmarks/kernelbench_builtin.sh KERNELBENCH_DIR OUT_DIR [REPS]
+#   environment: LEVELS (default "1 2"), BUDGET (default 2)
+#
+# Restartable: each level's memory is OUT_DIR/levelN.db, so the same command
+# after a kill resumes the level where it stopped, and a level whose results
+# file exists is not run again. On one GPU, torch.compile's caches for level 2
+# are filled on the CPU cores while level 1 runs
+# (benchmarks/warm_compile_cache.py, TORCHINDUCTOR_CACHE_DIR=OUT_DIR/inductor):
+# the bench still compiles and times the baseline in its worker, from those
+# caches. The warm-up runs each level-2 reference once on the GPU, a small
+# load beside level 1's timing (see its log, warm.log).
 #
 # KERNELBENCH_DIR holds level1/ and level2/ (KernelBench's KernelBench/ folder).
 # With two or more GPUs the levels run at once on disjoint sets of them; every
@@ -18,15 +28,17 @@ set -u
 kb=${1:?usage: kernelbench_builtin.sh KERNELBENCH_DIR OUT_DIR [REPS]}
 out=${2:?usage: kernelbench_builtin.sh KERNELBENCH_DIR OUT_DIR [REPS]}
 reps=${3:-30}
+levels=${LEVELS:-1 2}
+budget=${BUDGET:-2}
 mkdir -p "$out"
-rm -f "$out/status.txt"
 kb=$(cd "$kb" && pwd)
 out=$(cd "$out" && pwd)
 cd "$(dirname "$0")/.."
 if [ -d .device-wheels ]; then
     python3 -m pip install -q --no-index --find-links .device-wheels sqlite-utils >"$out/pip.log" 2>&1
 fi
-export PYTHONPATH=$PWD
+export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
+export TORCHINDUCTOR_CACHE_DIR=$out/inductor
 gpus=$(python3 -c "import torch; print(torch.cuda.device_count())")
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv >"$out/gpu.txt" 2>&1
 python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)" >>"$out/gpu.txt" 2>&1
@@ -34,11 +46,14 @@ python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', tr
 bench() {  # LEVEL RULES GPU_LIST [EXTRA OPTIONS]
     local start=$SECONDS level=$1 rules=$2 gpu_list=$3
     shift 3
+    case " $levels " in *" $level "*) ;; *) return ;; esac
+    local results="$out/kernelbench-level$level-h200-builtin.json"
+    if [ -s "$results" ]; then echo "level$level: $results exists, not run again" >>"$out/status.txt"; return; fi
     local gpu_opt=()
     if [ -n "$gpu_list" ]; then gpu_opt=(--gpus "$gpu_list"); fi
-    python3 -m evokernel.cli bench "$kb/level$level" --policy builtin --budget 2 --rules "$rules" --reps "$reps" \
-        "${gpu_opt[@]}" "$@" --json --out "$out/kernelbench-level$level-h200-builtin.json" \
-        >"$out/level$level.stdout" 2>"$out/level$level.log"
+    python3 -m evokernel.cli bench "$kb/level$level" --policy builtin --budget "$budget" --rules "$rules" \
+        --reps "$reps" --warmup 3 --memory "$out/level$level.db" "${gpu_opt[@]}" "$@" --json --out "$results" \
+        >"$out/level$level.stdout" 2>>"$out/level$level.log"
     echo "level$level ($rules) exit $? in $((SECONDS - start)) s" >>"$out/status.txt"
 }
 
@@ -54,8 +69,14 @@ if [ "$gpus" -ge 2 ]; then
     bench 2 kernelbench "$second" &
     wait
 else
+    case " $levels " in *" 2 "*)
+        if [ "$gpus" -ge 1 ] && [ ! -s "$out/kernelbench-level2-h200-builtin.json" ]; then
+            python3 benchmarks/warm_compile_cache.py "$kb/level2" --procs 6 >>"$out/warm.log" 2>&1 &
+        fi ;;
+    esac
     bench 1 strict "$all" --no-compile-baseline
     bench 2 kernelbench "$all"
+    wait
 fi
 cat "$out/status.txt"
 

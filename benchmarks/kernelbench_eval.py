@@ -109,6 +109,18 @@ def run_bench(level_dir: Path, memory: Path, args: argparse.Namespace) -> dict[s
     return {"command": shown, "wall_s": wall, "exit_code": proc.returncode, "result": data}
 
 
+def reused_bench(folder: Path, level: str) -> tuple[dict[str, Any], Path]:
+    """An earlier bench's results file and memory, in run_bench's shape."""
+    results = folder / f"kernelbench-level{level}-h200-builtin.json"
+    memory = folder / f"level{level}.db"
+    for needed in (results, memory):
+        if not needed.is_file():
+            raise SystemExit(f"error: --reuse: {needed} is missing")
+    data = json.loads(results.read_text())
+    return {"command": (data.get("environment") or {}).get("command", str(results)), "wall_s": data.get("seconds") or 0.0,
+            "exit_code": None, "reused": str(results.name), "result": data}, memory
+
+
 def summarise(bench: dict[str, Any]) -> dict[str, Any]:
     """Verdict counts, crashes and task errors with their messages, per-task last verdicts."""
     tasks = bench.get("result", {}).get("tasks", [])
@@ -317,6 +329,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--compare-budget-s", type=float, default=150.0)
     parser.add_argument("--shrink", type=int, default=None, help="CPU path: divide large size constants by this")
     parser.add_argument("--parts", default="bench,compare")
+    parser.add_argument("--reuse", type=Path, default=None,
+                        help="summarise an earlier bench instead of running one: a folder with "
+                             "kernelbench-levelN-h200-builtin.json and the run's memory levelN.db "
+                             "(benchmarks/kernelbench_builtin.sh writes both)")
     args = parser.parse_args(argv)
     if args.kb_src is None and (args.kbdir.parent / "src" / "kernelbench").is_dir():
         args.kb_src = args.kbdir.parent / "src"
@@ -340,7 +356,10 @@ def main(argv: list[str] | None = None) -> int:
             entry: dict[str, Any] = {}
             if "bench" in parts:
                 print(f"bench level{level} ...", file=sys.stderr, flush=True)
-                bench = run_bench(level_dir, memory, args)
+                if args.reuse:
+                    bench, memory = reused_bench(args.reuse, level)
+                else:
+                    bench = run_bench(level_dir, memory, args)
                 entry = {"command": bench["command"], "wall_s": bench["wall_s"], "exit_code": bench.get("exit_code")}
                 if "error" in bench:
                     entry["error"] = bench["error"]
