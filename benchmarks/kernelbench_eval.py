@@ -222,16 +222,20 @@ class KernelBenchEval:
     """KernelBench's eval in a warm child process (a candidate that crashes it costs a restart)."""
 
     def __init__(self, kb_src: Path, workdir: Path):
-        self.kb_src, self.script = kb_src, workdir / "kb_driver.py"
+        # Absolute: the driver runs in the work directory, where a relative --kb-src means nothing.
+        self.kb_src, self.script = kb_src.resolve(), workdir / "kb_driver.py"
+        self.log = workdir / "kb_driver.log"
         self.script.write_text(_KB_DRIVER)
         self.proc: subprocess.Popen | None = None
 
     def _start(self) -> None:
         self.proc = subprocess.Popen([sys.executable, str(self.script), str(self.kb_src)], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=self.script.parent)
+                                     stdout=subprocess.PIPE, stderr=self.log.open("a"), text=True, cwd=self.script.parent)
         ready = self.proc.stdout.readline()
         if not ready:
-            raise RuntimeError("KernelBench's eval did not start (is --kb-src its src/ folder?)")
+            self.proc.wait(timeout=30)
+            tail = self.log.read_text()[-1500:]
+            raise RuntimeError(f"KernelBench's eval did not start (is --kb-src {self.kb_src} its src/ folder?): {tail}")
 
     def evaluate(self, ref_src: str, cand_src: str) -> dict[str, Any]:
         if self.proc is None or self.proc.poll() is not None:
