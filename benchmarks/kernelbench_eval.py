@@ -195,12 +195,16 @@ except ImportError:
             for k, v in kw.items():
                 setattr(self, k, v)
     stand_in("pydantic", BaseModel=BaseModel)
+# KernelBench's eval prints its progress on stdout: that goes to stderr, stdout carries only our JSON lines.
+reply = os.fdopen(os.dup(1), "w")
+os.dup2(2, 1)
+sys.stdout = sys.stderr
 import torch
 pkg = stand_in("kernelbench"); pkg.__path__ = [os.path.join(src, "kernelbench")]
 stand_in("kernelbench.utils", get_gpu_vendor=lambda device=None: "nvidia")
 kb_eval = importlib.import_module("kernelbench.eval")
 torch.zeros(1, device="cuda")  # a warm CUDA context, as our warm worker has
-print(json.dumps({"ready": True}), flush=True)
+print(json.dumps({"ready": True}), file=reply, flush=True)
 for line in sys.stdin:
     job = json.loads(line)
     t0 = time.perf_counter()
@@ -214,7 +218,7 @@ for line in sys.stdin:
                "metadata": {k: str(v)[:300] for k, v in (getattr(r, "metadata", {}) or {}).items()}}
     except Exception as exc:
         out = {"wall_s": time.perf_counter() - t0, "error": f"{type(exc).__name__}: {str(exc)[:500]}"}
-    print(json.dumps(out), flush=True)
+    print(json.dumps(out), file=reply, flush=True)
 '''
 
 
@@ -247,8 +251,11 @@ class KernelBenchEval:
         line = self.proc.stdout.readline()
         if not line:
             self.proc = None
-            return {"error": "KernelBench's eval process died on this candidate"}
-        return json.loads(line)
+            return {"error": "KernelBench's eval process died on this candidate: " + self.log.read_text()[-800:]}
+        try:
+            return json.loads(line)
+        except json.JSONDecodeError:
+            return {"error": f"KernelBench's driver answered something that is not JSON: {line[:300]!r}"}
 
     def close(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
@@ -275,26 +282,34 @@ def compare(cands: list[dict[str, Any]], args: argparse.Namespace, workdir: Path
                 rows.append({"task": c["task"], "skipped": "compare budget spent"})
                 continue
             row: dict[str, Any] = {"task": c["task"], "family": c["family"]}
-            for name, opts in (("evokernel", ours), ("evokernel_kernelbench_seeding", kb_seeded)):
-                t0 = time.perf_counter()
-                r = ex.evaluate(c["path"], c["source"], options=opts)
-                row[name] = {"wall_s": time.perf_counter() - t0, "status": r.status.value, "message": r.message[:300],
-                             "latency_ms": r.latency_ms, "eager_ms": r.baselines.eager_ms,
-                             "worker_reused": r.worker_reused}
-            if kb is not None:
-                row["kernelbench"] = kb.evaluate(Path(c["path"]).read_text(), c["source"])
-                kb_wall = row["kernelbench"].get("wall_s")
-                if kb_wall and "error" not in row["kernelbench"]:
-                    row["ratio_wall"] = row["evokernel"]["wall_s"] / kb_wall
-                    row["ratio_wall_kernelbench_seeding"] = row["evokernel_kernelbench_seeding"]["wall_s"] / kb_wall
-            else:
-                row["kernelbench"] = {"skipped": "KernelBench's eval needs CUDA" if not on_gpu else "no --kb-src"}
+            try:
+                _compare_one(c, row, ex, ours, kb_seeded, kb, on_gpu)
+            except Exception as exc:  # the rows measured so far stay in the record
+                row["error"] = f"{type(exc).__name__}: {str(exc)[:500]}"
             rows.append(row)
-            print(f"compare {c['task']}: " + json.dumps({k: v for k, v in row.items() if k.startswith("ratio")}),
+            print(f"compare {c['task']}: " + json.dumps({k: v for k, v in row.items() if k.startswith(("ratio", "error"))}),
                   file=sys.stderr, flush=True)
     if kb is not None:
         kb.close()
     return {"trials": COMPARE_TRIALS, "reps": COMPARE_REPS, "warmup": COMPARE_WARMUP, "device": device, "rows": rows}
+
+
+def _compare_one(c: dict[str, Any], row: dict[str, Any], ex: Any, ours: Any, kb_seeded: Any,
+                 kb: KernelBenchEval | None, on_gpu: bool) -> None:
+    """One candidate three ways: our executor with each seeding, then KernelBench's eval."""
+    for name, opts in (("evokernel", ours), ("evokernel_kernelbench_seeding", kb_seeded)):
+        t0 = time.perf_counter()
+        r = ex.evaluate(c["path"], c["source"], options=opts)
+        row[name] = {"wall_s": time.perf_counter() - t0, "status": r.status.value, "message": r.message[:300],
+                     "latency_ms": r.latency_ms, "eager_ms": r.baselines.eager_ms, "worker_reused": r.worker_reused}
+    if kb is None:
+        row["kernelbench"] = {"skipped": "KernelBench's eval needs CUDA" if not on_gpu else "no --kb-src"}
+        return
+    row["kernelbench"] = kb.evaluate(Path(c["path"]).read_text(), c["source"])
+    kb_wall = row["kernelbench"].get("wall_s")
+    if kb_wall and "error" not in row["kernelbench"]:
+        row["ratio_wall"] = row["evokernel"]["wall_s"] / kb_wall
+        row["ratio_wall_kernelbench_seeding"] = row["evokernel_kernelbench_seeding"]["wall_s"] / kb_wall
 
 
 # --- the record -----------------------------------------------------------------------------
