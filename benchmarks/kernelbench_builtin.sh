@@ -81,7 +81,7 @@ fi
 cat "$out/status.txt"
 
 python3 - "$out" <<'EOF'
-import json, math, sys
+import json, sys
 from pathlib import Path
 
 out = Path(sys.argv[1])
@@ -92,18 +92,18 @@ for level, goal in (("1", "strict: >= 70 correct, geomean over eager >= 1.0"),
         print(f"level{level}: no results file")
         continue
     data = json.loads(path.read_text())
-    tasks = data.get("tasks") or data.get("results") or []
+    tasks = data.get("tasks") or []
+    m = data.get("metrics") or {}
+
+    def shown(value):
+        return None if value is None else round(value, 3)
+
+    # The bench's own figures: degenerate tasks (listed) stay out of the geometric means.
+    print(f"level{level}: {m.get('correct')}/{m.get('tasks')} correct; geomean over eager "
+          f"{shown(m.get('geomean_speedup_eager'))} ({m.get('n_speedup_eager')} tasks), over torch.compile "
+          f"{shown(m.get('geomean_speedup_compile'))} ({m.get('n_speedup_compile')} tasks); degenerate, left out: "
+          f"{', '.join(m.get('degenerate_tasks') or []) or 'none'}   [goal {goal}]")
     correct = [t for t in tasks if t.get("correct")]
-
-    def geomean(key):
-        values = [t[key] for t in correct if t.get(key)]
-        return (math.exp(sum(math.log(v) for v in values) / len(values)), len(values)) if values else (None, 0)
-
-    eager, n_eager = geomean("speedup_eager")
-    compiled, n_compiled = geomean("speedup_compile")
-    print(f"level{level}: {len(correct)}/{len(tasks)} correct; geomean over eager "
-          f"{eager and round(eager, 3)} ({n_eager} tasks), over torch.compile {compiled and round(compiled, 3)} "
-          f"({n_compiled} tasks)   [goal {goal}]")
     failed = {}
     for t in tasks:
         if not t.get("correct"):

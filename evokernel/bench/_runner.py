@@ -258,14 +258,19 @@ def _tolerance_policy(paths: Sequence[Path], size: str) -> dict[str, Any]:
 def _timing_method(device: str, options: Any) -> str:
     from backends import EvalOptions
 
-    eo = EvalOptions()
     if device.startswith("cuda"):
+        if not options.baselines:
+            baselines = "no baselines timed"
+        elif options.compile_baseline:
+            baselines = "eager and torch.compile baselines timed in the same worker"
+        else:
+            baselines = "the eager baseline timed in the same worker (no torch.compile baseline)"
         return (
-            f"CUDA events around each call; median of {options.reps} runs after {eo.warmup} warm-ups, the L2 flushed "
-            "and the inputs cloned before each run; eager and torch.compile baselines timed in the same worker"
+            f"CUDA events around each call; median of {options.reps} runs after {options.warmup} warm-ups, the L2 "
+            f"flushed and the inputs cloned before each run; {baselines}"
         )
     return (
-        f"wall clock of Triton's CPU interpreter (TRITON_INTERPRET=1), median of {eo.cpu_reps} runs; "
+        f"wall clock of Triton's CPU interpreter (TRITON_INTERPRET=1), median of {EvalOptions().cpu_reps} runs; "
         "no eager or torch.compile baselines off the GPU"
     )
 
