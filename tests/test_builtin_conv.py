@@ -56,3 +56,35 @@ def test_depthwise_takes_the_direct_kernel(tmp_path):
 
     source = generate(analyze(write(CASES[5], tmp_path)))
     assert "_conv_direct_kernel" in source
+
+
+def test_a_convolution_drafted_again_tries_another_rounding(tmp_path):
+    """A wrong draft is retried with a rounding not tried yet, even when the memory holds a
+    correct configuration of another convolution in the rounding that just failed (on the H200,
+    KernelBench's 3D convolutions failed twice in TF32 rounding before this)."""
+    from builtin_case import write
+    from evokernel.builtin import Config, search_space
+    from evokernel.loop import MemoryNote, StepContext
+    from evokernel.policies._builtin import TritonBuiltinPolicy
+    from evokernel.policies._search import PlanCache
+
+    path = write(CASES[0], tmp_path)
+    plan = analyze(path)
+    default = default_config(plan)
+    other_tile = next(c for c in search_space(plan) if c.precision == default.precision
+                      and (c.block_m, c.block_n, c.block_k) != (default.block_m, default.block_n, default.block_k))
+    remembered = MemoryNote(id=3, kind="trace", task_key="another-conv", backend="triton", key_text="", content="",
+                            status="ok", latency_ms=1.0, value=0.9, extra={"config": other_tile.to_dict(), "family": "conv"})
+
+    def ctx(tried):
+        return StepContext(task_name="conv2d_relu", task_key="conv2d_relu", task_path=str(path),
+                           task_source=path.read_text(), category="", backend="triton", stage="draft", step=2,
+                           memories=[remembered], feedback="wrong result", start_point=None, tried=tried, run_id=1,
+                           size="small")
+
+    policy = TritonBuiltinPolicy(PlanCache())
+    first = Config.from_dict(policy.propose(ctx(frozenset())).extra["config"])
+    assert first == other_tile  # a first draft starts from the remembered configuration, as before
+    tried = frozenset({"builtin:" + __import__("json").dumps(first.to_dict(), sort_keys=True)})
+    second = Config.from_dict(policy.propose(ctx(tried)).extra["config"])
+    assert second.precision != first.precision

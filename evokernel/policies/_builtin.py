@@ -66,7 +66,10 @@ class TritonBuiltinPolicy:
         # a pipeline is configured by its main stage: memories of that family apply
         family = plan.main_stage.family
         skilled = space.skilled(ctx, family)
-        config = space.first_untried(space.order(ctx, space.remembered(ctx, family), skills=skilled), ctx.tried)
+        order = space.order(ctx, space.remembered(ctx, family), skills=skilled)
+        if ctx.stage == "draft" and family == "conv":
+            order = _other_roundings_first(order, ctx.tried, space)
+        config = space.first_untried(order, ctx.tried)
         if config is None:
             return Proposal(None, stop=True, error=f"searched all {len(space.space)} configurations of the {family} family")
         fingerprint = space.fingerprint(config)
@@ -81,3 +84,13 @@ class TritonBuiltinPolicy:
             extra=extra,
             used_skill_ids=used,
         )
+
+
+def _other_roundings_first(order: list, tried: frozenset[str], space: ConfigSpace) -> list:
+    """A convolution drafted again has failed with every rounding it tried: whether cuDNN's
+    reference ran TF32 is not visible from the task, so the roundings not tried yet come first
+    (remembered configurations of other convolutions would otherwise repeat the failed one)."""
+    failed = {config.precision for config in space.space if space.fingerprint(config) in tried}
+    if not failed:
+        return order
+    return [c for c in order if c.precision not in failed] + [c for c in order if c.precision in failed]
