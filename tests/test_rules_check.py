@@ -73,6 +73,17 @@ def test_cli_bad_usage_exit_2(tmp_path):
     res = runner.invoke(app, ["check", str(CASES / task), str(tmp_path / "missing.py")])
     assert res.exit_code == 2 and "cannot read candidate" in res.stderr
     assert runner.invoke(app, ["check", str(CASES / task), str(cand), "--backend", "opencl"]).exit_code == 2
+    res = runner.invoke(app, ["check", "no_such_bundled_task", str(cand)])
+    assert res.exit_code == 2 and "no bundled task" in res.stderr and "relu_add" in res.stderr
+
+
+def test_cli_takes_a_bundled_task_name(tmp_path):
+    cand = tmp_path / "cand.py"
+    cand.write_text("import torch\n\nclass ModelNew(torch.nn.Module):\n    def forward(self, x, y):\n"
+                    "        return torch.relu(x + y)\n")
+    res = runner.invoke(app, ["check", "relu_add", str(cand), "--json"])
+    assert res.exit_code == 1, res.stderr  # found and judged: a ModelNew of torch ops launches no kernel of its own
+    assert json.loads(res.stdout)["task"] == "relu_add"
 
 
 def test_rule_set_decides_partial_kernels(executor):

@@ -15,7 +15,8 @@ def register(app: typer.Typer) -> None:
 
 
 def check_command(
-    task_file: Annotated[Path, typer.Argument(help="KernelBench-format task: Model, get_inputs, get_init_inputs.")],
+    task_file: Annotated[str, typer.Argument(help="KernelBench-format task file (Model, get_inputs, "
+                                                "get_init_inputs) or the name of a bundled task.")],
     candidate_file: Annotated[Path, typer.Argument(help="Candidate source defining class ModelNew.")],
     backend: BackendOpt = "triton",
     rules: RulesOpt = "strict",
@@ -28,6 +29,7 @@ def check_command(
     Exit 0 when nothing is found, 1 when the candidate is rejected, 2 for bad usage.
     """
     from backends import RULE_SETS, TaskError, UnknownBackend, check, get_backend, load_task
+    from evokernel.loop import resolve_task_args
 
     if rules not in RULE_SETS:
         raise fail_usage(f"unknown rule set {rules!r}; known: {', '.join(RULE_SETS)}")
@@ -36,7 +38,9 @@ def check_command(
     except (UnknownBackend, ImportError) as exc:
         raise fail_usage(str(exc))
     try:
-        task = load_task(task_file)
+        task = load_task(resolve_task_args([task_file])[0])
+    except KeyError as exc:
+        raise fail_usage(exc.args[0])
     except TaskError as exc:
         raise fail_usage(str(exc))
     try:
