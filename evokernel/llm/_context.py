@@ -21,10 +21,9 @@ import difflib
 import hashlib
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any, Sequence
 
-if TYPE_CHECKING:
-    from ._prompts import MemoryView, StartPoint
+from ._views import MemoryView, StartPoint
 
 
 def fence(text: str, lang: str = "") -> str:
@@ -147,11 +146,11 @@ class Grouped:
     unshown: list[int] = field(default_factory=list)  # memory indices not shown at all
 
 
-def _outcome(m: "MemoryView") -> Outcome:
+def _outcome(m: MemoryView) -> Outcome:
     return Outcome(m.status, m.latency_ms, m.latency_iqr_ms, m.latency_source)
 
 
-def _mem_label(i: int, m: "MemoryView") -> str:
+def _mem_label(i: int, m: MemoryView) -> str:
     ident = f"#{m.id}" if m.id is not None else f"[{i}]"
     value = "" if m.value is None else f", value {m.value:+.2f}"
     return f"{m.kind} {ident} ({m.title[:60]}{value})"
@@ -169,7 +168,7 @@ def _variant_of(code: str, start_code: str | None) -> bool:
     return matcher.real_quick_ratio() >= VARIANT_RATIO and matcher.ratio() >= VARIANT_RATIO
 
 
-def group_memories(memories: Sequence["MemoryView"], *, start_key: str | None = None, start_id: int | None = None,
+def group_memories(memories: Sequence[MemoryView], *, start_key: str | None = None, start_id: int | None = None,
                    best_key: str | None = None, seen_keys: frozenset[str] = frozenset(),
                    start_code: str | None = None) -> Grouped:
     """Memories as prompt entries: one per kernel (every outcome and verifier note it earned),
@@ -256,7 +255,7 @@ def group_memories(memories: Sequence["MemoryView"], *, start_key: str | None = 
     return out
 
 
-def _kernel_entry(first: "MemoryView", outcomes: list[Outcome], notes: list[str], against: str | None = None) -> str:
+def _kernel_entry(first: MemoryView, outcomes: list[Outcome], notes: list[str], against: str | None = None) -> str:
     runs = "; ".join(o.words() for o in outcomes)
     title = first.title.strip() or "(untitled)"
     head = (f"### Kernel (a variant of the start point): {title}" if against else f"### Kernel: {title}")
@@ -273,7 +272,7 @@ def _kernel_entry(first: "MemoryView", outcomes: list[Outcome], notes: list[str]
     return "\n".join(lines)
 
 
-def format_memory(memory: "MemoryView") -> str:
+def format_memory(memory: MemoryView) -> str:
     """One memory as a prompt section; the shape depends on its kind."""
     title = memory.title.strip() or "(untitled)"
     if memory.kind == "experience":
@@ -361,7 +360,7 @@ def diff_text(old: str, new: str, old_name: str = "start_point.py", new_name: st
                                           old_name, new_name, lineterm="", n=2))
 
 
-def start_point_section(start: "StartPoint", *, outcomes: Sequence[Outcome], hardware: Any, cost: Any,
+def start_point_section(start: StartPoint, *, outcomes: Sequence[Outcome], hardware: Any, cost: Any,
                         latency_source: str | None, code_shown_as: str | None = None) -> str:
     """The kernel to improve, its measurements, its roofline position and the other results of its code.
     `code_shown_as` replaces the code with a reference when the conversation already holds it."""
@@ -386,7 +385,7 @@ def start_point_section(start: "StartPoint", *, outcomes: Sequence[Outcome], har
     return "\n".join(lines)
 
 
-def best_section(start: "StartPoint", best: "StartPoint", latency_source: str | None) -> str:
+def best_section(start: StartPoint, best: StartPoint, latency_source: str | None) -> str:
     diff = diff_text(start.code, best.code)
     if not diff:
         return ""

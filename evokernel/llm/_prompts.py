@@ -40,6 +40,7 @@ from ._context import (
     start_point_section,
 )
 from ._tokens import TokenCounter, encoding_for_model, get_token_counter
+from ._views import MemoryView, StartPoint
 
 # Chat formats add a few tokens per message for roles and separators.
 _MESSAGE_OVERHEAD_TOKENS = 4
@@ -52,43 +53,6 @@ _KIND_HEADINGS = {
     "experience": "Experiences from earlier attempts",
     "trace": "Earlier kernels and how they did",
 }
-
-
-@dataclass(frozen=True)
-class MemoryView:
-    """One retrieved memory item, as the prompt needs it.
-
-    `value` is the stage's learned value (Q_draft or Q_refine): the builder
-    trims the lowest first. `id` lets the caller map the report back to rows;
-    `parent_id` ties an experience to the trace it summarises.
-    """
-
-    kind: str  # "experience" | "trace" | "best_practice" | "api_note" | "skill"
-    title: str
-    content: str
-    status: str | None = None  # verdict: "ok", "wrong_result", ...
-    latency_ms: float | None = None
-    value: float | None = None
-    id: int | None = None
-    parent_id: int | None = None
-    latency_iqr_ms: float | None = None
-    latency_source: str | None = None  # "measured-gpu", "interpreted-cpu", ...
-
-
-@dataclass(frozen=True)
-class StartPoint:
-    """A feasible kernel (the start point, or the best one) with its measurements."""
-
-    code: str
-    latency_ms: float | None = None
-    speedup_eager: float | None = None
-    speedup_compile: float | None = None
-    facts: Sequence[str] = ()
-    latency_iqr_ms: float | None = None
-    timing_runs: int | None = None
-    latency_source: str | None = None
-    min_bytes: int | None = None  # the executor's minimum bytes moved (Roofline.min_bytes_moved)
-    id: int | None = None
 
 
 @dataclass(frozen=True)
