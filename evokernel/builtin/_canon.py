@@ -16,11 +16,11 @@ import torch
 import torch.nn as nn
 
 from ._build import Builder, ComputedView, Flipped, PyVal, Reject, ValuesTuple, py_source
+from ._canon_nn import NN_HANDLERS, call_nn_module
+from ._canon_util import RSIZE, _bind, _dims, _norm_of, _row_max, _softmax, _softmax_parts, _static, matmul, transposed
 from ._ir import Ref, TensorSpec
 
 __all__ = ["Context", "call_function", "call_method", "call_module", "VIEW_METHODS"]
-
-RSIZE = Ref("rsize", None)  # number of reduced elements, a runtime value inside the kernel
 
 
 class Context:
@@ -52,43 +52,6 @@ class Context:
     def is_tensor(self, value) -> bool:
         return isinstance(value, (Ref, ComputedView, Flipped)) and not (
             isinstance(value, Ref) and value.kind in ("const", "scalar"))
-
-
-def _bind(args, kwargs, names: list[str], defaults: dict | None = None) -> dict:
-    defaults = defaults or {}
-    if len(args) > len(names):
-        raise Reject(f"too many positional arguments for ({', '.join(names)})")
-    bound = dict(defaults)
-    bound.update(zip(names, args))
-    for key, value in kwargs.items():
-        if key in ("inplace", "out", "_stacklevel", "memory_format"):
-            continue
-        if key not in names and key not in defaults:
-            if value is None:  # an optional argument left at its default (torch adds new ones, e.g. weight)
-                continue
-            raise Reject(f"unsupported keyword argument {key}")
-        bound[key] = value
-    return bound
-
-
-def _static(value, what: str):
-    """A value that must be known when the kernel is generated."""
-    if isinstance(value, PyVal) and value.value is not None:
-        return value.value  # a size seen while tracing: baked into the kernel
-    if isinstance(value, (tuple, list)):
-        return type(value)(_static(v, what) for v in value)
-    if isinstance(value, (Ref, PyVal, ComputedView)):
-        raise Reject(f"{what} must be a Python constant, not a runtime value")
-    return value
-
-
-def _dims(value, rank: int) -> tuple[int, ...]:
-    value = _static(value, "reduction dim")
-    if value is None or value == () or value == []:
-        return tuple(range(rank))
-    if isinstance(value, int):
-        return (value,)
-    return tuple(value)
 
 
 # ---------------------------------------------------------------- pointwise
@@ -301,26 +264,6 @@ def _max_min(kind, binary):
     return handler
 
 
-def _row_max(ctx, x, dims):
-    return ctx.b.reduce("max", x, dims, True)
-
-
-def _softmax_parts(ctx, args, kwargs):
-    a = _bind(args, kwargs, ["input", "dim", "dtype"], {"dim": None, "dtype": None})
-    if a["dim"] is None:
-        raise Reject("softmax without an explicit dim")
-    x = ctx.ref(a["input"])
-    dims = _dims(a["dim"], len(ctx.b.shape(x)))
-    shifted = ctx.b.pw("sub", x, _row_max(ctx, x, dims))
-    total = ctx.b.reduce("sum", ctx.b.pw("exp", shifted), dims, True)
-    return shifted, total
-
-
-def _softmax(ctx, args, kwargs):
-    shifted, total = _softmax_parts(ctx, args, kwargs)
-    return ctx.b.pw("div", ctx.b.pw("exp", shifted), total)
-
-
 def _log_softmax(ctx, args, kwargs):
     shifted, total = _softmax_parts(ctx, args, kwargs)
     return ctx.b.pw("sub", shifted, ctx.b.pw("log", total))
@@ -356,16 +299,6 @@ def _var_std(root):
         var = ctx.b.pw("div", sq, denom)
         return ctx.b.pw("sqrt", var) if root else var
     return handler
-
-
-def _norm_of(ctx, x, p, dims, keepdim):
-    if p in (2, 2.0, "fro", None):
-        return ctx.b.pw("sqrt", ctx.b.reduce("sum", ctx.b.pw("square", x), dims, keepdim))
-    if p in (1, 1.0):
-        return ctx.b.reduce("sum", ctx.b.pw("abs", x), dims, keepdim)
-    if p == math.inf:
-        return ctx.b.reduce("max", ctx.b.pw("abs", x), dims, keepdim)
-    raise Reject(f"norm with p={p!r} is not supported")
 
 
 def _norm(ctx, args, kwargs):
@@ -444,54 +377,6 @@ def _rms_norm(ctx, args, kwargs):
 
 
 # ---------------------------------------------------------------- matmul
-def transposed(ctx, ref: Ref, d0: int = -2, d1: int = -1) -> Ref:
-    """ref with two dims swapped: a view of an input, or of a computed value's buffer."""
-    shape = list(ctx.b.shape(ref))
-    d0, d1 = d0 % len(shape), d1 % len(shape)
-    shape[d0], shape[d1] = shape[d1], shape[d0]
-    suffix = f".transpose({d0 - len(shape)}, {d1 - len(shape)})"
-    if ref.kind == "leaf":
-        leaf = ctx.b.leaf_by_name(ref.value)
-        return ctx.b.leaf(leaf.source + suffix, TensorSpec(tuple(shape), leaf.spec.dtype), leaf.name + "_t")
-    return ctx.b.view(ref, (suffix,), tuple(shape))
-
-
-def unsqueezed(ctx, ref: Ref, dim: int) -> Ref:
-    shape = list(ctx.b.shape(ref))
-    dim = dim % (len(shape) + 1)
-    shape.insert(dim, 1)
-    if ref.kind == "leaf":
-        leaf = ctx.b.leaf_by_name(ref.value)
-        return ctx.b.leaf(f"{leaf.source}.unsqueeze({dim})", TensorSpec(tuple(shape), leaf.spec.dtype), leaf.name + "_u")
-    return ctx.b.view(ref, (f".unsqueeze({dim})",), tuple(shape))
-
-
-def matmul(ctx, a: Ref, b: Ref) -> Ref:
-    """torch.matmul. A product with one output column (or row) is a reduction, so it
-    runs as a bandwidth-bound row kernel rather than a tiled matmul."""
-    from ._canon_nn import Diag
-
-    if isinstance(a, Diag):
-        return ctx.b.pw("mul", unsqueezed(ctx, a.vector, -1), ctx.ref(b))
-    if isinstance(b, Diag):
-        return ctx.b.pw("mul", ctx.ref(a), b.vector)
-    a, b = ctx.ref(a), ctx.ref(b)
-    sa, sb = ctx.b.shape(a), ctx.b.shape(b)
-    if not sa or not sb:
-        raise Reject("matmul of a 0-dim value")
-    if len(sb) == 1:  # (..., M, K) @ (K,) -> (..., M)
-        return ctx.b.reduce("sum", ctx.b.pw("mul", a, b), (-1,), False)
-    if len(sa) == 1:  # (K,) @ (..., K, N) -> (..., N)
-        return ctx.b.reduce("sum", ctx.b.pw("mul", unsqueezed(ctx, a, -1), b), (-2,), False)
-    if sa[-1] != sb[-2]:
-        raise Reject(f"matmul shapes {sa} @ {sb} do not match")
-    if sb[-1] == 1:  # matrix-vector: out[m] = sum_k a[m, k] * b[k]
-        return ctx.b.reduce("sum", ctx.b.pw("mul", a, transposed(ctx, b)), (-1,), True)
-    if sa[-2] == 1 and len(sa) == 2:  # vector-matrix: out[n] = sum_k a[k] * b[k, n]
-        return ctx.b.reduce("sum", ctx.b.pw("mul", transposed(ctx, a), b), (-2,), True)
-    return ctx.b.matmul(a, b)
-
-
 def _matmul(ctx, args, kwargs):
     a = _bind(args, kwargs, ["input", "other"])
     return matmul(ctx, a["input"], a["other"])
@@ -706,8 +591,6 @@ def _dispatch(ctx: Context, name: str, args, kwargs):
     base_name = name.rstrip("_") if name.endswith("_") and not name.startswith("_") else name
     if base_name in VIEW_METHODS and args and isinstance(args[0], (Ref, ComputedView)):
         return _apply_view(ctx, args[0], base_name, args[1:], kwargs)
-    from ._canon_nn import NN_HANDLERS
-
     handler = HANDLERS.get(base_name) or NN_HANDLERS.get(base_name)
     if handler is None:
         raise Reject(f"operation {name} is not supported by the builtin generator")
@@ -756,8 +639,6 @@ def call_module(ctx: Context, module: nn.Module, path: str, args, kwargs):
         return _layer_norm_impl(ctx, x, module.normalized_shape, param("weight"), param("bias"), module.eps)
     if hasattr(nn, "RMSNorm") and isinstance(module, nn.RMSNorm):
         return _rms_norm_impl(ctx, x, module.normalized_shape, param("weight"), module.eps)
-    from ._canon_nn import call_nn_module
-
     handled = call_nn_module(ctx, module, param, args, kwargs)
     if handled is not None:
         return handled

@@ -10,22 +10,14 @@ inputs or of computed values.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import torch.nn as nn
 
 from ._build import ComputedView, Flipped, PyVal, Reject, py_source
-from ._canon import RSIZE, _bind, _dims, _norm_of, _softmax, _static, matmul, transposed, unsqueezed
+from ._canon_util import RSIZE, Diag, _bind, _dims, _norm_of, _softmax, _static, matmul, transposed, unsqueezed
 from ._ir import Ref, TensorSpec
 
 __all__ = ["NN_HANDLERS", "call_nn_module", "Diag"]
-
-
-@dataclass(frozen=True)
-class Diag:
-    """torch.diag(v) of a vector: only ever multiplied by a matrix (a scaling of rows or columns)."""
-
-    vector: Ref
 
 
 def _tuple(value, n: int, what: str) -> tuple:
