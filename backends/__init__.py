@@ -8,8 +8,9 @@ from ._backend import Backend, CompileReport, LaunchLog, UnknownBackend, backend
 from ._check import check
 from ._compare import DEFAULT_TOLERANCE, Comparison, compare
 from ._hardware import HardwareFacts, TaskCost, hardware_facts, measure_hardware, task_cost
-from ._evaluate import KERNELBENCH_SEED, EvalOptions
+from ._evaluate import KERNELBENCH_SEED
 from ._executor import EvalJob, Executor, default_device
+from ._options import EvalOptions
 from ._pool import DevicePlanError, ExecutorPool, MemoryWatch, PoolStats, plan_devices, visible_gpu_count
 from ._ray import RayPool, RayUnavailable
 from ._result import RULE_SETS, Baselines, EvalResult, KernelFacts, MemoryPlan, Roofline, Verdict

@@ -29,76 +29,19 @@ import torch
 
 from . import _inputs, _memory, _share, _stress
 from ._backend import Backend, LaunchLog
-from ._check import dry_check
 from ._compare import compare, flatten, poison_
+from ._dry import dry_check
 from ._guard import (RunRules, SideStreamUsed, fingerprint, inputs_changed, is_constant, no_side_streams, record_ops,
                      same_fingerprint, unwritten_share)
-from ._result import RULE_SETS, Baselines, EvalResult, Roofline, Verdict
+from ._options import EvalOptions
+from ._result import Baselines, EvalResult, Roofline, Verdict
 from ._rules import explain
 from ._sandbox import harness
 from ._static import static_rejection
-from ._task import check_size, import_file, load_task_module, task_size
+from ._task import import_file, load_task_module, task_size
 from ._timing import benchmark, l2_flush_bytes
 
 KERNELBENCH_SEED = 42  # the seed KernelBench's evaluation scripts use
-
-
-@dataclasses.dataclass(frozen=True)
-class EvalOptions:
-    trials: int = 5
-    seed: int = 1234
-    timing: bool = True  # time the candidate (GPU: events; CPU: interpreted wall clock, fewer runs)
-    reps: int = 100
-    warmup: int = 10
-    cpu_reps: int = 3
-    baselines: bool = True  # eager and torch.compile, GPU only
-    compile_baseline: bool = True
-    flush_l2: bool = True
-    speedup_flag: float = 10.0
-    size: str = "full"  # the task's size: EVOKERNEL_SIZE while its file and the candidate are imported
-    atol: float | None = None  # overrides the task's TOLERANCE and the dtype default where set
-    rtol: float | None = None
-    # Draw inputs as KernelBench's eval does (backends/_inputs.py); its scripts use seed 42 (KERNELBENCH_SEED).
-    kernelbench_seeding: bool = False
-    memory_budget_bytes: int | None = None  # at most this much memory for one evaluation (None: what the device has)
-    rules: str = "strict"  # the rule set (backends/_rules.py): "strict" or "kernelbench"
-    min_own_share: float = 0.0  # under kernelbench, own kernels' share of GPU time below this is `disallowed`
-    stress_trials: int = 2  # extra trials on other input distributions where the task's own are degenerate
-    check_only: bool = False  # `evokernel check`: static rules and compile checks, nothing run
-
-    def __post_init__(self) -> None:
-        check_size(self.size)
-        for name in ("atol", "rtol"):
-            value = getattr(self, name)
-            if value is not None and not value >= 0:
-                raise ValueError(f"{name} must be a non-negative number, got {value!r}")
-        if self.trials < 1:
-            raise ValueError(f"trials must be at least 1, got {self.trials}")
-        if self.rules not in RULE_SETS:
-            raise ValueError(f"unknown rule set {self.rules!r}; known: {', '.join(RULE_SETS)}")
-        if not 0.0 <= self.min_own_share <= 1.0:
-            raise ValueError(f"min_own_share must be between 0 and 1, got {self.min_own_share!r}")
-
-    def tolerance(self, task_tolerance: tuple[float, float] | None) -> tuple[float | None, float | None] | None:
-        """The (atol, rtol) override for the comparison: these options first, then the task's TOLERANCE."""
-        atol = self.atol if self.atol is not None else (task_tolerance[0] if task_tolerance else None)
-        rtol = self.rtol if self.rtol is not None else (task_tolerance[1] if task_tolerance else None)
-        return None if atol is None and rtol is None else (atol, rtol)
-
-    def seeds(self) -> tuple[list[int], int, int]:
-        """Seeds of the correctness trials, the timing inputs and the re-check after timing."""
-        trials = _inputs.trial_seeds(self.seed, self.trials, self.kernelbench_seeding)
-        if self.kernelbench_seeding:  # KernelBench times (and re-draws) with the base seed
-            return trials, self.seed, self.seed
-        return trials, self.seed + 99, self.seed + 7
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any] | None) -> "EvalOptions":
-        names = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in (d or {}).items() if k in names})
 
 
 @dataclasses.dataclass(frozen=True)

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from ._evaluate import EvalOptions
+from ._options import EvalOptions
 from ._result import EvalResult, MemoryPlan, Verdict
 from ._sandbox import ENV_VAR as SANDBOX_ENV_VAR
 from ._sandbox import SandboxLimits, limit_in_text, limit_signal_message, mask_obj, namespace_wrapper, worker_env

@@ -20,7 +20,7 @@ import threading
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
-from ._evaluate import EvalOptions
+from ._options import EvalOptions
 from ._executor import Executor
 from ._result import EvalResult
 

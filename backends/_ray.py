@@ -22,7 +22,7 @@ import threading
 from pathlib import Path
 from typing import Any, Sequence
 
-from ._evaluate import EvalOptions
+from ._options import EvalOptions
 from ._result import EvalResult
 
 

@@ -113,7 +113,7 @@ class _Stop(Exception):
 def retime(job: dict[str, Any], *, backend: Any, log: Any, device: Any, workdir: Path, compile_only: bool,
            progress: Any) -> tuple[EvalResult, dict[str, Any] | None]:
     """Run one retime job inside the worker; never raises (failures are the result's verdict)."""
-    from ._evaluate import EvalOptions
+    from ._options import EvalOptions
     from ._task import task_size
 
     t0 = time.perf_counter()
