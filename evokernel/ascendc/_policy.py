@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 
-from evokernel.loop import Proposal, StepContext
+from evokernel._step import Proposal, StepContext
 from evokernel.policies import FEASIBLE, ConfigSpace, PlanCache
 
 from ._config import AscendCConfig, config_from_triton, default_config, neighbours, search_space

@@ -5,23 +5,15 @@ holds every setting; `RunResult.tasks` holds one `TaskOutcome` per task, built
 from one `Attempt` per step.
 """
 
+from evokernel._step import FEASIBLE_STATUSES, MemoryNote, Policy, Proposal, StartPointView, StepContext, StepPlan
+
 from ._concurrent import RunMonitor, run_all
-from ._loop import FEASIBLE_STATUSES, Runner, eval_options, export_best
+from ._loop import Runner, eval_options, export_best
 from ._options import ENGINES, MEMORY_MODES, SIZES, RunError, RunOptions, default_jobs, resolve_device, resolve_size
 from ._rewards import draft_reward, refine_reward
 from ._run import load_tasks, make_executor, make_policy, refine, run
 from ._tasks import resolve_task_args, tasks_in_bank
-from ._types import (
-    Attempt,
-    MemoryNote,
-    Policy,
-    Proposal,
-    RunResult,
-    StartPointView,
-    StepContext,
-    StepPlan,
-    TaskOutcome,
-)
+from ._types import Attempt, RunResult, TaskOutcome
 
 __all__ = [
     "ENGINES",

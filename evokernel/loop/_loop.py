@@ -27,17 +27,17 @@ from typing import Any, Callable, Sequence
 from backends import EvalOptions, EvalResult, Task, Verdict, get_backend
 from memory_store import Item, MemoryStore
 
+from evokernel._step import FEASIBLE_STATUSES, MemoryNote, Policy, Proposal, StartPointView, StepContext, StepPlan
+
 from ._concurrent import RunMonitor, StepsInterrupted, run_all
 from ._options import RunOptions
 from ._rewards import draft_reward, refine_reward
-from ._types import Attempt, MemoryNote, Policy, Proposal, RunResult, StartPointView, StepContext, StepPlan, TaskOutcome
+from ._types import Attempt, RunResult, TaskOutcome
 
 Event = dict[str, Any]
 # Skills (kind best_practice) are selected apart, into their own section (evokernel/skills).
 KINDS_FOR_CONTEXT = ["trace", "experience"]
 API_NOTES_PER_STEP = 8
-# The verdicts the executor calls feasible, as the memory stores them.
-FEASIBLE_STATUSES = tuple(v.value for v in Verdict if v.feasible)
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 

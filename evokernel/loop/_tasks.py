@@ -8,7 +8,7 @@ from typing import Any
 
 from memory_store import MemoryStore
 
-from ._loop import FEASIBLE_STATUSES
+from evokernel._step import FEASIBLE_STATUSES
 
 
 def resolve_task_args(args: list[str]) -> list[Path]:

@@ -1,115 +1,18 @@
-"""Plain data the loop passes around: a policy's view of a step, its proposal,
-the record of each attempt, and what a run reports per task."""
+"""Plain data the loop passes around: the record of each attempt, and what a
+run reports per task. A policy's view of a step and its proposal are in
+evokernel/_step.py."""
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from typing import TYPE_CHECKING, Any, Protocol, Sequence, runtime_checkable
+from typing import TYPE_CHECKING, Any
 
 from ._options import RunOptions
 
 if TYPE_CHECKING:
     from backends import EvalResult
     from memory_store import Item
-
-
-@dataclasses.dataclass(frozen=True)
-class MemoryNote:
-    """A retrieved memory as a policy sees it."""
-
-    id: int
-    kind: str
-    task_key: str
-    backend: str
-    key_text: str
-    content: str
-    status: str | None
-    latency_ms: float | None
-    value: float
-    extra: dict[str, Any]
-    parent_id: int | None = None  # an experience's trace, a trace's start point
-    feedback: dict[str, Any] = dataclasses.field(default_factory=dict)  # the stored verifier report
-
-
-@dataclasses.dataclass(frozen=True)
-class StartPointView:
-    id: int
-    code: str
-    latency_ms: float | None
-    speedup_eager: float | None
-    speedup_compile: float | None
-    extra: dict[str, Any]
-    facts: tuple[str, ...] = ()
-    feedback: dict[str, Any] = dataclasses.field(default_factory=dict)  # the stored verifier report
-
-
-@dataclasses.dataclass(frozen=True)
-class StepContext:
-    task_name: str
-    task_key: str
-    task_path: str
-    task_source: str
-    category: str
-    backend: str
-    stage: str  # "draft" | "refine"
-    step: int  # 1-based step of this task in this run
-    memories: Sequence[MemoryNote]
-    feedback: str | None
-    start_point: StartPointView | None
-    tried: frozenset[str]  # fingerprints of what this task already tried (policy-defined)
-    run_id: int
-    # Backend API notes (kind "api_note") found by exact name in the last feedback and in the
-    # code this step sees, plus concept notes by category; reference material, never value-updated.
-    api_notes: Sequence[MemoryNote] = ()
-    rules: str = "strict"  # the rule set the candidate is judged under (backends.RULE_SETS)
-    size: str = "full"  # the task size the step runs at ("full" or "small")
-    # Verified skills (kind best_practice, evokernel/skills) chosen for this step, best first; their own prompt section.
-    skills: Sequence[MemoryNote] = ()
-    latency_source: str = "none"  # how this run's latencies are obtained (measured-gpu, interpreted-cpu, ...)
-    best: StartPointView | None = None  # the task's fastest comparable kernel, when it is not the start point
-    task_cost: Any = None  # backends.TaskCost (minimum bytes, FLOPs) when the caller knows it; else the policy asks
-
-
-@dataclasses.dataclass(frozen=True)
-class StepPlan:
-    """A step before its candidate exists (`Runner.plan_step`): what the policy sees, and
-    what rewarding and committing the step need (`Runner.commit_step`)."""
-
-    context: StepContext
-    start: "Item | None"  # the start point whose Q_refine the step moves (None when drafting)
-    best_ms: float | None  # the task's best comparable latency before the step: the refine reward's b
-    iteration: int
-    skill_usage: Any = None  # evokernel.skills.Usage of choosing the skills (an LLM rerank), or None
-
-
-@dataclasses.dataclass(frozen=True)
-class Proposal:
-    """A candidate, or why there is none.
-
-    `stop` means the policy has nothing more to offer for this task (the
-    builtin policy outside its families, or its search space exhausted).
-    """
-
-    source: str | None
-    key_text: str = ""
-    fingerprint: str = ""
-    extra: dict[str, Any] = dataclasses.field(default_factory=dict)
-    error: str | None = None  # fed back to the next step (e.g. an answer with no code)
-    stop: bool = False
-    used_memory_ids: tuple[int, ...] | None = None  # None: all memories in the context were shown
-    used_skill_ids: tuple[int, ...] | None = None  # None: all skills in the context were used
-    tokens_in: int = 0
-    tokens_out: int = 0
-    cost_usd: float | None = None
-
-
-@runtime_checkable
-class Policy(Protocol):
-    name: str
-    is_llm: bool
-
-    def propose(self, ctx: StepContext) -> Proposal: ...
 
 
 @dataclasses.dataclass(frozen=True)

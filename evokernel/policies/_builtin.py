@@ -13,7 +13,7 @@ families it says so and stops.
 
 from __future__ import annotations
 
-from evokernel.loop import Proposal, StepContext
+from evokernel._step import Proposal, StepContext
 
 from ._search import ConfigSpace, PlanCache
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from evokernel.loop import Proposal, StepContext
+from evokernel._step import Proposal, StepContext
 
 
 def _title(note) -> str:

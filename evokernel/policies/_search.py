@@ -18,7 +18,7 @@ import json
 import threading
 from typing import Any, Callable, Sequence
 
-from evokernel.loop import FEASIBLE_STATUSES, MemoryNote, StepContext
+from evokernel._step import FEASIBLE_STATUSES, MemoryNote, StepContext
 
 FEASIBLE = FEASIBLE_STATUSES  # the verdicts the executor calls feasible, as memories store them
 
