@@ -30,7 +30,7 @@ import sys
 import threading
 from typing import Any, Callable
 
-from ._sandbox import in_harness_window
+from ._window import in_harness_window
 
 _DB_SUFFIXES = (".db", ".sqlite", ".sqlite3", ".db-wal", ".db-shm", ".db-journal", ".sqlite-wal", ".sqlite-journal")
 _SECRET_FILES = {".env", ".netrc", ".git-credentials", ".pgpass", "credentials", ".pypirc"}

@@ -30,7 +30,9 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
+
+from ._window import harness
 
 AUTO = "auto"  # a limit chosen from the device: see SandboxLimits.resolved
 
@@ -354,32 +356,6 @@ class WorkerSandbox:
     def before_candidate(self) -> None:
         if self.info["enabled"]:
             start_candidate_clock(self.limits)
-
-
-# --- the harness window ----------------------------------------------------------
-
-_window = {"depth": 0}
-
-
-@contextlib.contextmanager
-def harness() -> Iterator[None]:
-    """Let the harness itself launch processes (and set limits) inside this block.
-
-    Used only around code where no candidate code runs: torch's inline build
-    (ninja runs any build file, so it cannot be allow-listed by path), the
-    torch.compile baseline (inductor's compile workers) and the worker's own
-    rlimit updates. Everything else the backends launch goes through the
-    executable allow-list in `backends._audit`.
-    """
-    _window["depth"] += 1
-    try:
-        yield
-    finally:
-        _window["depth"] -= 1
-
-
-def in_harness_window() -> bool:
-    return _window["depth"] > 0
 
 
 __all__ = [
