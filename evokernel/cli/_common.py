@@ -41,6 +41,19 @@ def out_console():
     return console if console.is_terminal else Console(width=_UNBOUNDED)
 
 
+def print_result_table(table: Any, result: Any) -> None:
+    """An EvalResult's rich table on stdout, its kernels and warnings added last; the
+    verifier's feedback below it when the candidate failed and it says more than the message."""
+    for k in result.kernels:
+        table.add_row("kernel", f"{k.name} {k.summary()}")
+    for w in result.warnings:
+        table.add_row("warning", f"[yellow]{w}[/]")
+    out = out_console()
+    out.print(table)
+    if not result.feasible and result.feedback and result.feedback != result.message:
+        out.print(result.feedback, highlight=False, markup=False)
+
+
 def print_json(obj: Any) -> None:
     """One JSON object on one stdout line, nothing else on stdout."""
     sys.stdout.write(json.dumps(obj, default=str) + "\n")

@@ -7,7 +7,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from ._common import EXIT_OK, EXIT_REJECTED, BackendOpt, JsonOpt, RulesOpt, err_console, fail_usage, out_console, print_json
+from ._common import (EXIT_OK, EXIT_REJECTED, BackendOpt, JsonOpt, RulesOpt, err_console, fail_usage, print_json,
+                      print_result_table)
 
 
 def register(app: typer.Typer) -> None:
@@ -68,11 +69,4 @@ def _render(result, task_name: str, backend: str) -> None:
     table = Table(title=f"check {task_name} ({backend}, --rules {result.rules})", show_header=False)
     table.add_row("status", f"[{colour}]{result.status.value}[/]")
     table.add_row("message", result.message)
-    for k in result.kernels:
-        table.add_row("kernel", f"{k.name} {k.summary()}")
-    for w in result.warnings:
-        table.add_row("warning", f"[yellow]{w}[/]")
-    out = out_console()
-    out.print(table)
-    if not result.feasible and result.feedback and result.feedback != result.message:
-        out.print(result.feedback, highlight=False, markup=False)
+    print_result_table(table, result)

@@ -10,7 +10,7 @@ import typer
 
 from ._common import (EXIT_OK, EXIT_REJECTED, AtolOpt, BaselinesOpt, CompileBaselineOpt, KernelbenchSeedingOpt, RtolOpt,
                       RulesOpt, SizeOpt, TimeoutOpt, TrialsOpt, WarmupOpt, err_console, fail_usage, one_line, out_console,
-                      prepare_device, print_json, size_note)
+                      prepare_device, print_json, print_result_table, size_note)
 
 
 def register(app: typer.Typer) -> None:
@@ -210,14 +210,7 @@ def _render(result, task_name: str, backend: str) -> None:
         table.add_row("latency", f"{result.latency_ms:.4f} ms (IQR {result.latency_iqr_ms or 0:.4f}, {result.latency_source})")
     for name, ms in result.baselines.present().items():
         table.add_row(name.replace("_ms", ""), f"{ms:.4f} ms (speedup {ms / result.latency_ms:.2f}x)" if result.latency_ms else f"{ms:.4f} ms")
-    for k in result.kernels:
-        table.add_row("kernel", f"{k.name} {k.summary()}")
-    for w in result.warnings:
-        table.add_row("warning", f"[yellow]{w}[/]")
-    out = out_console()
-    out.print(table)
-    if not result.feasible and result.feedback and result.feedback != result.message:
-        out.print(result.feedback, highlight=False, markup=False)
+    print_result_table(table, result)
 
 
 def backends_command(
