@@ -17,6 +17,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from evokernel.builtin import Plan, scalar_sources
+from evokernel.builtin._emit import BROADCAST_SHAPES
 from evokernel.builtin._ir import Leaf, Node, Ref, TensorSpec
 
 from ._config import FAMILIES, AscendCConfig, default_config
@@ -340,7 +341,7 @@ def generate(plan: Plan, config: AscendCConfig) -> str:
         parts.append(f'MATMUL_SOURCE = r"""\n{MATMUL_SOURCE}"""\n')
     for code in flat:
         parts.extend(code.blocks)
-    helpers = [_BROADCAST.strip() + "\n"] if uses_matmul else []
+    helpers = [BROADCAST_SHAPES.strip() + "\n"] if uses_matmul else []
     if any(c.launcher for c in flat):
         helpers.append(_LAUNCHER.strip() + "\n")
     if uses_matmul:
@@ -366,16 +367,3 @@ def generate(plan: Plan, config: AscendCConfig) -> str:
     parts.append("\n".join(model) + "\n")
     return "\n\n".join(parts)
 
-
-_BROADCAST = '''
-def _broadcast_shapes(*shapes):
-    """torch's broadcasting rule on plain tuples (no tensor op runs)."""
-    rank = max([len(s) for s in shapes] + [0])
-    out = [1] * rank
-    for shape in shapes:
-        padded = [1] * (rank - len(shape)) + list(shape)
-        for i, size in enumerate(padded):
-            if size != 1:
-                out[i] = size
-    return tuple(out)
-'''

@@ -10,7 +10,7 @@ from ._ir import Node, Plan, Ref
 from ._pointwise import literal, pointwise_expr
 
 __all__ = ["Emitter", "StageCode", "assemble", "header", "model_class", "scalar_sources", "wrap_params",
-           "HELPERS", "out_dtype_expr", "stage_args", "load_other", "to_f32"]
+           "BROADCAST_SHAPES", "HELPERS", "out_dtype_expr", "stage_args", "load_other", "to_f32"]
 
 
 @dataclass(frozen=True)
@@ -24,7 +24,8 @@ class StageCode:
     entry: str
     helpers: tuple[str, ...] = field(default=())
 
-HELPERS = '''
+# torch's broadcasting rule as generated code: also emitted by the Ascend C templates (evokernel/ascendc/_templates.py)
+BROADCAST_SHAPES = '''
 def _broadcast_shapes(*shapes):
     """torch's broadcasting rule on plain tuples (no tensor op runs)."""
     rank = max([len(s) for s in shapes] + [0])
@@ -35,7 +36,9 @@ def _broadcast_shapes(*shapes):
             if size != 1:
                 out[i] = size
     return tuple(out)
+'''
 
+HELPERS = BROADCAST_SHAPES + '''
 
 def _prod(values):
     out = 1
