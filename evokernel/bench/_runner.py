@@ -91,12 +91,14 @@ class BenchResult:
     accuracy_by_iteration: list[float]
     run_id: int | None = None
     memory: str = ""
+    complete: bool = True  # False: --time-limit stopped the run; the same command with --memory resumes it
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "kind": RESULT_KIND,
             "version": RESULT_VERSION,
             "suite": self.suite,
+            "complete": self.complete,
             "policy": self.policy,
             "policy_is_llm": self.policy_is_llm,
             "metrics": self.metrics,
@@ -199,6 +201,7 @@ def run_bench(
         accuracy_by_iteration=list(run.accuracy_by_iteration),
         run_id=run.run_id or None,
         memory=str(Path(memory).resolve()) if memory else "fresh temporary memory",
+        complete=run.complete,
     )
 
 

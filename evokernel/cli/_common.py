@@ -148,6 +148,16 @@ def _positive(value: float) -> float:
 
 
 TimeoutOpt = Annotated[float, typer.Option(callback=_positive, help="Wall-clock limit per candidate, in seconds (> 0).")]
+
+
+def _positive_or_none(value: Optional[float]) -> Optional[float]:
+    return None if value is None else _positive(value)
+
+
+TimeLimitOpt = Annotated[Optional[float], typer.Option(
+    "--time-limit", callback=_positive_or_none, metavar="SECONDS",
+    help="Start no new step after this many seconds; the run stays unfinished and the same command resumes it "
+         "(bench: the results say complete: false).")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout, and nothing else there.")]
 SeedOpt = Annotated[int, typer.Option(help="Seed of the loop's random choices.")]
 TrialsOpt = Annotated[int, typer.Option(min=1, help="Correctness trials with fresh seeded inputs.")]

@@ -76,6 +76,9 @@ class RunProgress:
             verified = event.get("verified_speedup")
             self._line(f"{prefix}{event['task']}: skill {event['action']}: {event['title']}"
                        + (f" (re-timed {verified:.2f}x)" if verified else ""))
+        elif kind == "time_limit":
+            self._line(f"{prefix}time limit of {event['seconds']:g} s reached: no new steps started; "
+                       "the run stays unfinished, and the same command resumes it")
         elif kind == "run_start":
             self.total += len(event["tasks"]) * self.budget
             for line in self.preamble:

@@ -32,6 +32,7 @@ from ._common import (
     SeedOpt,
     SizeOpt,
     SkillsOpt,
+    TimeLimitOpt,
     TimeoutOpt,
     TrialsOpt,
     call,
@@ -81,6 +82,7 @@ def run_command(
     jobs: JobsOpt = None,
     engine: EngineOpt = "local",
     timeout: TimeoutOpt = 300.0,
+    time_limit: TimeLimitOpt = None,
     trials: TrialsOpt = 5,
     reps: RepsOpt = 100,
     export: ExportOpt = None,
@@ -97,7 +99,7 @@ def run_command(
         backend=backend, model=model, context_tokens=context_tokens, multi_turn=multi_turn,
         reasoning_effort=reasoning_effort, thinking_tokens=thinking_tokens, policy=policy, budget=budget, memory_mode=memory_mode, device=device,
         gpus=parse_gpus(gpus), size=size, rules=rules,
-        min_own_share=min_own_share, memory_budget_bytes=parse_bytes(memory_budget), jobs=jobs, engine=engine, timeout_s=timeout, trials=trials,
+        min_own_share=min_own_share, memory_budget_bytes=parse_bytes(memory_budget), jobs=jobs, engine=engine, timeout_s=timeout, time_limit_s=time_limit, trials=trials,
         reps=reps, export=str(export) if export else None, resume=resume, replay=replay, port_from=tuple(port_from or ()),
         seed=seed, skills=skills, rerank=rerank,
     )
@@ -126,6 +128,7 @@ def refine_command(
     jobs: JobsOpt = None,
     engine: EngineOpt = "local",
     timeout: TimeoutOpt = 300.0,
+    time_limit: TimeLimitOpt = None,
     export: ExportOpt = None,
     json_output: JsonOpt = False,
 ) -> None:
@@ -136,7 +139,7 @@ def refine_command(
         backend=backend, model=model, context_tokens=context_tokens, multi_turn=multi_turn,
         reasoning_effort=reasoning_effort, thinking_tokens=thinking_tokens, policy=policy, budget=budget, device=device, gpus=parse_gpus(gpus), size=size,
         rules=rules,
-        min_own_share=min_own_share, memory_budget_bytes=parse_bytes(memory_budget), jobs=jobs, engine=engine, timeout_s=timeout, export=str(export) if export else None,
+        min_own_share=min_own_share, memory_budget_bytes=parse_bytes(memory_budget), jobs=jobs, engine=engine, timeout_s=timeout, time_limit_s=time_limit, export=str(export) if export else None,
         skills=skills, rerank=rerank,
     )
     result = _with_progress(evokernel.refine, options, memory=memory)

@@ -20,6 +20,7 @@ import math
 import random
 import re
 import threading
+import time
 import zlib
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -409,23 +410,37 @@ class Runner:
         self.monitor.emit({"type": "run_start", "run_id": self.run_id, "resumed": self.resumed, "jobs": self.jobs,
                            "tasks": [s.task.name for s in self.states]})
         iteration = max((s.outcome.attempts for s in self.states), default=0)
+        limit = self.options.time_limit_s
+        deadline = None if limit is None else time.monotonic() + limit
+
+        def in_time() -> bool:
+            return deadline is None or time.monotonic() < deadline
+
         try:
             while True:
                 active = [s for s in self.states if s.outcome.attempts < self.options.budget and not s.outcome.stopped]
                 if not active:
                     break
+                if not in_time():
+                    result.complete = False
+                    break
                 iteration += 1
                 behind = [s for s in active if s.outcome.attempts < iteration]  # tasks behind catch up after a resume
                 if self.jobs > 1:
                     as_of = self.store.last_item_id()
-                    run_all([lambda s=s: self.step(s, iteration, as_of) for s in behind], jobs=self.jobs)
+                    run_all([lambda s=s: in_time() and self.step(s, iteration, as_of) for s in behind], jobs=self.jobs)
                 else:
                     for st in behind:
+                        if not in_time():
+                            break
                         self.step(st, iteration)
                 result.accuracy_by_iteration.append(sum(s.outcome.correct for s in self.states) / len(self.states))
         except BaseException:
             self._stopping = True
             raise
+        if not result.complete:  # left unfinished, so the same call resumes it
+            self.monitor.emit({"type": "time_limit", "run_id": self.run_id, "seconds": limit})
+            return result
         self.store.finish_run(self.run_id, "done")
         self.monitor.emit({"type": "run_done", "run_id": self.run_id})
         return result

@@ -76,6 +76,9 @@ class RunOptions:
     engine: str = dataclasses.field(default="local", metadata=_how())  # "local" worker pool or "ray"
     max_jobs_per_worker: int = dataclasses.field(default=200, metadata=_how())
     export: str | None = dataclasses.field(default=None, metadata=_how())  # directory for each task's best kernel
+    # No new step starts after this many seconds of the run; the run stays unfinished, so the
+    # same call resumes it (a leased machine's limit, a CI slot). None: no limit.
+    time_limit_s: float | None = dataclasses.field(default=None, metadata=_how())
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "port_from", tuple(self.port_from))
@@ -96,6 +99,8 @@ class RunOptions:
             (self.memory_budget_bytes is None or self.memory_budget_bytes > 0,
              f"memory budget must be a positive number of bytes, got {self.memory_budget_bytes}"),
             (self.timeout_s > 0, f"timeout must be a positive number of seconds, got {self.timeout_s:g}"),
+            (self.time_limit_s is None or self.time_limit_s > 0,
+             f"time limit must be a positive number of seconds, got {self.time_limit_s}"),
             (self.trials >= 1, f"trials must be at least 1, got {self.trials}"),
             (self.reps >= 1, f"reps must be at least 1, got {self.reps}"),
             (0.0 <= self.epsilon_start_point <= 1.0, f"epsilon_start_point must be in [0, 1], got {self.epsilon_start_point}"),

@@ -208,6 +208,7 @@ class RunResult:
     jobs: int = 1
     exported: list[str] = dataclasses.field(default_factory=list)
     notes: list[str] = dataclasses.field(default_factory=list)
+    complete: bool = True  # False: the time limit stopped it before every task used its budget (resumable)
 
     @property
     def config(self) -> RunOptions:  # the name older callers used
