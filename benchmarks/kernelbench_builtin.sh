@@ -7,11 +7,12 @@
 # benchmarks/results/), logs beside them, and prints the figures.
 #
 #   usage: bash benchmarks/kernelbench_builtin.sh KERNELBENCH_DIR OUT_DIR [REPS]
-#   environment: LEVELS (default "1 2"), BUDGET (default 2)
+#   environment: LEVELS (default "1 2"), BUDGET (default 2), TIME_LIMIT (seconds per
+#   level and call: bench --time-limit, so a call cut short still writes its results)
 #
 # Restartable: each level's memory is OUT_DIR/levelN.db, so the same command
-# after a kill resumes the level where it stopped, and a level whose results
-# file exists is not run again. On one GPU, torch.compile's caches for level 2
+# after a kill or a time limit resumes the level where it stopped, and a level
+# whose results file is complete is not run again. On one GPU, torch.compile's caches for level 2
 # are filled on the CPU cores while level 1 runs
 # (benchmarks/warm_compile_cache.py, TORCHINDUCTOR_CACHE_DIR=OUT_DIR/inductor):
 # the bench still compiles and times the baseline in its worker, from those
@@ -48,9 +49,12 @@ bench() {  # LEVEL RULES GPU_LIST [EXTRA OPTIONS]
     shift 3
     case " $levels " in *" $level "*) ;; *) return ;; esac
     local results="$out/kernelbench-level$level-h200-builtin.json"
-    if [ -s "$results" ]; then echo "level$level: $results exists, not run again" >>"$out/status.txt"; return; fi
+    if [ -s "$results" ] && python3 -c "import json, sys; sys.exit(not json.load(open(sys.argv[1])).get('complete', True))" "$results"; then
+        echo "level$level: $results is complete, not run again" >>"$out/status.txt"; return
+    fi
     local gpu_opt=()
     if [ -n "$gpu_list" ]; then gpu_opt=(--gpus "$gpu_list"); fi
+    if [ -n "${TIME_LIMIT:-}" ]; then gpu_opt+=(--time-limit "$TIME_LIMIT"); fi
     python3 -m evokernel.cli bench "$kb/level$level" --policy builtin --budget "$budget" --rules "$rules" \
         --reps "$reps" --warmup 3 --memory "$out/level$level.db" "${gpu_opt[@]}" "$@" --json --out "$results" \
         >"$out/level$level.stdout" 2>>"$out/level$level.log"
