@@ -4,7 +4,8 @@ On a terminal: a table of the tasks (stage, attempts, last verdict, best
 latency) under a line with what is in flight (steps proposing, i.e. LLM calls
 waiting; evaluations running and queued for a worker), tokens and cost. When
 stderr is not a terminal (a log file, CI), one plain line per finished step
-instead, so a long run is never silent.
+instead, and a line naming the steps still running when nothing has been said
+for a while (`heartbeat_s`), so a long run is never silent.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import time
 from typing import Any
 
 _TABLE_ROWS = 24  # beyond this many tasks, the terminal view shows the active ones
+HEARTBEAT_S = 60.0  # off a terminal: after this long without a line, say what is still running
 
 
 def _ms(v: float | None) -> str:
@@ -21,7 +23,8 @@ def _ms(v: float | None) -> str:
 
 
 class RunProgress:
-    def __init__(self, console: Any, budget: int, *, preamble: list[str] | None = None):
+    def __init__(self, console: Any, budget: int, *, preamble: list[str] | None = None,
+                 heartbeat_s: float = HEARTBEAT_S):
         self.console = console
         self.preamble = list(preamble or [])  # said once the run has started (a run that fails to start says only why)
         self.budget = budget
@@ -32,6 +35,11 @@ class RunProgress:
         self.live = None
         self.started = time.monotonic()
         self._lock = threading.Lock()
+        self.heartbeat_s = heartbeat_s
+        self.running: dict[tuple[str, str], float] = {}  # steps started and not done: since when
+        self._last_line = self.started
+        self._quiet = threading.Event()  # set on exit: the heartbeat thread ends
+        self._heart: threading.Thread | None = None
 
     def __enter__(self) -> "RunProgress":
         if self.console.is_terminal:
@@ -39,11 +47,28 @@ class RunProgress:
 
             self.live = Live(self._render(), console=self.console, refresh_per_second=4, transient=False)
             self.live.__enter__()
+        else:
+            self._heart = threading.Thread(target=self._heartbeat, name="evokernel-progress", daemon=True)
+            self._heart.start()
         return self
 
     def __exit__(self, *exc: Any) -> None:
+        self._quiet.set()
         if self.live is not None:
             self.live.__exit__(*exc)
+
+    def _heartbeat(self) -> None:
+        """Off a terminal, a step that runs for minutes (a long compile, a slow candidate) is named."""
+        while not self._quiet.wait(min(self.heartbeat_s, 5.0)):
+            with self._lock:
+                now = time.monotonic()
+                if not self.running or now - self._last_line < self.heartbeat_s:
+                    continue
+                oldest = sorted(self.running.items(), key=lambda kv: kv[1])[:3]
+                named = ", ".join(f"{(f'[{arm}] ' if arm else '')}{task} for {now - since:.0f} s"
+                                  for (arm, task), since in oldest)
+                more = f" and {len(self.running) - len(oldest)} more" if len(self.running) > len(oldest) else ""
+                self._line(f"still running: {named}{more}")
 
     def __call__(self, event: dict[str, Any]) -> None:
         with self._lock:
@@ -57,8 +82,12 @@ class RunProgress:
         self.stats = event.get("stats") or self.stats
         kind = event["type"]
         prefix = f"[{event['arm']}] " if event.get("arm") else ""
+        key = (event.get("arm", ""), event.get("task", ""))
+        if kind in ("step_done", "stopped"):
+            self.running.pop(key, None)
         if kind == "step_start":
             self._row(event).update(stage=event["stage"], status="running")
+            self.running[key] = time.monotonic()
         elif kind == "step_done":
             self.done += 1
             self._row(event).update(attempts=event["step"], status=event["status"], best=event["best_latency_ms"],
@@ -101,6 +130,7 @@ class RunProgress:
         return text
 
     def _line(self, text: str) -> None:
+        self._last_line = time.monotonic()
         self.console.print(f"{text} | {self._summary()}", markup=False)
 
     def _render(self):
