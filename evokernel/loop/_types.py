@@ -228,6 +228,7 @@ class RunResult:
             "device": self.device,
             "jobs": self.jobs,
             "resumed": self.resumed,
+            "complete": self.complete,
             "memory": self.memory_path,
             "accuracy_by_iteration": self.accuracy_by_iteration,
             "exported": self.exported,
