@@ -13,6 +13,9 @@ CASES = [
          full="[torch.rand(128, 4096, 4095)]"),
     Case("max_dim1", "x: return torch.max(x, dim=1)[0]", "[torch.randn(3, 37, 5)]",
          full="[torch.rand(128, 4096, 4095)]", slow=True),
+    # inner positions not adjacent (a transposed view): the offsets keep the operand's stride
+    Case("sum_dim1_transposed_view", "x: return torch.sum(x.transpose(0, 2), dim=1)", "[torch.randn(5, 37, 3)]",
+         full="[torch.rand(64, 512, 256)]"),
     Case("argmax_dim1_chunked", "x: return torch.argmax(x, dim=1)", "[torch.randn(3, 37, 5)]",
          full="[torch.rand(128, 4096, 4095)]"),
     Case("argmin_last", "x: return torch.argmin(x, dim=-1)", "[torch.randn(4, 37)]", slow=True),
@@ -52,3 +55,13 @@ def test_few_long_rows_reduce_in_chunks(tmp_path):
 def test_frobenius_norm_is_a_reduction_then_a_pointwise_pass(tmp_path):
     plan = analyze(write(_case("frobenius"), tmp_path))
     assert [s.family for s in plan.stages] == ["rows", "elementwise"]
+
+
+def test_strided_rows_address_adjacent_inner_positions_without_a_stride(tmp_path):
+    """Contiguous inner positions are `i` itself, so Triton lays the tile's threads along them
+    (coalesced); a view whose inner positions are apart keeps `i * stride` (checked correct above)."""
+    from evokernel.builtin import generate
+
+    source = generate(analyze(write(_case("sum_dim1_strided"), tmp_path)))
+    assert "lay_x_icontig=x_lay[7] == 1" in source
+    assert "elif lay_x_icontig:\n        x_row = (o % lay_x_olo) * lay_x_solo + (o // lay_x_olo) * lay_x_sohi + i\n" in source

@@ -149,10 +149,7 @@ class _RowsEmitter(Emitter):
         arg = self._arg(name, prep)
         if (name, prep) not in self.preps:
             self.preps.append((name, prep))
-            p = f"lay_{arg}"
-            self.prologue.append(
-                f"    {arg}_row = (o % {p}_olo) * {p}_solo + (o // {p}_olo) * {p}_sohi"
-                f" + (i % {p}_ilo) * {p}_silo + (i // {p}_ilo) * {p}_sihi")
+            self.prologue += row_offsets(arg, f"lay_{arg}")
         return arg
 
     def red_ctx(self, node: Node) -> str:
@@ -349,6 +346,30 @@ _INDEX = """\
 """
 
 
+def row_offsets(arg: str, p: str) -> list[str]:
+    """An operand's offset of each row of the tile. Inner positions in one run (the usual
+    case) are addressed without the modulo, and contiguous ones (stride 1) as ``i`` itself:
+    Triton then knows the rows of a strided reduction's tile are adjacent in memory and
+    lays its threads along them (coalesced loads) instead of along the reduced dim."""
+    outer = f"(o % {p}_olo) * {p}_solo + (o // {p}_olo) * {p}_sohi"
+    return [f"    if {p}_isplit:",
+            f"        {arg}_row = {outer} + (i % {p}_ilo) * {p}_silo + (i // {p}_ilo) * {p}_sihi",
+            f"    elif {p}_icontig:",
+            f"        {arg}_row = {outer} + i",
+            "    else:",
+            f"        {arg}_row = {outer} + i * {p}_silo"]
+
+
+LAYOUT_FLAGS = ("split", "isplit", "icontig")
+
+
+def layout_flags(args: list[str]) -> str:
+    """The constexpr flags of each operand's layout: a second run in the reduced group
+    (split) or in the inner positions (isplit), inner positions adjacent (icontig)."""
+    return "".join(f"lay_{a}_split={a}_lay[3] < n_cols, lay_{a}_isplit={a}_lay[6] < inner, "
+                   f"lay_{a}_icontig={a}_lay[7] == 1, " for a in args)
+
+
 def _layout_params(arg: str) -> list[str]:
     return [f"lay_{arg}_{k}" for k in ("olo", "solo", "sohi", "nlo", "snlo", "snhi", "ilo", "silo", "sihi")]
 
@@ -367,7 +388,7 @@ def _kernel(plan: Plan, mode: str, name: str, tag: str = ""):
     params += ["outer", "N", "inner", "n_iblocks", "n_split", "chunk"]
     params += [p for a in args for p in _layout_params(a)] + ["stride_out_o", "stride_out_n", "stride_out_i"]
     params += [p for n in iotas for p in (f"iota{n.id}_div", f"iota{n.id}_mod")]
-    flags = [f"lay_{a}_split: tl.constexpr" for a in args]
+    flags = [f"lay_{a}_{k}: tl.constexpr" for a in args for k in LAYOUT_FLAGS]
     k = ["@triton.jit",
          f"def {name}(",
          *wrap_params(params),
@@ -457,7 +478,7 @@ def generate_rows(plan: Plan, config: Config, tag: str = "") -> StageCode:
         args = [(n if p == "full" else f"{n}_sq") for n, p in preps]
         ptrs = "".join(f"{a}_t, " for a in args) + "".join(f"part{p}, " for p in parts)
         lays = " + ".join(f"{a}_lay" for a in args) or "[]"
-        flags = "".join(f"lay_{a}_split={a}_lay[3] < n_cols, " for a in args)
+        flags = layout_flags(args)
         iota = []
         for node in iotas:
             back = len(node.shape) - node.attr("dim")

@@ -14,7 +14,7 @@ from dataclasses import replace
 from ._config import Config
 from ._emit import Emitter, StageCode, load_other, out_dtype_expr, scalar_sources, wrap_params
 from ._gen_elementwise import SPAN_HELPER
-from ._gen_rows import LAYOUT_HELPER, _INDEX, _layout_params, _prep_lines
+from ._gen_rows import LAYOUT_HELPER, _INDEX, _layout_params, LAYOUT_FLAGS, _prep_lines, layout_flags, row_offsets
 from ._ir import Node, Plan, ReduceGroup
 
 __all__ = ["generate_scan"]
@@ -31,10 +31,7 @@ class _ScanEmitter(Emitter):
     def load_leaf(self, name: str, ctx: str) -> str:
         if (name, "full") not in self.preps:
             self.preps.append((name, "full"))
-            p = f"lay_{name}"
-            self.prologue.append(
-                f"    {name}_row = (o % {p}_olo) * {p}_solo + (o // {p}_olo) * {p}_sohi"
-                f" + (i % {p}_ilo) * {p}_silo + (i // {p}_ilo) * {p}_sihi")
+            self.prologue += row_offsets(name, f"lay_{name}")
         p = f"lay_{name}"
         self.emit(f"if {p}_split:")
         self.emit(f"    {name}_cols = (cols[None, :] % {p}_nlo) * {p}_snlo + (cols[None, :] // {p}_nlo) * {p}_snhi")
@@ -75,7 +72,7 @@ def generate_scan(plan: Plan, config: Config, tag: str = "") -> StageCode:
     args = [n for n, _ in em.preps]
     params = [f"{a}_ptr" for a in args] + ["out_ptr"] + scalars + ["outer", "N", "inner", "n_iblocks"]
     params += [p for a in args for p in _layout_params(a)] + ["stride_out_o", "stride_out_n", "stride_out_i"]
-    flags = [f"lay_{a}_split: tl.constexpr" for a in args]
+    flags = [f"lay_{a}_{k}: tl.constexpr" for a in args for k in LAYOUT_FLAGS]
     init = "0.0" if scan.attr("kind") == "sum" else "1.0"
     k = ["@triton.jit", f"def _mul{tag}(a, b):", "    return a * b", "", "",
          "@triton.jit", f"def _scan_kernel{tag}(", *wrap_params(params), *wrap_params(flags),
@@ -116,7 +113,7 @@ def generate_scan(plan: Plan, config: Config, tag: str = "") -> StageCode:
     l += _prep_lines(view, em.preps)
     ptrs = "".join(f"{a}_t, " for a in args)
     lays = " + ".join(f"{a}_lay" for a in args)
-    flag_args = "".join(f"lay_{a}_split={a}_lay[3] < n_cols, " for a in args)
+    flag_args = layout_flags(args)
     l += [f"    _scan_kernel{tag}[grid](",
           f"        {ptrs}out_3d, {''.join(s + ', ' for s in scalars)}outer, n_cols, inner, n_iblocks,",
           f"        *({lays}), *out_3d.stride(),",
