@@ -17,6 +17,30 @@ CASES = Path(__file__).parent / "executor_cases"
 runner = CliRunner()
 
 
+@pytest.fixture
+def warm_worker(monkeypatch, cpu_executor):
+    """`evokernel eval` served by the session's warm worker (conftest) where a test is about the
+    command's output, not about a fresh worker: the Executor the command makes is recorded with its
+    arguments and hands out the shared one, which the command's `with` does not close.
+    test_eval_ok_json and test_eval_several_candidates_json_lines_in_order keep the real one."""
+    import backends
+
+    made = []
+
+    class Shared:
+        def __init__(self, **kwargs):
+            made.append(kwargs)
+
+        def __enter__(self):
+            return cpu_executor
+
+        def __exit__(self, *exc):
+            return None
+
+    monkeypatch.setattr(backends, "Executor", Shared)
+    return made
+
+
 def _write(tmp_path, source, name="cand.py"):
     path = tmp_path / name
     path.write_text(source)
@@ -36,17 +60,19 @@ def test_eval_ok_json(tmp_path):
     assert len(lines) == 1, "nothing but the JSON object on stdout"
 
 
-def test_eval_rejected_exit_1(tmp_path):
+def test_eval_rejected_exit_1(tmp_path, warm_worker):
     task, source, _ = DISALLOWED["torch_op_in_forward"]
     res = runner.invoke(app, ["eval", str(CASES / task), str(_write(tmp_path, source)), "--json"])
     assert res.exit_code == 1
+    assert warm_worker == [{"device": "cpu", "timeout_s": 300.0}]
     assert json.loads(res.stdout.strip().splitlines()[-1])["status"] == "disallowed"
 
 
-def test_eval_rich_summary(tmp_path):
+def test_eval_rich_summary(tmp_path, warm_worker):
     task, source = HONEST["add_relu"]
     res = runner.invoke(app, ["eval", str(CASES / task), str(_write(tmp_path, source)), "--trials", "1"])
     assert res.exit_code == 0
+    assert warm_worker == [{"device": "cpu", "timeout_s": 300.0}]
     assert "status" in res.stdout and "ok" in res.stdout
 
 
@@ -111,7 +137,7 @@ def test_eval_several_candidates_json_lines_in_order(tmp_path):
 
 
 @pytest.mark.slow
-def test_eval_manifest(tmp_path):
+def test_eval_manifest(tmp_path, warm_worker):
     (tmp_path / "cands").mkdir()
     _write(tmp_path / "cands", HONEST["add_relu"][1], "ok.py")
     _write(tmp_path / "cands", HONEST["two_launches"][1], "two.py")
@@ -125,6 +151,7 @@ def test_eval_manifest(tmp_path):
     assert [Path(r["candidate"]).name for r in rows] == ["two.py", "ok.py"]
     assert all(r["status"] == "ok" for r in rows)
     assert "2 of 2 feasible" in res.stderr
+    assert len(warm_worker) == 1, "one executor serves the manifest"
 
 
 def test_eval_manifest_bad_line_exit_2(tmp_path):

@@ -108,9 +108,9 @@ def test_out_of_memory_errors_are_recognised():
 
 
 @pytest.fixture(scope="module")
-def executor():
-    with Executor(device="cpu", timeout_s=120) as ex:
-        yield ex
+def executor(cpu_executor):
+    # The session's warm worker (conftest): these tests need a worker, not a fresh one.
+    return cpu_executor
 
 
 def test_task_over_the_budget_gets_a_task_error_with_the_bytes(executor):

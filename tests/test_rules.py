@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from backends import RULES, RULE_SETS, EvalOptions, EvalResult, Executor, Verdict, describe_rules
+from backends import RULES, RULE_SETS, EvalOptions, EvalResult, Verdict, describe_rules
 from backends._rules import explain, verdict_for
 from backends._share import DeviceActivity, is_own, kernel_identifiers, split_activities
 
@@ -24,9 +24,9 @@ def fast(rules: str, **kw) -> EvalOptions:
 
 
 @pytest.fixture(scope="module")
-def executor():
-    with Executor(device="cpu", timeout_s=120) as ex:
-        yield ex
+def executor(cpu_executor):
+    # The session's warm worker (conftest): these tests need a worker, not a fresh one.
+    return cpu_executor
 
 
 # ---------------------------------------------------------------- the rule table

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from backends import EvalOptions, Executor, Verdict, assess_task, load_task_module, output_reasons
+from backends import EvalOptions, Verdict, assess_task, load_task_module, output_reasons
 from backends._stress import Observations, nondeterminism, plan_stress
 
 from executor_candidates import ADD_RELU_KERNEL, HEADER
@@ -67,9 +67,9 @@ WRONG_9 = LINEAR_EPILOGUE.replace("STRIDES", "w.stride(1), w.stride(0)")
 
 
 @pytest.fixture(scope="module")
-def executor():
-    with Executor(device="cpu", timeout_s=120) as ex:
-        yield ex
+def executor(cpu_executor):
+    # The session's warm worker (conftest): these tests need a worker, not a fresh one.
+    return cpu_executor
 
 
 # ---------------------------------------------------------------- the checks themselves
