@@ -16,6 +16,8 @@ from evokernel.builtin import analyze
 from evokernel.cli import app
 from evokernel.loop import MemoryNote, StartPointView, StepContext
 
+from session_tmp import session_basetemp
+
 NPU = Path(__file__).resolve().parents[1] / "benchmarks" / "npu"
 runner = CliRunner()
 
@@ -23,7 +25,7 @@ runner = CliRunner()
 @pytest.fixture(autouse=True)
 def _small(monkeypatch, tmp_path_factory):
     monkeypatch.setenv("EVOKERNEL_SIZE", "small")
-    monkeypatch.setenv("EVOKERNEL_CACHE", str(tmp_path_factory.getbasetemp() / "evk-cache"))
+    monkeypatch.setenv("EVOKERNEL_CACHE", str(session_basetemp(tmp_path_factory) / "evk-cache"))
 
 
 def _ctx(task: str, *, stage="draft", memories=(), start=None, tried=frozenset()) -> StepContext:

@@ -11,6 +11,8 @@ import torch
 from backends.ascendc import CHIP_910B, estimate_cost, load_inline, modelled_latency_ms, parse_stats
 from backends.ascendc._cost import VECIN, VECOUT, BlockStats
 
+from session_tmp import session_basetemp
+
 KERNELS = Path(__file__).parent / "ascendc_kernels"
 US = 1e6
 
@@ -106,7 +108,7 @@ ADD_TOLERANCE = 0.02
 def add_ops(tmp_path_factory):
     return load_inline(name="add_tiled", source=(KERNELS / "add_tiled.cpp").read_text(),
                        functions=["add_half", "add_float"],
-                       build_dir=tmp_path_factory.getbasetemp() / "evk_cache" / "ascendc")
+                       build_dir=session_basetemp(tmp_path_factory) / "evk_cache" / "ascendc")
 
 
 def run_add(ops, n, buffers, block_dim=48):

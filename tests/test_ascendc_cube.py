@@ -15,6 +15,8 @@ from backends.ascendc import AscendCRuntimeError, load_inline
 from backends.ascendc._signature import KERNEL_TYPES, kernel_type
 from evokernel.ascendc._matmul_kernel import ENTRY_F16, ENTRY_F32, MATMUL_SOURCE
 
+from session_tmp import session_basetemp
+
 KERNELS = Path(__file__).parent / "ascendc_kernels"
 HAZARDS = (KERNELS / "cube_hazards.cpp").read_text()
 MIX = (KERNELS / "cube_mix.cpp").read_text()
@@ -23,7 +25,7 @@ SYNC = (KERNELS / "sync_all.cpp").read_text()
 
 @pytest.fixture(scope="module")
 def cache(tmp_path_factory):
-    return tmp_path_factory.getbasetemp() / "evk_cache" / "ascendc"
+    return session_basetemp(tmp_path_factory) / "evk_cache" / "ascendc"
 
 
 @pytest.fixture(scope="module")

@@ -11,6 +11,8 @@ from typer.testing import CliRunner
 
 from evokernel.cli import app
 
+from session_tmp import session_basetemp
+
 KERNELS = Path(__file__).parent / "ascendc_kernels"
 TASK = Path(__file__).parent / "executor_cases" / "task_add_relu.py"
 
@@ -103,7 +105,7 @@ runner = CliRunner()
 
 @pytest.fixture(autouse=True)
 def _cache(tmp_path_factory, monkeypatch):
-    monkeypatch.setenv("EVOKERNEL_CACHE", str(tmp_path_factory.getbasetemp() / "evk-cache"))
+    monkeypatch.setenv("EVOKERNEL_CACHE", str(session_basetemp(tmp_path_factory) / "evk-cache"))
 
 
 def _eval(tmp_path, kernel: str):

@@ -11,6 +11,8 @@ import torch
 
 from backends.ascendc import AscendCCompileError, AscendCRuntimeError, load_inline
 
+from session_tmp import session_basetemp
+
 KERNELS = Path(__file__).parent / "ascendc_kernels"
 HAZARDS = (KERNELS / "hazards.cpp").read_text()
 
@@ -30,7 +32,7 @@ def hazards(tmp_path_factory):
     entries = re.findall(r"__aicore__ void (\w+)\(", HAZARDS)
     assert len(entries) == 13
     return load_inline(name="hazards", source=HAZARDS, functions=entries,
-                       build_dir=tmp_path_factory.getbasetemp() / "evk_cache" / "ascendc")
+                       build_dir=session_basetemp(tmp_path_factory) / "evk_cache" / "ascendc")
 
 
 def fail(hazards, entry, *, n=64, block_dim=2) -> AscendCRuntimeError:

@@ -11,12 +11,14 @@ import torch
 
 from backends.ascendc import load_inline
 
+from session_tmp import session_basetemp
+
 KERNELS = Path(__file__).parent / "ascendc_kernels"
 
 
 def shared_cache(factory: pytest.TempPathFactory) -> Path:
     # One cache per test session, so test modules that build the same kernel share the build.
-    return factory.getbasetemp() / "evk_cache" / "ascendc"
+    return session_basetemp(factory) / "evk_cache" / "ascendc"
 
 
 BUILDS = {

@@ -21,12 +21,14 @@ from backends.ascendc import (
 )
 from backends.ascendc._build import cache_root
 
+from session_tmp import session_basetemp
+
 KERNELS = Path(__file__).parent / "ascendc_kernels"
 
 
 @pytest.fixture(scope="module")
 def cache(tmp_path_factory) -> Path:
-    return tmp_path_factory.getbasetemp() / "evk_cache" / "ascendc"
+    return session_basetemp(tmp_path_factory) / "evk_cache" / "ascendc"
 
 
 @pytest.fixture(scope="module")
