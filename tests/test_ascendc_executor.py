@@ -108,15 +108,46 @@ def _cache(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("EVOKERNEL_CACHE", str(session_basetemp(tmp_path_factory) / "evk-cache"))
 
 
-def _eval(tmp_path, kernel: str):
+@pytest.fixture(scope="module")
+def cli_worker(tmp_path_factory):
+    """One worker for this module's `evokernel eval` runs (each would start its own), started under
+    the same EVOKERNEL_CACHE as the tests' (_cache), so it builds there."""
+    from backends import Executor
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("EVOKERNEL_CACHE", str(session_basetemp(tmp_path_factory) / "evk-cache"))
+        with Executor(device="cpu", timeout_s=300) as shared:
+            yield shared
+
+
+def _eval(tmp_path, kernel: str, worker):
+    """`evokernel eval` on `worker`: the Executor(...) the command makes is recorded with its
+    arguments and hands out the shared one, which the command's `with` leaves open."""
+    import backends
+
+    made = []
+
+    class Shared:
+        def __init__(self, **kwargs):
+            made.append(kwargs)
+
+        def __enter__(self):
+            return worker
+
+        def __exit__(self, *exc):
+            return None
+
     cand = tmp_path / "cand.py"
     cand.write_text(CANDIDATE.format(source=kernel))
-    res = runner.invoke(app, ["eval", str(TASK), str(cand), "--backend", "ascendc", "--json", "--trials", "2"])
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(backends, "Executor", Shared)
+        res = runner.invoke(app, ["eval", str(TASK), str(cand), "--backend", "ascendc", "--json", "--trials", "2"])
+    assert made == [{"device": "cpu", "timeout_s": 300.0}], "the command makes one executor, on the CPU"
     return res, json.loads(res.stdout.strip().splitlines()[-1])
 
 
-def test_honest_ascendc_kernel_verifies_with_modelled_latency(tmp_path):
-    res, data = _eval(tmp_path, KERNEL)
+def test_honest_ascendc_kernel_verifies_with_modelled_latency(tmp_path, cli_worker):
+    res, data = _eval(tmp_path, KERNEL, cli_worker)
     assert res.exit_code == 0, data["feedback"]
     assert data["status"] == "ok"
     assert data["latency_source"] == "modelled-910b"
@@ -132,10 +163,10 @@ def test_honest_ascendc_kernel_verifies_with_modelled_latency(tmp_path):
         (("Relu(z, z, len);", "ReluFast(z, z, len);"), "ReluFast"),
     ],
 )
-def test_ascendc_hazard_rejected_with_its_name(tmp_path, change, kind):
+def test_ascendc_hazard_rejected_with_its_name(tmp_path, cli_worker, change, kind):
     kernel = KERNEL.replace(*change)
     assert kernel != KERNEL
-    res, data = _eval(tmp_path, kernel)
+    res, data = _eval(tmp_path, kernel, cli_worker)
     assert res.exit_code == 1
     assert data["status"] in ("compile_error", "runtime_error")
     assert kind in data["message"] + data["feedback"]
