@@ -55,16 +55,25 @@ def _sample_jobs(per_task: int, tasks: list[str]) -> list[dict]:
     return jobs
 
 
-def test_sampled_configs_compile_and_pass():
-    jobs = _sample_jobs(3, list(ONE_PER_FAMILY.values()))
-    for job, result in zip(jobs, check_in_subprocess(jobs)):
+MANY_TASKS = ["ew_unary_chain", "ew_fp16", "rows_softmax", "rows_stats", "rows_fp16_softmax",
+              "mm_bmm_relu", "mm_fp16_linear", "mm_addmm_transposed"]
+
+
+@pytest.fixture(scope="module")
+def checked():
+    """Both samples' (jobs, results), checked in one interpreter process (each would start its own)."""
+    sampled, many = _sample_jobs(3, list(ONE_PER_FAMILY.values())), _sample_jobs(6, MANY_TASKS)
+    results = check_in_subprocess(sampled + many)
+    assert len(results) == len(sampled) + len(many)
+    return (sampled, results[:len(sampled)]), (many, results[len(sampled):])
+
+
+def test_sampled_configs_compile_and_pass(checked):
+    for job, result in zip(*checked[0], strict=True):
         assert result.ok, (job["config"], result.message)
 
 
 @pytest.mark.slow
-def test_many_sampled_configs_compile_and_pass():
-    tasks = ["ew_unary_chain", "ew_fp16", "rows_softmax", "rows_stats", "rows_fp16_softmax",
-             "mm_bmm_relu", "mm_fp16_linear", "mm_addmm_transposed"]
-    jobs = _sample_jobs(6, tasks)
-    for job, result in zip(jobs, check_in_subprocess(jobs)):
+def test_many_sampled_configs_compile_and_pass(checked):
+    for job, result in zip(*checked[1], strict=True):
         assert result.ok, (job["task"], job["config"], result.message)
