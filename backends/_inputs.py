@@ -48,8 +48,8 @@ def trial_seeds(seed: int, trials: int, kernelbench: bool) -> list[int]:
     """The seed of each correctness trial."""
     if not kernelbench:
         return [seed + 1 + t for t in range(trials)]
-    gen = torch.Generator().manual_seed(seed)  # the same stream as manual_seed(seed) on the host
-    return [int(torch.randint(0, 2**32 - 1, (1,), generator=gen).item()) for _ in range(trials)]
+    gen = torch.Generator("cpu").manual_seed(seed)  # the same stream as manual_seed(seed) on the host
+    return [int(torch.randint(0, 2**32 - 1, (1,), generator=gen, device="cpu").item()) for _ in range(trials)]
 
 
 def to_device(x: Any, device: torch.device) -> Any:
@@ -225,7 +225,9 @@ _exact: dict[str, bool] = {}
 
 
 def host_stream_exact() -> bool:
-    """Whether chunked host draws equal whole ones on this torch (checked once, on small sizes)."""
+    """Whether chunked host draws equal whole ones on this torch (checked once, on small sizes).
+
+    Host tensors by name: the first call comes inside the draw's `torch.device(cuda)` context."""
     if "ok" not in _exact:
         ok = True
         for n in (1000, 37, 16, 15):
@@ -233,9 +235,9 @@ def host_stream_exact() -> bool:
                                           ("normal_", (0.5, 2.0), torch.float64), ("random_", (0, 7), torch.int64),
                                           ("uniform_", (-1.0, 1.0), torch.float16)):
                 gen = torch.Generator().manual_seed(n)
-                whole = getattr(torch.empty(n, dtype=dtype), method)(*params, generator=gen)
+                whole = getattr(torch.empty(n, dtype=dtype, device="cpu"), method)(*params, generator=gen)
                 gen.manual_seed(n)
-                parts = torch.empty(n, dtype=dtype)
+                parts = torch.empty(n, dtype=dtype, device="cpu")
                 for a, b in _chunks(n, 48):
                     getattr(parts[a:b], method)(*params, generator=gen)
                 ok = ok and torch.equal(whole, parts)

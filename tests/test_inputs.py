@@ -55,3 +55,15 @@ def test_our_draws_are_seeded_and_on_the_device():
     b = _inputs.draw(lambda: [torch.randn(4, 4), 3], torch.device("cpu"), 7)
     assert torch.equal(a[0], b[0]) and a[1] == 3
     assert _inputs.sizes_of(lambda: [torch.randn(1 << 40)])[0].device.type == "meta"
+
+
+def test_host_stream_check_and_trial_seeds_make_host_tensors_inside_a_device_context(monkeypatch):
+    # draw() runs get_inputs under `torch.device(cuda)`, and the first HostStream
+    # checks exactness there: its host generator needs host tensors (seen on an
+    # H200: "Expected a 'cuda' device type for generator but found 'cpu'"). A meta
+    # context stands in for CUDA here: it fails the same way on a tensor not made on the host.
+    monkeypatch.setattr(_inputs, "_exact", {})
+    with torch.device("meta"):
+        assert _inputs.host_stream_exact()
+        seeds = _inputs.trial_seeds(42, 3, kernelbench=True)
+    assert seeds == _inputs.trial_seeds(42, 3, kernelbench=True)
