@@ -17,13 +17,16 @@ outside (the out-of-memory killer) is blamed on the side that was running.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import gc
 import hashlib
+import signal
+import threading
 import time
 import traceback
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import torch
 
@@ -33,7 +36,7 @@ from ._compare import compare, flatten, poison_
 from ._dry import dry_check
 from ._guard import (RunRules, SideStreamUsed, fingerprint, inputs_changed, is_constant, no_side_streams, record_ops,
                      same_fingerprint, unwritten_share)
-from ._options import EvalOptions
+from ._options import COMPILE_BASELINE_STEP, EvalOptions
 from ._result import Baselines, EvalResult, Roofline, Verdict
 from ._rules import explain
 from ._sandbox import harness
@@ -142,7 +145,7 @@ def _task_failure(what: str, exc: BaseException, device: torch.device) -> _Rejec
 
 def _task_step(what: str, fn: Callable[[], Any]) -> Any:
     """Run harness or task code (drawing inputs, the reference); its failures are task errors."""
-    _progress("harness")
+    _progress("harness", step=what)  # the step is named so that a timeout can say where it struck
     try:
         return fn()
     except _Reject:
@@ -598,12 +601,17 @@ def _time(result, ref_model, new_model, task, device, options, backend, cache, t
                 ref_model, make_args, device=device, reps=options.reps, warmup=options.warmup, flush_l2=options.flush_l2))
             base["eager_ms"] = tb.median_ms
             if options.compile_baseline:
+                _progress("harness", step=COMPILE_BASELINE_STEP)
                 try:
                     # Only the reference runs here, so inductor may start its compile workers.
-                    with harness():
+                    with harness(), _time_limit(options.compile_baseline_timeout_s):
                         compiled = torch.compile(ref_model)
                         tc = benchmark(compiled, make_args, device=device, reps=options.reps, warmup=options.warmup, flush_l2=options.flush_l2)
                     base["compile_ms"] = tc.median_ms
+                except _OutOfTime:
+                    result.warnings.append(
+                        f"torch.compile baseline left out: not compiled and timed within {options.compile_baseline_timeout_s:g} s")
+                    result.retire_worker = True  # inductor was stopped mid-way: its state is not trusted further
                 except Exception as exc:  # no compiler toolchain is not the candidate's failure
                     result.warnings.append(f"torch.compile baseline failed: {type(exc).__name__}: {str(exc)[:200]}")
             cache.baselines[key] = base
@@ -623,6 +631,29 @@ def _time(result, ref_model, new_model, task, device, options, backend, cache, t
     cmp = compare(expected, got, tolerance)
     if not cmp.ok:
         raise _Reject(Verdict.WRONG_RESULT, "wrong result on the re-check after timing", cmp.feedback)
+
+
+class _OutOfTime(Exception):
+    """Raised by _time_limit's alarm."""
+
+
+@contextlib.contextmanager
+def _time_limit(seconds: float) -> Iterator[None]:
+    """Raise _OutOfTime in this block after `seconds` (SIGALRM: the worker's main thread only; elsewhere no limit)."""
+    if seconds <= 0 or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def ring(signum: int, frame: Any) -> None:
+        raise _OutOfTime
+
+    previous = signal.signal(signal.SIGALRM, ring)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 def _timed_candidate(model, make_args, device, options, cand_file, *, reps=None, warmup=None):

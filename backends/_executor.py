@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from ._options import EvalOptions
+from ._options import COMPILE_BASELINE_STEP, EvalOptions
 from ._result import EvalResult, MemoryPlan, Verdict
 from ._sandbox import ENV_VAR as SANDBOX_ENV_VAR
 from ._sandbox import SandboxLimits, limit_in_text, limit_signal_message, mask_obj, namespace_wrapper, worker_env
@@ -99,6 +99,7 @@ class Worker:
         self.jobs_done = 0
         # What the current job's worker said it was doing: "harness" or "candidate", and its memory plan.
         self.phase: str | None = None
+        self.step: str | None = None  # the harness's step, while phase is "harness"
         self.candidate_ran = False
         self.plan: dict[str, Any] | None = None
         hello = self._read_line(time.monotonic() + start_timeout_s)
@@ -134,6 +135,7 @@ class Worker:
             if msg is None or "phase" not in msg:
                 return msg
             self.phase = msg["phase"]
+            self.step = msg.get("step") if self.phase == "harness" else None
             self.candidate_ran = self.candidate_ran or self.phase == "candidate"
             if isinstance(msg.get("plan"), dict):
                 self.plan = msg["plan"]
@@ -173,7 +175,7 @@ class Worker:
         assert self.proc.stdin is not None
         offset = self.stderr_path.stat().st_size if self.stderr_path.exists() else 0
         t0 = time.monotonic()
-        self.phase, self.candidate_ran, self.plan = None, False, None
+        self.phase, self.step, self.candidate_ran, self.plan = None, None, False, None
         self.last_reply: dict[str, Any] | None = None  # the whole reply (a retime job's report rides beside its result)
         try:
             self.proc.stdin.write((json.dumps(job) + "\n").encode())
@@ -181,13 +183,21 @@ class Worker:
             reply = self._read_reply(t0 + timeout_s)
         except TimeoutError:
             self.kill()
+            where = f" while the harness was {self.step}" if self.phase == "harness" and self.step else ""
             if not self.candidate_ran and self.phase is not None:
-                msg = (f"timed out after {timeout_s:g} s before the candidate's code ran (the task's inputs or "
+                msg = (f"timed out after {timeout_s:g} s before the candidate's code ran{where} (the task's inputs or "
                        "reference are too slow here for this timeout); the worker was killed")
+                return EvalResult(Verdict.TASK_ERROR, msg, feedback=msg, seconds=time.monotonic() - t0), True
+            if self.phase == "harness" and self.step:
+                # Every candidate call ends with a device synchronisation before the harness
+                # takes over, so time spent in a harness step is the task's or the harness's.
+                hint = "; try --no-compile-baseline" if self.step == COMPILE_BASELINE_STEP else ""
+                msg = (f"timed out after {timeout_s:g} s{where}, not in the candidate's code (the task's reference, "
+                       f"inputs or baselines are too slow here for this timeout{hint}); the worker was killed")
                 return EvalResult(Verdict.TASK_ERROR, msg, feedback=msg, seconds=time.monotonic() - t0), True
             return EvalResult(
                 Verdict.TIMEOUT,
-                f"timed out after {timeout_s:g} s: the kernel hung or ran far too long; its process group was killed",
+                f"timed out after {timeout_s:g} s: the kernel hung or ran far too long{where}; its process group was killed",
                 seconds=time.monotonic() - t0,
             ), True
         except (BrokenPipeError, OSError):

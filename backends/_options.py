@@ -15,6 +15,10 @@ from ._result import RULE_SETS
 from ._task import check_size
 
 
+# The harness step a worker names while it compiles and times torch.compile's baseline.
+COMPILE_BASELINE_STEP = "compiling and timing the torch.compile baseline"
+
+
 @dataclasses.dataclass(frozen=True)
 class EvalOptions:
     trials: int = 5
@@ -25,6 +29,9 @@ class EvalOptions:
     cpu_reps: int = 3
     baselines: bool = True  # eager and torch.compile, GPU only
     compile_baseline: bool = True
+    # torch.compile's compile and timing of the reference, at most this long; past it the
+    # baseline is left out with a warning and the verdict stands (inductor is not the candidate)
+    compile_baseline_timeout_s: float = 120.0
     flush_l2: bool = True
     speedup_flag: float = 10.0
     size: str = "full"  # the task's size: EVOKERNEL_SIZE while its file and the candidate are imported
@@ -73,4 +80,4 @@ class EvalOptions:
         return cls(**{k: v for k, v in (d or {}).items() if k in names})
 
 
-__all__ = ["EvalOptions"]
+__all__ = ["COMPILE_BASELINE_STEP", "EvalOptions"]

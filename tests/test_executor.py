@@ -74,6 +74,37 @@ def test_hang_is_killed_and_next_candidate_runs(executor):
     assert not after.worker_reused, "a worker is retired after a timeout"
 
 
+SLOW_REFERENCE_TASK = """
+import time
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x, y):
+        if x.device.type != "meta":
+            time.sleep(60)
+        return torch.relu(x + y) * 2.0
+
+
+def get_inputs():
+    return [torch.randn(37, 1000), torch.randn(37, 1000)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_a_timeout_names_the_harness_step_it_struck(executor, tmp_path):
+    task = tmp_path / "slow_reference.py"
+    task.write_text(SLOW_REFERENCE_TASK)
+    result = executor.evaluate(task, HONEST["add_relu"][1], backend="triton", options=FAST, timeout_s=4)
+    # Not the candidate's timeout: its call had ended (and synchronised) when the reference began.
+    assert result.status == Verdict.TASK_ERROR, result.message
+    assert "while the harness was running the reference on trial 1" in result.message, result.message
+
+
 def test_worker_is_reused_and_retired_after_crash():
     with Executor(device="cpu", timeout_s=60) as ex:
         task, source = HONEST["add_relu"]
@@ -138,3 +169,23 @@ def test_triton_gpu_compile_report_comes_from_this_forward_call():
     log.record("triton", "k", mode="gpu", registers=32, spills=0, shared_bytes=1024, num_warps=4)
     report = backend.compile_check(None, log)
     assert report.ok and report.kernels == [KernelFacts("k", registers=32, spills=0, shared_bytes=1024, num_warps=4)]
+
+
+def test_the_compile_baseline_time_limit_interrupts_its_block():
+    import threading
+    import time
+
+    from backends._evaluate import _OutOfTime, _time_limit
+
+    t0 = time.monotonic()
+    with pytest.raises(_OutOfTime):
+        with _time_limit(0.2):
+            time.sleep(5)
+    assert time.monotonic() - t0 < 2
+    with _time_limit(0.2):  # a block that ends in time leaves no alarm behind
+        pass
+    time.sleep(0.3)
+    box = []
+    thread = threading.Thread(target=lambda: box.append(_time_limit(0.1).__enter__() is None))
+    thread.start(), thread.join()  # off the main thread: no SIGALRM, no limit, no error
+    assert box == [True]
