@@ -65,3 +65,21 @@ def test_strided_rows_address_adjacent_inner_positions_without_a_stride(tmp_path
     source = generate(analyze(write(_case("sum_dim1_strided"), tmp_path)))
     assert "lay_x_icontig=x_lay[7] == 1" in source
     assert "elif lay_x_icontig:\n        x_row = (o % lay_x_olo) * lay_x_solo + (o // lay_x_olo) * lay_x_sohi + i\n" in source
+
+
+def test_long_rows_take_one_program_each_whatever_the_remembered_block_m(cpu_executor, tmp_path):
+    """A configuration remembered from short rows (block_m=64) must not pack long rows 64 to a
+    program: on an H200 that left 16 programs for 1024 rows of 258,064 elements."""
+    from backends import Verdict
+    from evokernel.builtin import generate
+    from evokernel.builtin._config import Config
+
+    case = Case("group_norm_long_rows", "x: return self.norm(torch.sigmoid(x))", "[torch.randn(2, 8, 16, 16)]",
+                "self.norm = nn.GroupNorm(2, 8)")
+    task = write(case, tmp_path)
+    plan = analyze(task)
+    config = Config(family="rows", block_m=64, block_n=16, one_pass=False)
+    source = generate(plan, config)
+    assert "block_m = 64 if strided or n_cols <= 128 else 1" in source
+    result = cpu_executor.evaluate(task, source, backend="triton")
+    assert result.status == Verdict.OK, result.message

@@ -32,6 +32,10 @@ __all__ = ["Config", "search_space", "default_config", "neighbours", "ONE_PASS_M
 
 PRECISIONS = ("auto", "trunc", "ieee")  # conv: see _gen_conv
 ONE_PASS_MAX = 16384  # widest tile (rows x padded row) the one-pass rows kernel keeps in registers
+# A row longer than this many tiles is one program's work by itself in the multi-pass rows kernel:
+# several such rows per program leave the GPU with too few programs (seen on an H200: a remembered
+# block_m=64 gave 16 programs for 1024 rows of 258,064 elements, ~1 s a call against eager's 6 ms).
+LONG_ROW_TILES = 8
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 
-from ._config import ONE_PASS_MAX, Config
+from ._config import LONG_ROW_TILES, ONE_PASS_MAX, Config
 from ._emit import Emitter, StageCode, load_other, out_dtype_expr, scalar_sources, wrap_params
 from ._gen_elementwise import SPAN_HELPER
 from ._ir import Node, Plan, Ref
@@ -516,7 +516,11 @@ def generate_rows(plan: Plan, config: Config, tag: str = "") -> StageCode:
         l.append("        # the whole row fits in registers: read it once")
         l += launch("onepass", "block_m", "block_n", "        ", "grid_rows(block_m)")
         l.append("        return out")
-    l += launch("multipass", str(config.block_m), str(config.block_n), "    ", f"grid_rows({config.block_m})")
+    if config.block_m > 1:
+        l.append(f"    block_m = {config.block_m} if strided or n_cols <= {config.block_n * LONG_ROW_TILES} else 1  # long rows: one a program")
+        l += launch("multipass", "block_m", str(config.block_n), "    ", "grid_rows(block_m)")
+    else:
+        l += launch("multipass", "1", str(config.block_n), "    ", "grid_rows(1)")
     l.append("    return out")
     launcher = "\n".join(l) + "\n"
     return StageCode(kernels=tuple(kernels), launcher=launcher, entry=entry, helpers=(SPAN_HELPER, LAYOUT_HELPER))
