@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import random
+import shlex
 from pathlib import Path
 
 import pytest
@@ -118,7 +119,9 @@ def test_bench_json_on_cpu(tiny_suite):
     assert data["accuracy_by_iteration"] == [1.0, 1.0]
     env = data["environment"]
     assert env["device"] == "cpu" and env["size"] == "small" and env["trials"] == 5
-    assert env["torch"] and "interpreter" in env["timing_method"] and "bench" in env["command"]
+    assert env["torch"] and "interpreter" in env["timing_method"]
+    words = shlex.split(env["command"])  # a command that runs: the suite right after `bench`, options by flag
+    assert words[words.index("bench") + 1] == str(tiny_suite) and words[-3:] == ["--budget", "2", "--json"]
     assert env["tolerance"]["default_atol_rtol"]["float32"] == [1e-4, 1e-4]
     assert "no GPU: tasks run at size 'small'" in res.stderr
 

@@ -72,14 +72,13 @@ def register(app: typer.Typer) -> None:
 def _command_line(ctx: typer.Context) -> str:
     """The command as invoked, rebuilt from click's parsed parameters (so it is
     right whether called from a shell or from a test runner)."""
-    import click
-
     words = ctx.command_path.split()
     for param in ctx.command.params:
         value = ctx.params.get(param.name)
         if value is None or value is False or value == param.default:
             continue
-        if isinstance(param, click.Argument):
+        # By kind, not class: typer carries its own click, whose Argument is not `click.Argument`.
+        if param.param_type_name == "argument":
             words.append(str(value))
         elif value is True:
             words.append(param.opts[0])
