@@ -202,3 +202,36 @@ def test_share_verdicts(monkeypatch, report, rules, min_share, status, fragment)
     assert got == status and fragment in message, message
     if got == "ok":
         assert result.own_kernel_share == pytest.approx(own / (own + lib))
+
+
+def test_the_profiled_call_holds_the_candidates_forward_and_not_the_harness_input_copies(monkeypatch):
+    """Inputs are cloned before the profile starts: copies inside it counted as library time
+    and halved an honest elementwise kernel's share on the H200 (51% for ReLU)."""
+    import torch
+
+    from backends import _evaluate
+    from backends._backend import LaunchLog
+    from backends._share import ShareReport
+
+    events = []
+    real_clone = _evaluate._clone
+    monkeypatch.setattr(_evaluate, "_clone", lambda xs: events.append("clone") or real_clone(xs))
+
+    def measure(call, names, device):
+        events.append("profile starts")
+        call()
+        events.append("profile ends")
+        return ShareReport(1.0, 0.0, ("k",), (), 0)
+
+    monkeypatch.setattr(_evaluate._share, "measure", measure)
+
+    class Model:
+        def __call__(self, x):
+            events.append("forward")
+            return x
+
+    result = EvalResult(Verdict.OK, "correct")
+    input_set = _evaluate.InputSet("trial 1", lambda: [torch.ones(3)])
+    _evaluate._own_share(result, Model(), input_set, None, LaunchLog(), torch.device("cuda"), fast("kernelbench"), None)
+    assert events == ["clone", "profile starts", "forward", "profile ends"]
+    assert result.own_kernel_share == 1.0
