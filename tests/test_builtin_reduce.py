@@ -85,3 +85,35 @@ def test_long_rows_take_one_program_each_whatever_the_remembered_block_m(cpu_exe
     assert "block_m = 64 if strided or n_cols <= 64 else 1" in source  # rows of 128 here: one a program
     result = cpu_executor.evaluate(task, source, backend="triton", options=EvalOptions(trials=1, cpu_reps=1))
     assert result.status == Verdict.OK, result.message
+
+
+def test_a_draft_takes_remembered_configurations_of_its_own_shape_class_only(tmp_path):
+    """A group norm over short rows is not drafted with a configuration found on long rows
+    (on the H200: 0.27x of eager), even when that one is the memory's most valuable; a
+    configuration from a task whose default is the same is still taken."""
+    from evokernel.builtin import Config, default_config, search_space
+    from evokernel.loop import MemoryNote, StepContext
+    from evokernel.policies._builtin import TritonBuiltinPolicy
+    from evokernel.policies._search import PlanCache
+
+    path = write(_case("group_norm_affine"), tmp_path)
+    plan = analyze(path)
+    default = default_config(plan)
+    long_rows = Config(family="rows", one_pass=False, block_m=1, block_n=4096, num_warps=8)
+    space = search_space(plan)
+    same_class = next(c for c in space if c not in (default, long_rows))  # another configuration, found on a like task
+    assert long_rows in space and default != long_rows
+
+    def note(i, config, task_default, value):
+        return MemoryNote(id=i, kind="trace", task_key=f"other-{i}", backend="triton", key_text="", content="",
+                          status="ok", latency_ms=1.0, value=value,
+                          extra={"config": config.to_dict(), "family": "rows", "default_config": task_default.to_dict()})
+
+    def draft(memories):
+        ctx = StepContext(task_name="group_norm_affine", task_key="gn", task_path=str(path), task_source=path.read_text(),
+                          category="", backend="triton", stage="draft", step=1, memories=memories, feedback=None,
+                          start_point=None, tried=frozenset(), run_id=1, size="small")
+        return Config.from_dict(TritonBuiltinPolicy(PlanCache()).propose(ctx).extra["config"])
+
+    assert draft([note(1, long_rows, long_rows, 0.9)]) == default
+    assert draft([note(1, long_rows, long_rows, 0.9), note(2, same_class, default, 0.5)]) == same_class

@@ -13,6 +13,8 @@ families it says so and stops.
 
 from __future__ import annotations
 
+from typing import Any
+
 from evokernel._step import Proposal, StepContext
 
 from ._search import ConfigSpace, PlanCache
@@ -66,7 +68,10 @@ class TritonBuiltinPolicy:
         # a pipeline is configured by its main stage: memories of that family apply
         family = plan.main_stage.family
         skilled = space.skilled(ctx, family)
-        order = space.order(ctx, space.remembered(ctx, family), skills=skilled)
+        remembered = space.remembered(ctx, family)
+        if ctx.stage == "draft":
+            remembered = [(note, c) for note, c in remembered if _same_shape_class(note, space.default)]
+        order = space.order(ctx, remembered, skills=skilled)
         if ctx.stage == "draft" and family == "conv":
             order = _other_roundings_first(order, ctx.tried, space)
         config = space.first_untried(order, ctx.tried)
@@ -74,7 +79,8 @@ class TritonBuiltinPolicy:
             return Proposal(None, stop=True, error=f"searched all {len(space.space)} configurations of the {family} family")
         fingerprint = space.fingerprint(config)
         used = tuple(note.id for note, c in skilled if space.fingerprint(c) == fingerprint)
-        extra = {"config": config.to_dict(), "family": family, "plan": plan.family, "rules": plan.rules}
+        extra = {"config": config.to_dict(), "family": family, "plan": plan.family, "rules": plan.rules,
+                 "default_config": space.default.to_dict()}
         if used:
             extra["config_from"] = f"skill {used[0]}"
         return Proposal(
@@ -84,6 +90,17 @@ class TritonBuiltinPolicy:
             extra=extra,
             used_skill_ids=used,
         )
+
+
+def _same_shape_class(note: Any, default: Any) -> bool:
+    """Whether a remembered configuration was found on a task of the same shape class as this one:
+    one whose default configuration (chosen from its shapes) is this task's. A draft takes only
+    those: on the H200 a rows configuration remembered from rows of 258,064 elements (one row a
+    program, 4096 wide) drafted group norms over rows of 64 at 0.27x of eager, and one from short
+    rows drafted a 258,064-wide group norm into a timeout. Refinement still tries the others, timed.
+    Traces from before this was recorded carry no class and are taken, as they were."""
+    theirs = (note.extra or {}).get("default_config")
+    return theirs is None or theirs == default.to_dict()
 
 
 def _other_roundings_first(order: list, tried: frozenset[str], space: ConfigSpace) -> list:
