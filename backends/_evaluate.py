@@ -611,12 +611,13 @@ def _time(result, ref_model, new_model, task, device, options, backend, cache, t
                         compiled = torch.compile(ref_model)
                         tc = benchmark(compiled, make_args, device=device, reps=options.reps, warmup=options.warmup, flush_l2=options.flush_l2)
                     base["compile_ms"] = tc.median_ms
-                except _OutOfTime:
-                    result.warnings.append(
-                        f"torch.compile baseline left out: not compiled and timed within {options.compile_baseline_timeout_s:g} s")
-                    result.retire_worker = True  # inductor was stopped mid-way: its state is not trusted further
                 except Exception as exc:  # no compiler toolchain is not the candidate's failure
-                    result.warnings.append(f"torch.compile baseline failed: {type(exc).__name__}: {str(exc)[:200]}")
+                    if _caused_by(exc, _OutOfTime):  # dynamo wraps what its backend raised
+                        result.warnings.append("torch.compile baseline left out: not compiled and timed within "
+                                               f"{options.compile_baseline_timeout_s:g} s")
+                        result.retire_worker = True  # inductor was stopped mid-way: its state is not trusted further
+                    else:
+                        result.warnings.append(f"torch.compile baseline failed: {type(exc).__name__}: {str(exc)[:200]}")
             cache.baselines[key] = base
         result.baselines = Baselines(**cache.baselines[key])
         eager = result.baselines.eager_ms
@@ -638,6 +639,17 @@ def _time(result, ref_model, new_model, task, device, options, backend, cache, t
 
 class _OutOfTime(Exception):
     """Raised by _time_limit's alarm."""
+
+
+def _caused_by(exc: BaseException | None, kind: type[BaseException]) -> bool:
+    """Whether `exc` or an exception it was raised from (its cause or context chain) is a `kind`."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, kind):
+            return True
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return False
 
 
 @contextlib.contextmanager

@@ -175,7 +175,7 @@ def test_the_compile_baseline_time_limit_interrupts_its_block():
     import threading
     import time
 
-    from backends._evaluate import _OutOfTime, _time_limit
+    from backends._evaluate import _caused_by, _OutOfTime, _time_limit
 
     t0 = time.monotonic()
     with pytest.raises(_OutOfTime):
@@ -189,3 +189,10 @@ def test_the_compile_baseline_time_limit_interrupts_its_block():
     thread = threading.Thread(target=lambda: box.append(_time_limit(0.1).__enter__() is None))
     thread.start(), thread.join()  # off the main thread: no SIGALRM, no limit, no error
     assert box == [True]
+    try:  # torch.compile wraps what its backend raised (BackendCompilerFailed): the cause is still found
+        try:
+            raise _OutOfTime
+        except _OutOfTime as inner:
+            raise RuntimeError("backend compiler failed") from inner
+    except RuntimeError as wrapped:
+        assert _caused_by(wrapped, _OutOfTime) and not _caused_by(RuntimeError("other"), _OutOfTime)
