@@ -25,6 +25,7 @@ _LAZY = {
     "refine": "evokernel.loop",
     "RunOptions": "evokernel.loop",
     "RunResult": "evokernel.loop",
+    "RunInterrupted": "evokernel.loop",
     "RunError": "evokernel.loop",
     "TaskOutcome": "evokernel.loop",
     "Attempt": "evokernel.loop",

@@ -37,3 +37,51 @@ def test_time_limit_is_checked():
     assert runner.invoke(app, ["bench", "relu_add", "--time-limit", "-1"]).exit_code == 2
     # how the run is carried out, not what it computes: a resumed run need not repeat it
     assert "time_limit_s" not in RunOptions(time_limit_s=5).identity()
+
+
+def test_an_interrupted_bench_hands_back_what_it_measured_and_resumes(tmp_path):
+    """Ctrl-C (or `timeout -s INT`) in the second evaluation: the interrupt still propagates,
+    carrying the first step's result (`complete` false); the same bench on its memory finishes."""
+    from pathlib import Path
+
+    from executor_candidates import HONEST
+    from loop_doubles import RecordingPolicy, ScriptedExecutor, ok
+
+    from evokernel.bench import BenchInterrupted, run_bench
+
+    task = Path(__file__).parent / "executor_cases" / "task_add_relu.py"
+    memory = tmp_path / "m.db"
+
+    def script(source, n):
+        if n == 2:
+            raise KeyboardInterrupt
+        return ok(1.0)
+
+    options = RunOptions(budget=3, trials=1, device="cpu")
+    with pytest.raises(BenchInterrupted) as stop:
+        run_bench(task, options, memory=memory, policy=RecordingPolicy(HONEST["add_relu"][1]),
+                  executor=ScriptedExecutor(script))
+    partial = stop.value.result.to_dict()
+    assert isinstance(stop.value, KeyboardInterrupt) and partial["complete"] is False
+    assert [t["attempts"] for t in partial["tasks"]] == [1] and partial["metrics"]["correct"] == 1
+    done = run_bench(task, options, memory=memory, policy=RecordingPolicy(HONEST["add_relu"][1]),
+                     executor=ScriptedExecutor())
+    assert done.complete and done.to_dict()["tasks"][0]["attempts"] == 3
+
+
+def test_the_bench_command_writes_the_results_so_far_when_interrupted(tmp_path, monkeypatch):
+    from evokernel import bench
+    from evokernel.bench import BenchInterrupted, BenchResult
+
+    partial = BenchResult(suite="relu_add", metrics={}, tasks=[], environment={}, options={"budget": 2}, policy="builtin",
+                          policy_is_llm=False, accuracy_by_iteration=[], run_id=1, memory="m.db", complete=False)
+
+    def interrupted(*args, **kwargs):
+        raise BenchInterrupted(partial)
+
+    monkeypatch.setattr(bench, "run_bench", interrupted)
+    out = tmp_path / "results.json"
+    res = runner.invoke(app, ["bench", "relu_add", "--memory", str(tmp_path / "m.db"), "--json", "--out", str(out)])
+    assert res.exit_code == 130, res.output
+    assert json.loads(out.read_text())["complete"] is False and json.loads(res.stdout)["complete"] is False
+    assert "results so far are written" in res.stderr and "run the same command to resume" in res.stderr

@@ -6,6 +6,7 @@ from ._report import ReportError, ReportFiles, write_report
 from ._runner import (
     BUNDLED_SUITES,
     BenchError,
+    BenchInterrupted,
     BenchResult,
     SuiteError,
     benchmarks_root,
@@ -22,6 +23,7 @@ __all__: list[str] = [
     "ArmResult",
     "BUNDLED_SUITES",
     "BenchError",
+    "BenchInterrupted",
     "BenchResult",
     "FAST_PS",
     "ReportError",

@@ -39,6 +39,15 @@ class BenchError(ValueError):
     """A benchmark that cannot start: a bad suite, policy or option (the CLI's exit 2)."""
 
 
+class BenchInterrupted(KeyboardInterrupt):
+    """Ctrl-C (SIGINT) during a bench: still an interrupt, carrying the bench's result so far
+    (`complete` False), so that a caller can write it before it exits."""
+
+    def __init__(self, result: "BenchResult"):
+        super().__init__("interrupted")
+        self.result = result
+
+
 class SuiteError(BenchError):
     """A suite name or path that does not lead to task files."""
 
@@ -182,14 +191,25 @@ def run_bench(
     """
     from evokernel.loop import RunOptions
 
+    from evokernel.loop import RunInterrupted
+
     options = options or RunOptions()
     check_options(options)
     paths = resolve_tasks(source, limit=limit)
-    if memory is not None:
-        run = run_suite(paths, options, memory=memory, policy=policy, executor=executor, on_event=on_event)
-    else:
-        with temporary_memory() as store:
-            run = run_suite(paths, options, store=store, policy=policy, executor=executor, on_event=on_event)
+    try:
+        if memory is not None:
+            run = run_suite(paths, options, memory=memory, policy=policy, executor=executor, on_event=on_event)
+        else:
+            with temporary_memory() as store:
+                run = run_suite(paths, options, store=store, policy=policy, executor=executor, on_event=on_event)
+    except RunInterrupted as stop:
+        partial = _bench_result(stop.result, source, options, paths, limit=limit, memory=memory, command=command)
+        raise BenchInterrupted(partial) from None
+    return _bench_result(run, source, options, paths, limit=limit, memory=memory, command=command)
+
+
+def _bench_result(run: Any, source: Any, options: Any, paths: Sequence[Path], *, limit: int | None, memory: Any,
+                  command: str | None) -> BenchResult:
     return BenchResult(
         suite=os.fspath(source),
         metrics=compute_metrics(run.tasks, device=run.device, is_llm=run.policy_is_llm),

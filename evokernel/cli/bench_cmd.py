@@ -99,7 +99,7 @@ def _write(data: dict[str, Any], out: Optional[Path]) -> None:
 
 def _call(fn: Any, *args: Any, budget: int, backend: str, device: str | None, size: str | None, **kwargs: Any) -> Any:
     """The library call with a live view on stderr; a bench that cannot start is a usage error."""
-    from evokernel.bench import BenchError
+    from evokernel.bench import BenchError, BenchInterrupted
 
     from ._progress import RunProgress
 
@@ -107,6 +107,8 @@ def _call(fn: Any, *args: Any, budget: int, backend: str, device: str | None, si
     try:
         with RunProgress(err_console(), budget, preamble=[note] if note else []) as progress:
             return fn(*args, on_event=progress, **kwargs)
+    except BenchInterrupted:
+        raise  # the caller writes the results so far
     except KeyboardInterrupt:
         raise interrupted() from None
     except BenchError as exc:
@@ -158,7 +160,7 @@ def bench_command(
     metrics are marked as not comparable (interpreted latencies, no baselines).
     Nothing is written unless --out says where (e.g. --out benchmarks/results/).
     """
-    from evokernel.bench import run_bench
+    from evokernel.bench import BenchInterrupted, run_bench
 
     options = run_options(policy=policy, model=model, context_tokens=context_tokens, multi_turn=multi_turn,
                           reasoning_effort=reasoning_effort, thinking_tokens=thinking_tokens, backend=backend, budget=budget, memory_mode=memory_mode,
@@ -167,8 +169,17 @@ def bench_command(
                           seed=seed, timeout_s=timeout, time_limit_s=time_limit, trials=trials, reps=reps, warmup=warmup, baselines=baselines,
                           compile_baseline=compile_baseline, atol=atol, rtol=rtol, kernelbench_seeding=kernelbench_seeding,
                           skills=skills, rerank=rerank)
-    result = _call(run_bench, suite, options, limit=limit, memory=memory, command=_command_line(ctx),
-                   budget=budget, backend=backend, device=device, size=size)
+    try:
+        result = _call(run_bench, suite, options, limit=limit, memory=memory, command=_command_line(ctx),
+                       budget=budget, backend=backend, device=device, size=size)
+    except BenchInterrupted as stop:  # Ctrl-C or SIGINT: what was measured is not lost
+        data = stop.result.to_dict()
+        _write(data, out)
+        if json_output:
+            print_json(data)
+        resume = ("run the same command to resume" if memory is not None
+                  else "this bench used a temporary memory, so running it again starts over (give --memory to resume)")
+        raise interrupted(f'interrupted: the results so far are written ("complete": false); {resume}') from None
     data = result.to_dict()
     _write(data, out)
     if json_output:

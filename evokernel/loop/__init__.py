@@ -13,7 +13,7 @@ from ._options import ENGINES, MEMORY_MODES, SIZES, RunError, RunOptions, defaul
 from ._rewards import draft_reward, refine_reward
 from ._run import load_tasks, make_executor, make_policy, refine, run
 from ._tasks import resolve_task_args, tasks_in_bank
-from ._types import Attempt, RunResult, TaskOutcome
+from ._types import Attempt, RunInterrupted, RunResult, TaskOutcome
 
 __all__ = [
     "ENGINES",
@@ -27,6 +27,7 @@ __all__ = [
     "RunError",
     "RunMonitor",
     "RunOptions",
+    "RunInterrupted",
     "RunResult",
     "Runner",
     "StartPointView",

@@ -33,7 +33,7 @@ from evokernel._step import FEASIBLE_STATUSES, MemoryNote, Policy, Proposal, Sta
 from ._concurrent import RunMonitor, StepsInterrupted, run_all
 from ._options import RunOptions
 from ._rewards import draft_reward, refine_reward
-from ._types import Attempt, RunResult, TaskOutcome
+from ._types import Attempt, RunInterrupted, RunResult, TaskOutcome
 
 Event = dict[str, Any]
 # Skills (kind best_practice) are selected apart, into their own section (evokernel/skills).
@@ -435,6 +435,10 @@ class Runner:
                             break
                         self.step(st, iteration)
                 result.accuracy_by_iteration.append(sum(s.outcome.correct for s in self.states) / len(self.states))
+        except KeyboardInterrupt:
+            self._stopping = True
+            result.complete = False
+            raise RunInterrupted(result) from None
         except BaseException:
             self._stopping = True
             raise

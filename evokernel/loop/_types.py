@@ -235,3 +235,13 @@ class RunResult:
             "notes": self.notes,
             "tasks": [t.to_dict() for t in self.tasks],
         }
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C (SIGINT) during a run: still an interrupt, carrying the run's result so far
+    (`complete` False; every finished step is in the memory, the one in flight is not)."""
+
+    def __init__(self, result: RunResult):
+        super().__init__("interrupted")
+        self.result = result
+
