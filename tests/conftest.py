@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import pytest
+import torch
+
+# Three test processes share two cores with the workers they start (which run one thread
+# each): a second intra-op thread per test process only contends with them.
+torch.set_num_threads(1)
 
 
 @pytest.fixture(scope="session")
