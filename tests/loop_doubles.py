@@ -79,3 +79,23 @@ class ScriptedExecutor:
 
     def close(self) -> None:
         self.closed = True
+
+
+def executor_handing_out(worker):
+    """A stand-in for `backends.Executor` (patch it in) that records the arguments of each
+    construction and hands out `worker`, which the caller's `with` leaves open, so a command
+    runs on a warm worker. Returns the class and the list of recorded arguments."""
+    made = []
+
+    class Shared:
+        def __init__(self, **kwargs):
+            made.append(kwargs)
+
+        def __enter__(self):
+            return worker
+
+        def __exit__(self, *exc):
+            return None
+
+    return Shared, made
+

@@ -124,19 +124,9 @@ def _eval(tmp_path, kernel: str, worker):
     """`evokernel eval` on `worker`: the Executor(...) the command makes is recorded with its
     arguments and hands out the shared one, which the command's `with` leaves open."""
     import backends
+    from loop_doubles import executor_handing_out
 
-    made = []
-
-    class Shared:
-        def __init__(self, **kwargs):
-            made.append(kwargs)
-
-        def __enter__(self):
-            return worker
-
-        def __exit__(self, *exc):
-            return None
-
+    Shared, made = executor_handing_out(worker)
     cand = tmp_path / "cand.py"
     cand.write_text(CANDIDATE.format(source=kernel))
     with pytest.MonkeyPatch.context() as mp:

@@ -24,19 +24,9 @@ def warm_worker(monkeypatch, cpu_executor):
     arguments and hands out the shared one, which the command's `with` does not close.
     test_eval_ok_json and test_eval_several_candidates_json_lines_in_order keep the real one."""
     import backends
+    from loop_doubles import executor_handing_out
 
-    made = []
-
-    class Shared:
-        def __init__(self, **kwargs):
-            made.append(kwargs)
-
-        def __enter__(self):
-            return cpu_executor
-
-        def __exit__(self, *exc):
-            return None
-
+    Shared, made = executor_handing_out(cpu_executor)
     monkeypatch.setattr(backends, "Executor", Shared)
     return made
 
