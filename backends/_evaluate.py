@@ -465,12 +465,12 @@ def _own_share(result, model, input_set, backend, log, device, options, cand_fil
     own = getattr(backend, "own_kernel_names", None)
     # Cloned before the profiled call: the harness's copies are not the candidate's library time
     # (inside, they halved an elementwise kernel's share on the H200).
-    args = [_clone(inputs)]
+    args = _clone(inputs)
 
-    def call() -> None:
+    def call() -> None:  # profiled once (backends/_share.py)
         log.clear()
         with torch.no_grad():
-            model(*args.pop())
+            model(*args)
 
     def names() -> set[str]:
         return set(own(log)) if callable(own) else {e["name"] for e in log.launches}

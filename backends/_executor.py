@@ -197,7 +197,7 @@ class Worker:
                 return EvalResult(Verdict.TASK_ERROR, msg, feedback=msg, seconds=time.monotonic() - t0), True
             return EvalResult(
                 Verdict.TIMEOUT,
-                f"timed out after {timeout_s:g} s: the kernel hung or ran far too long{where}; its process group was killed",
+                f"timed out after {timeout_s:g} s: the kernel hung or ran far too long; its process group was killed",
                 seconds=time.monotonic() - t0,
             ), True
         except (BrokenPipeError, OSError):
