@@ -49,7 +49,8 @@ def main() -> int:
                    *shlex.split(variant), "--out", str(result_file)]
             print(f"{variant}: {shlex.join(cmd[3:])}", file=sys.stderr, flush=True)
             started = time.monotonic()
-            proc = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+            proc = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=os.pathsep.join(
+                [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])))
             wall = time.monotonic() - started
             if proc.returncode != 0 or not result_file.exists():
                 print(proc.stderr[-3000:], file=sys.stderr)
