@@ -8,7 +8,8 @@
 #
 #   usage: bash benchmarks/kernelbench_builtin.sh KERNELBENCH_DIR OUT_DIR [REPS]
 #   environment: LEVELS (default "1 2"), BUDGET (default 2), TIME_LIMIT (seconds per
-#   level and call: bench --time-limit, so a call cut short still writes its results)
+#   level and call: bench --time-limit, so a call cut short still writes its results),
+#   BENCH_OPTS (more bench options for every level, e.g. "--jobs 8 --timeout 120")
 #
 # Restartable: each level's memory is OUT_DIR/levelN.db, so the same command
 # after a kill or a time limit resumes the level where it stopped, and a level
@@ -55,6 +56,8 @@ bench() {  # LEVEL RULES GPU_LIST [EXTRA OPTIONS]
     local gpu_opt=()
     if [ -n "$gpu_list" ]; then gpu_opt=(--gpus "$gpu_list"); fi
     if [ -n "${TIME_LIMIT:-}" ]; then gpu_opt+=(--time-limit "$TIME_LIMIT"); fi
+    # shellcheck disable=SC2206  # BENCH_OPTS is a list of options: split on spaces
+    gpu_opt+=(${BENCH_OPTS:-})
     python3 -m evokernel.cli bench "$kb/level$level" --policy builtin --budget "$budget" --rules "$rules" \
         --reps "$reps" --warmup 3 --memory "$out/level$level.db" "${gpu_opt[@]}" "$@" --json --out "$results" \
         >"$out/level$level.stdout" 2>>"$out/level$level.log"
