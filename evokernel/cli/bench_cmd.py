@@ -75,13 +75,16 @@ def _command_line(ctx: typer.Context) -> str:
     words = ctx.command_path.split()
     for param in ctx.command.params:
         value = ctx.params.get(param.name)
-        if value is None or value is False or value == param.default:
+        if value is None or value == param.default:
             continue
         # By kind, not class: typer carries its own click, whose Argument is not `click.Argument`.
         if param.param_type_name == "argument":
             words.append(str(value))
-        elif value is True:
-            words.append(param.opts[0])
+        elif isinstance(value, bool):
+            # a switch away from its default: --x, or --no-x for one that is on by default
+            flags = param.opts if value else param.secondary_opts
+            if flags:
+                words.append(flags[0])
         else:
             for v in value if isinstance(value, (list, tuple)) else [value]:
                 words += [param.opts[0], str(v)]
