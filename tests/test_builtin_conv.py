@@ -45,10 +45,84 @@ def test_the_tf32_choice_follows_the_reference(tmp_path):
     source = generate(plan)
     assert "torch.backends.cudnn.allow_tf32" in source and 'input_precision="tf32"' in source
     ieee = next(c for c in search_space(plan) if c.precision == "ieee")
-    assert isinstance(ieee, Config) and "tf32 = False and" in generate(plan, ieee)
+    assert isinstance(ieee, Config) and "_conv_tf32(x, cin_g, 'ieee')" in generate(plan, ieee)
     # the default tile in each rounding first: a wrong draft is retried with the next rounding
     assert [c.precision for c in search_space(plan)[:3]] == ["auto", "trunc", "ieee"]
     assert search_space(plan)[0] == default_config(plan)
+
+
+def _candidate_module(source, tmp_path, name):
+    import importlib.util
+
+    path = tmp_path / f"{name}.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_tf32_only_where_cudnn_uses_it(tmp_path):
+    """The candidate's own precision choice, as it makes it on a GPU: TF32 for fp32 inputs with
+    cuDNN's switch on and 16+ input channels a group; IEEE for fewer (cuDNN's own choice on the
+    H200), for precision='ieee', for other dtypes and with the switch off."""
+    from types import SimpleNamespace
+
+    import torch
+
+    from builtin_case import write
+
+    mod = _candidate_module(generate(analyze(write(CASES[0], tmp_path))), tmp_path, "conv_tf32_choice")
+    gpu32 = SimpleNamespace(is_cuda=True, dtype=torch.float32)
+    assert mod._conv_tf32(gpu32, 16, "auto") and mod._conv_tf32(gpu32, 64, "auto")
+    assert not mod._conv_tf32(gpu32, 3, "auto") and not mod._conv_tf32(gpu32, 8, "auto")
+    assert mod._conv_tf32(gpu32, 3, "trunc") and not mod._conv_tf32(gpu32, 64, "ieee")
+    assert not mod._conv_tf32(SimpleNamespace(is_cuda=True, dtype=torch.float16), 64, "auto")
+    assert not mod._conv_tf32(SimpleNamespace(is_cuda=False, dtype=torch.float32), 64, "auto")
+    previous = torch.backends.cudnn.allow_tf32
+    torch.backends.cudnn.allow_tf32 = False
+    try:
+        assert not mod._conv_tf32(gpu32, 64, "auto")
+    finally:
+        torch.backends.cudnn.allow_tf32 = previous
+
+
+_ROUNDING_CHECK = """
+import importlib.util, sys
+import torch
+spec = importlib.util.spec_from_file_location("cand", sys.argv[1])
+mod = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(mod)
+x = torch.randn(3, 5, 7, 11)
+ties = ((x.view(torch.int32) & -8192) | 0x1000).view(torch.float32)  # half-way between two TF32 values
+x = torch.cat([x.flatten(), ties.flatten(), torch.tensor([0.0, -0.0, 1.0, -2.5])])
+got = mod._tf32_rounded(x).view(torch.int32)
+want = (x.view(torch.int32) + 0x1000) & -8192
+assert torch.equal(got, want), (got != want).sum()
+assert (got & 8191).eq(0).all()  # the 13 low bits clear: representable in TF32
+tie = ties.flatten()
+assert (mod._tf32_rounded(tie).abs() > tie.abs()).all()  # ties go away from zero
+print("rounding ok")
+"""
+
+
+def test_tf32_pre_rounding_rounds_as_cudnn(tmp_path):
+    """The pass before the GEMM rounds each value to TF32 half away from zero on the 13 dropped
+    bits (what the kernel's K loop did before), exactly, ties and negatives included; run in
+    Triton's interpreter in a child (TRITON_INTERPRET must be set before triton is imported)."""
+    import os
+    import subprocess
+    import sys
+
+    from builtin_case import write
+
+    cand = tmp_path / "conv_tf32_round.py"
+    cand.write_text(generate(analyze(write(CASES[0], tmp_path))))
+    check = tmp_path / "check.py"
+    check.write_text(_ROUNDING_CHECK)
+    proc = subprocess.run([sys.executable, str(check), str(cand)], capture_output=True, text=True, timeout=300,
+                          env=dict(os.environ, TRITON_INTERPRET="1"))
+    assert proc.returncode == 0 and "rounding ok" in proc.stdout, proc.stderr[-2000:]
 
 
 def test_depthwise_takes_the_direct_kernel(tmp_path):

@@ -13,10 +13,12 @@ Precision: PyTorch runs fp32 convolutions through cuDNN with TF32 tensor cores
 unless ``torch.backends.cudnn.allow_tf32`` is off, and cuDNN rounds each fp32
 operand to TF32 (round half away from zero on the 13 dropped bits) before the
 products. With ``precision="auto"`` the kernel does the same when the inputs
-are on the GPU and the switch is on: operands rounded the same way, products
+are on the GPU, the switch is on and a group has 16 or more input channels
+(with fewer, cuDNN ran IEEE fp32 kernels on the H200): operands rounded the
+same way (once, in a pass before the GEMM, when they are contiguous), products
 on the tensor cores, fp32 accumulation, so its result differs from cuDNN's by
-accumulation order only. Otherwise (switch off, the CPU) it computes IEEE
-fp32 products, as the reference then does. ``precision="trunc"`` uses the
+accumulation order only. Otherwise (switch off, few channels, the CPU) it
+computes IEEE fp32 products, as the reference then does. ``precision="trunc"`` uses the
 tensor cores' own conversion instead (the low bits dropped), in case a cuDNN
 kernel converts that way; ``precision="ieee"`` always
 computes IEEE products. Depthwise convolutions take the direct kernel, whose
@@ -78,6 +80,36 @@ _TF32_ROUND = """\
             acc += tl.dot(a_tile, w_tile, input_precision="ieee")
         else:
             acc += tl.dot(a_tile, w_tile)"""
+
+
+TF32_HELPER = '''def _conv_tf32(x, cin_g, precision):
+    """Whether the products run on the TF32 tensor cores, as the reference's cuDNN kernel would:
+    only for fp32 inputs on the GPU with torch.backends.cudnn.allow_tf32 on ("auto"), and then
+    only for 16 or more input channels a group: for fewer, cuDNN chose IEEE fp32 kernels on the
+    H200 (3-channel 3D convolutions, 8-channel 2D and grouped transposed ones)."""
+    if precision == "ieee" or not x.is_cuda or x.dtype != torch.float32 or not torch.backends.cudnn.allow_tf32:
+        return False
+    return precision == "trunc" or cin_g >= 16
+
+
+@triton.jit
+def _tf32_round_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    v = tl.load(x_ptr + offs, mask=mask, other=0.0)
+    # round to TF32 as cuDNN does (half away from zero on the dropped 13 bits)
+    v = ((v.to(tl.int32, bitcast=True) + 0x1000) & -8192).to(tl.float32, bitcast=True)
+    tl.store(y_ptr + offs, v, mask=mask)
+
+
+def _tf32_rounded(t):
+    """A contiguous fp32 tensor's values rounded to TF32, in a new tensor of the same layout."""
+    out = torch.empty_like(t)
+    n = t.numel()
+    if n:
+        _tf32_round_kernel[(triton.cdiv(n, 4096),)](t, out, n, BLOCK=4096, num_warps=8)
+    return out
+'''
 
 
 def _unravel(var: str, sizes: list[str], names: list[str], indent: str) -> list[str]:
@@ -304,8 +336,13 @@ def generate_conv(plan: Plan, config: Config, tag: str = "") -> StageCode:
           f"            {geom_args}, TRANSPOSED={transposed}, IDX64=idx64, BLOCK={block}, num_warps=4,",
           "        )",
           "        return out",
-          f"    tf32 = {c.precision != 'ieee'} and x.is_cuda and x.dtype == torch.float32 "
-          "and torch.backends.cudnn.allow_tf32",
+          f"    tf32 = _conv_tf32(x, cin_g, {c.precision!r})",
+          f"    round_in_kernel = tf32 and {c.precision == 'auto'}",
+          "    if round_in_kernel and x.is_contiguous() and w.is_contiguous():",
+          "        # rounded once before the GEMM: rounding inside its K loop kept the loads from feeding",
+          "        # the tensor cores directly (3.5x slower on the H200)",
+          "        x, w = _tf32_rounded(x), _tf32_rounded(w)",
+          "        round_in_kernel = False",
           *([f"    qm = tuple(triton.cdiv(o, st) for o, st in zip(spatial, {stride}))",
              "    m = batch * _prod(qm)",
              f"    grid = (triton.cdiv(m, {c.block_m}) * triton.cdiv(cout_g, {c.block_n}), groups, {math.prod(stride)})"]
@@ -313,10 +350,11 @@ def generate_conv(plan: Plan, config: Config, tag: str = "") -> StageCode:
                             f"    grid = (triton.cdiv(m, {c.block_m}) * triton.cdiv(cout_g, {c.block_n}), groups)"]),
           f"    _conv_gemm_kernel{tag}[grid](",
           f"        x, w, {epi_args}out, {sargs}cin_g, cout_g, m, kg, *geo, {epi_s}*out.stride(),{' *qm,' if phased else ''}",
-          f"        {geom_args},{ts_args} TRANSPOSED={transposed}, TF32=tf32, ROUND={c.precision == 'auto'}, FP32=x.dtype == torch.float32, IDX64=idx64,",
+          f"        {geom_args},{ts_args} TRANSPOSED={transposed}, TF32=tf32, ROUND=round_in_kernel, FP32=x.dtype == torch.float32, IDX64=idx64,",
           f"        BLOCK_M={c.block_m}, BLOCK_N={c.block_n}, BLOCK_K={c.block_k}, num_warps={c.num_warps},",
           f"        num_stages={c.num_stages},",
           "    )",
           "    return out"]
     launcher = "\n".join(l) + "\n"
-    return StageCode(kernels=(gemm_kernel, direct_kernel), launcher=launcher, entry=entry, helpers=(SPAN_HELPER,))
+    return StageCode(kernels=(gemm_kernel, direct_kernel), launcher=launcher, entry=entry,
+                     helpers=(SPAN_HELPER, TF32_HELPER))
