@@ -279,3 +279,29 @@ def test_bench_with_an_llm_counts_tokens(tmp_path, server, monkeypatch):
     assert data["metrics"]["correct"] == 1
     llm = data["metrics"]["llm"]
     assert (llm["tokens_in"], llm["tokens_out"]) == (120, 30) and llm["tokens_per_solved"] == 150
+
+
+def test_commit_of_a_git_archive_copy(tmp_path):
+    """Results name the commit also when the code runs from `git archive` (no .git, as on the
+    device machines): git writes HEAD into evokernel/_archive_commit.txt (export-subst)."""
+    import subprocess
+    import tarfile
+
+    from evokernel.bench._runner import ARCHIVE_COMMIT, _git_commit
+
+    written = tmp_path / "_archive_commit.txt"
+    written.write_text("0123456789abcdef0123456789abcdef01234567\n")
+    assert _git_commit(tmp_path, written) == "0123456789abcdef0123456789abcdef01234567"
+    written.write_text("$Format:%H$\n")  # a copy not made by git archive: no commit to name
+    assert _git_commit(tmp_path, written) is None
+    assert _git_commit(tmp_path, tmp_path / "missing.txt") is None
+    root = ARCHIVE_COMMIT.parent.parent
+    if not (root / ".git").exists():
+        pytest.skip("not a git checkout")
+    head = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    archive = tmp_path / "head.tar"
+    subprocess.run(["git", "-C", str(root), "archive", "-o", str(archive), "HEAD", "evokernel/_archive_commit.txt",
+                    ".gitattributes"], check=True, capture_output=True)
+    with tarfile.open(archive) as tar:
+        tar.extractall(tmp_path / "copy", filter="data")
+    assert _git_commit(tmp_path / "copy", tmp_path / "copy" / "evokernel" / "_archive_commit.txt") == head

@@ -19,6 +19,7 @@ import dataclasses
 import datetime as _dt
 import os
 import platform
+import re
 import sqlite3
 import subprocess
 import sys
@@ -249,10 +250,19 @@ def _device_name(device: str) -> str:
     return f"CPU {cpu}, {os.cpu_count()} cores"
 
 
-def _git_commit() -> str | None:
-    root = benchmarks_root().parent
+ARCHIVE_COMMIT = Path(__file__).resolve().parent.parent / "_archive_commit.txt"
+
+
+def _git_commit(root: Path | None = None, archive_commit: Path = ARCHIVE_COMMIT) -> str | None:
+    """HEAD of the checkout the code runs from; for a `git archive` copy (no .git, as on the
+    device machines), the commit git wrote into _archive_commit.txt (export-subst)."""
+    root = root or benchmarks_root().parent
     if not (root / ".git").exists():
-        return None
+        try:
+            text = archive_commit.read_text().strip()
+        except OSError:
+            return None
+        return text if re.fullmatch(r"[0-9a-f]{40}", text) else None
     try:
         out = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5)
     except (OSError, subprocess.TimeoutExpired):
