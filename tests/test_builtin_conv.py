@@ -125,6 +125,66 @@ def test_tf32_pre_rounding_rounds_as_cudnn(tmp_path):
     assert proc.returncode == 0 and "rounding ok" in proc.stdout, proc.stderr[-2000:]
 
 
+_RESIDUAL_TASK = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(8, 8, 3, padding=1)
+
+    def forward(self, x):
+        return self.conv(x) + x
+
+
+def get_inputs():
+    return [torch.randn(2, 8, 9, 7)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+_RESIDUAL_CHECK = """
+import importlib.util, sys
+import torch
+import torch.nn.functional as F
+spec = importlib.util.spec_from_file_location("cand", sys.argv[1])
+mod = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(mod)
+mod._conv_tf32 = lambda x, cin_g, precision: True  # the choice it makes on a GPU, here in the interpreter
+torch.manual_seed(0)
+new = mod.ModelNew()
+x = torch.randn(2, 8, 9, 7) * 10
+got = new(x)
+tf32 = lambda t: ((t.view(torch.int32) + 0x1000) & -8192).view(torch.float32).double()
+want = F.conv2d(tf32(x), tf32(new.conv.weight.detach()), new.conv.bias.detach().double(), padding=1) + x.double()
+err = (got.double() - want).abs().max().item()
+assert err < 1e-4, f"max error {err}: the epilogue must read x itself, not its TF32-rounded copy"
+print("residual ok")
+"""
+
+
+def test_pre_rounding_leaves_the_epilogue_its_own_operands(tmp_path):
+    """Only the GEMM reads the TF32-rounded copies: an epilogue that adds the convolution's
+    input (a residual) reads the input itself."""
+    import os
+    import subprocess
+    import sys
+
+    task = tmp_path / "conv_residual.py"
+    task.write_text(_RESIDUAL_TASK)
+    cand = tmp_path / "conv_residual_cand.py"
+    cand.write_text(generate(analyze(task)))
+    check = tmp_path / "check.py"
+    check.write_text(_RESIDUAL_CHECK)
+    proc = subprocess.run([sys.executable, str(check), str(cand)], capture_output=True, text=True, timeout=300,
+                          env=dict(os.environ, TRITON_INTERPRET="1"))
+    assert proc.returncode == 0 and "residual ok" in proc.stdout, proc.stderr[-2000:]
+
+
 def test_depthwise_takes_the_direct_kernel(tmp_path):
     from builtin_case import write
 

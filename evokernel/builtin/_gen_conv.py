@@ -146,7 +146,9 @@ def generate_conv(plan: Plan, config: Config, tag: str = "") -> StageCode:
     em, result, epi = epilogue(plan, conv.id, index, "mask")
     epi_strides = [f"stride_{n}_{d}" for n in epi for d in range(nd + 2)]
     out_strides = [f"stride_out_{d}" for d in range(nd + 2)]
-    params = (["x_ptr", "w_ptr"] + [f"{n}_ptr" for n in epi] + ["out_ptr"] + scalars
+    # the convolution's own operands under names no leaf can take (leaf names never start with
+    # "_"): an epilogue may read the same tensor (a residual of the input) as a leaf of its own
+    params = (["_cx_ptr", "_cw_ptr"] + [f"{n}_ptr" for n in epi] + ["out_ptr"] + scalars
               + ["CIN_G", "COUT_G", "M", "KG"] + din + dout
               + ["sx_n", "sx_c"] + [f"sx_{d}" for d in sp] + ["sw_0", "sw_1"] + [f"sw_k{d}" for d in sp]
               + epi_strides + out_strides + ([f"qm_{d}" for d in sp] if phased else []))
@@ -221,14 +223,14 @@ def generate_conv(plan: Plan, config: Config, tag: str = "") -> StageCode:
             ok.append(f"ok_{d}")
     a_offs = ["x_row[:, None]", "x_col[None, :]"]
     w_taps = " + ".join(f"t_{d}[:, None] * sw_k{d}" for d in sp)
-    k += [f"        a_tile = tl.load(x_ptr + {' + '.join(a_offs)}, mask={' & '.join(ok)}, other=0.0)",
+    k += [f"        a_tile = tl.load(_cx_ptr + {' + '.join(a_offs)}, mask={' & '.join(ok)}, other=0.0)",
           "        if TRANSPOSED:",
           "            # weight (C_in, C_out / groups, *kernel)",
           f"            w_offs = (g * CIN_G + ci)[:, None] * sw_0 + offs_n[None, :] * sw_1 + {w_taps}",
           "        else:",
           "            # weight (C_out, C_in / groups, *kernel)",
           f"            w_offs = co[None, :] * sw_0 + ci[:, None] * sw_1 + {w_taps}",
-          "        w_tile = tl.load(w_ptr + w_offs, mask=k_mask[:, None] & n_mask[None, :], other=0.0)",
+          "        w_tile = tl.load(_cw_ptr + w_offs, mask=k_mask[:, None] & n_mask[None, :], other=0.0)",
           _TF32_ROUND,
           "    mask = m_mask[:, None] & n_mask[None, :]"]
     if em.lines:
@@ -242,7 +244,7 @@ def generate_conv(plan: Plan, config: Config, tag: str = "") -> StageCode:
     dindex = ["nb", "co"] + [f"o_{d}" for d in sp]
     dem, dresult, depi = epilogue(plan, conv.id, dindex, "mask")
     depi_strides = [f"stride_{n}_{d}" for n in depi for d in range(nd + 2)]
-    dparams = (["x_ptr", "w_ptr"] + [f"{n}_ptr" for n in depi] + ["out_ptr"] + scalars
+    dparams = (["_cx_ptr", "_cw_ptr"] + [f"{n}_ptr" for n in depi] + ["out_ptr"] + scalars
                + ["CIN_G", "COUT_G", "COUT", "TOTAL", "KG"] + din + dout
                + ["sx_n", "sx_c"] + [f"sx_{d}" for d in sp] + ["sw_0", "sw_1"] + [f"sw_k{d}" for d in sp]
                + depi_strides + out_strides)
@@ -280,12 +282,12 @@ def generate_conv(plan: Plan, config: Config, tag: str = "") -> StageCode:
         dok.append(f"ok_{d}")
         d_offs.append(f"i_{d} * sx_{d}")
     dw_taps = " + ".join(f"t_{d} * sw_k{d}" for d in sp)
-    dk += [f"        xv = tl.load(x_ptr + {' + '.join(d_offs)}, mask={' & '.join(dok)}, other=0.0).to(tl.float32)",
+    dk += [f"        xv = tl.load(_cx_ptr + {' + '.join(d_offs)}, mask={' & '.join(dok)}, other=0.0).to(tl.float32)",
            "        if TRANSPOSED:",
            f"            w_offs = w_lane + ci * sw_0 + {dw_taps}",
            "        else:",
            f"            w_offs = w_lane + ci * sw_1 + {dw_taps}",
-           "        wv = tl.load(w_ptr + w_offs, mask=mask, other=0.0).to(tl.float32)",
+           "        wv = tl.load(_cw_ptr + w_offs, mask=mask, other=0.0).to(tl.float32)",
            "        acc += xv * wv"]
     dk += dem.lines
     d_out = " + ".join(f"{ix} * stride_out_{d}" for d, ix in enumerate(dindex))
@@ -338,10 +340,11 @@ def generate_conv(plan: Plan, config: Config, tag: str = "") -> StageCode:
           "        return out",
           f"    tf32 = _conv_tf32(x, cin_g, {c.precision!r})",
           f"    round_in_kernel = tf32 and {c.precision == 'auto'}",
+          "    _gemm_x, _gemm_w = x, w  # the GEMM's operands; the epilogue reads the tensors themselves",
           "    if round_in_kernel and x.is_contiguous() and w.is_contiguous():",
           "        # rounded once before the GEMM: rounding inside its K loop kept the loads from feeding",
           "        # the tensor cores directly (3.5x slower on the H200)",
-          "        x, w = _tf32_rounded(x), _tf32_rounded(w)",
+          "        _gemm_x, _gemm_w = _tf32_rounded(x), _tf32_rounded(w)",
           "        round_in_kernel = False",
           *([f"    qm = tuple(triton.cdiv(o, st) for o, st in zip(spatial, {stride}))",
              "    m = batch * _prod(qm)",
@@ -349,7 +352,7 @@ def generate_conv(plan: Plan, config: Config, tag: str = "") -> StageCode:
             if phased else ["    m = batch * _prod(spatial)",
                             f"    grid = (triton.cdiv(m, {c.block_m}) * triton.cdiv(cout_g, {c.block_n}), groups)"]),
           f"    _conv_gemm_kernel{tag}[grid](",
-          f"        x, w, {epi_args}out, {sargs}cin_g, cout_g, m, kg, *geo, {epi_s}*out.stride(),{' *qm,' if phased else ''}",
+          f"        _gemm_x, _gemm_w, {epi_args}out, {sargs}cin_g, cout_g, m, kg, *geo, {epi_s}*out.stride(),{' *qm,' if phased else ''}",
           f"        {geom_args},{ts_args} TRANSPOSED={transposed}, TF32=tf32, ROUND=round_in_kernel, FP32=x.dtype == torch.float32, IDX64=idx64,",
           f"        BLOCK_M={c.block_m}, BLOCK_N={c.block_n}, BLOCK_K={c.block_k}, num_warps={c.num_warps},",
           f"        num_stages={c.num_stages},",
