@@ -108,21 +108,24 @@ print("rounding ok")
 
 def test_tf32_pre_rounding_rounds_as_cudnn(tmp_path):
     """The pass before the GEMM rounds each value to TF32 half away from zero on the 13 dropped
-    bits (what the kernel's K loop did before), exactly, ties and negatives included; run in
-    Triton's interpreter in a child (TRITON_INTERPRET must be set before triton is imported)."""
+    bits (what the kernel's K loop did before), exactly, ties and negatives included."""
+    from builtin_case import write
+
+    _check_in_interpreter(tmp_path, _ROUNDING_CHECK, generate(analyze(write(CASES[0], tmp_path))), "rounding ok")
+
+
+def _check_in_interpreter(tmp_path, check: str, candidate: str, says: str) -> None:
+    """Run `check` on the candidate in a child with TRITON_INTERPRET=1 (it must be set before
+    triton is imported, which this process has done); the child prints `says` when all held."""
     import os
     import subprocess
     import sys
 
-    from builtin_case import write
-
-    cand = tmp_path / "conv_tf32_round.py"
-    cand.write_text(generate(analyze(write(CASES[0], tmp_path))))
-    check = tmp_path / "check.py"
-    check.write_text(_ROUNDING_CHECK)
-    proc = subprocess.run([sys.executable, str(check), str(cand)], capture_output=True, text=True, timeout=300,
-                          env=dict(os.environ, TRITON_INTERPRET="1"))
-    assert proc.returncode == 0 and "rounding ok" in proc.stdout, proc.stderr[-2000:]
+    (tmp_path / "cand.py").write_text(candidate)
+    (tmp_path / "check.py").write_text(check)
+    proc = subprocess.run([sys.executable, str(tmp_path / "check.py"), str(tmp_path / "cand.py")], capture_output=True,
+                          text=True, timeout=300, env=dict(os.environ, TRITON_INTERPRET="1"))
+    assert proc.returncode == 0 and says in proc.stdout, proc.stderr[-2000:]
 
 
 _RESIDUAL_TASK = """
@@ -170,19 +173,9 @@ print("residual ok")
 def test_pre_rounding_leaves_the_epilogue_its_own_operands(tmp_path):
     """Only the GEMM reads the TF32-rounded copies: an epilogue that adds the convolution's
     input (a residual) reads the input itself."""
-    import os
-    import subprocess
-    import sys
-
     task = tmp_path / "conv_residual.py"
     task.write_text(_RESIDUAL_TASK)
-    cand = tmp_path / "conv_residual_cand.py"
-    cand.write_text(generate(analyze(task)))
-    check = tmp_path / "check.py"
-    check.write_text(_RESIDUAL_CHECK)
-    proc = subprocess.run([sys.executable, str(check), str(cand)], capture_output=True, text=True, timeout=300,
-                          env=dict(os.environ, TRITON_INTERPRET="1"))
-    assert proc.returncode == 0 and "residual ok" in proc.stdout, proc.stderr[-2000:]
+    _check_in_interpreter(tmp_path, _RESIDUAL_CHECK, generate(analyze(task)), "residual ok")
 
 
 def test_depthwise_takes_the_direct_kernel(tmp_path):
