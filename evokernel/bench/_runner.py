@@ -190,9 +190,7 @@ def run_bench(
     recorded as the command line (default: this process's argv). Raises
     BenchError (SuiteError for the suite) before any work when it cannot start.
     """
-    from evokernel.loop import RunOptions
-
-    from evokernel.loop import RunInterrupted
+    from evokernel.loop import RunInterrupted, RunOptions
 
     options = options or RunOptions()
     check_options(options)
