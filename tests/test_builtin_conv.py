@@ -161,18 +161,19 @@ mod._conv_tf32 = lambda x, cin_g, precision: True  # the choice it makes on a GP
 torch.manual_seed(0)
 new = mod.ModelNew()
 x = torch.randn(2, 8, 9, 7) * 10
-got = new(x)
-tf32 = lambda t: ((t.view(torch.int32) + 0x1000) & -8192).view(torch.float32).double()
+tf32 = lambda t: ((t.contiguous().view(torch.int32) + 0x1000) & -8192).view(torch.float32).double()
 want = F.conv2d(tf32(x), tf32(new.conv.weight.detach()), new.conv.bias.detach().double(), padding=1) + x.double()
-err = (got.double() - want).abs().max().item()
-assert err < 1e-4, f"max error {err}: the epilogue must read x itself, not its TF32-rounded copy"
+# contiguous: rounded in a pass before the GEMM; a strided view of the same values: rounded in its K loop
+for given in (x, x.transpose(2, 3).contiguous().transpose(2, 3)):
+    err = (new(given).double() - want).abs().max().item()
+    assert err < 1e-4, f"max error {err}: the epilogue must read x itself, the GEMM x rounded to TF32"
 print("residual ok")
 """
 
 
 def test_pre_rounding_leaves_the_epilogue_its_own_operands(tmp_path):
-    """Only the GEMM reads the TF32-rounded copies: an epilogue that adds the convolution's
-    input (a residual) reads the input itself."""
+    """Only the GEMM reads TF32-rounded operands (rounded before it, or in its K loop for a strided
+    input): an epilogue that adds the convolution's input (a residual) reads the input itself."""
     task = tmp_path / "conv_residual.py"
     task.write_text(_RESIDUAL_TASK)
     _check_in_interpreter(tmp_path, _RESIDUAL_CHECK, generate(analyze(task)), "residual ok")

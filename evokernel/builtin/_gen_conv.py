@@ -71,10 +71,9 @@ def epilogue(plan: Plan, anchor_id: int, index: list[str], mask: str, acc: str =
 
 _TF32_ROUND = """\
         if TF32:
-            if ROUND:
-                # round to TF32 as cuDNN does (half away from zero on the dropped 13 bits)
-                a_tile = ((a_tile.to(tl.int32, bitcast=True) + 0x1000) & -8192).to(tl.float32, bitcast=True)
-                w_tile = ((w_tile.to(tl.int32, bitcast=True) + 0x1000) & -8192).to(tl.float32, bitcast=True)
+            if ROUND:  # operands that could not be rounded before the GEMM (not contiguous)
+                a_tile = _to_tf32(a_tile)
+                w_tile = _to_tf32(w_tile)
             acc += tl.dot(a_tile, w_tile, input_precision="tf32")
         elif FP32:
             acc += tl.dot(a_tile, w_tile, input_precision="ieee")
@@ -93,13 +92,16 @@ TF32_HELPER = '''def _conv_tf32(x, cin_g, precision):
 
 
 @triton.jit
+def _to_tf32(v):
+    # round fp32 values to TF32 as cuDNN does (half away from zero on the dropped 13 bits)
+    return ((v.to(tl.int32, bitcast=True) + 0x1000) & -8192).to(tl.float32, bitcast=True)
+
+
+@triton.jit
 def _tf32_round_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n
-    v = tl.load(x_ptr + offs, mask=mask, other=0.0)
-    # round to TF32 as cuDNN does (half away from zero on the dropped 13 bits)
-    v = ((v.to(tl.int32, bitcast=True) + 0x1000) & -8192).to(tl.float32, bitcast=True)
-    tl.store(y_ptr + offs, v, mask=mask)
+    tl.store(y_ptr + offs, _to_tf32(tl.load(x_ptr + offs, mask=mask, other=0.0)), mask=mask)
 
 
 def _tf32_rounded(t):
@@ -339,7 +341,7 @@ def generate_conv(plan: Plan, config: Config, tag: str = "") -> StageCode:
           "        )",
           "        return out",
           f"    tf32 = _conv_tf32(x, cin_g, {c.precision!r})",
-          f"    round_in_kernel = tf32 and {c.precision == 'auto'}",
+          f"    round_in_kernel = {'tf32' if c.precision == 'auto' else 'False'}  # trunc: the tensor cores' own conversion",
           "    _gemm_x, _gemm_w = x, w  # the GEMM's operands; the epilogue reads the tensors themselves",
           "    if round_in_kernel and x.is_contiguous() and w.is_contiguous():",
           "        # rounded once before the GEMM: rounding inside its K loop kept the loads from feeding",
