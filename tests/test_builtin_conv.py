@@ -52,14 +52,11 @@ def test_the_tf32_choice_follows_the_reference(tmp_path):
 
 
 def _candidate_module(source, tmp_path, name):
-    import importlib.util
+    from backends._task import import_file
 
     path = tmp_path / f"{name}.py"
     path.write_text(source)
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return import_file(path, name)
 
 
 def test_tf32_only_where_cudnn_uses_it(tmp_path):
@@ -88,11 +85,7 @@ def test_tf32_only_where_cudnn_uses_it(tmp_path):
 
 
 _ROUNDING_CHECK = """
-import importlib.util, sys
 import torch
-spec = importlib.util.spec_from_file_location("cand", sys.argv[1])
-mod = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(mod)
 x = torch.randn(3, 5, 7, 11)
 ties = ((x.view(torch.int32) & -8192) | 0x1000).view(torch.float32)  # half-way between two TF32 values
 x = torch.cat([x.flatten(), ties.flatten(), torch.tensor([0.0, -0.0, 1.0, -2.5])])
@@ -115,14 +108,16 @@ def test_tf32_pre_rounding_rounds_as_cudnn(tmp_path):
 
 
 def _check_in_interpreter(tmp_path, check: str, candidate: str, says: str) -> None:
-    """Run `check` on the candidate in a child with TRITON_INTERPRET=1 (it must be set before
-    triton is imported, which this process has done); the child prints `says` when all held."""
+    """Run `check` on the candidate (imported as `mod`) in a child with TRITON_INTERPRET=1 (it must
+    be set before triton is imported, which this process has done); the child prints `says` when
+    all held."""
     import os
     import subprocess
     import sys
 
     (tmp_path / "cand.py").write_text(candidate)
-    (tmp_path / "check.py").write_text(check)
+    (tmp_path / "check.py").write_text("import sys\nfrom pathlib import Path\nfrom backends._task import import_file\n"
+                                       "mod = import_file(Path(sys.argv[1]), 'cand')\n" + check)
     proc = subprocess.run([sys.executable, str(tmp_path / "check.py"), str(tmp_path / "cand.py")], capture_output=True,
                           text=True, timeout=300, env=dict(os.environ, TRITON_INTERPRET="1"))
     assert proc.returncode == 0 and says in proc.stdout, proc.stderr[-2000:]
@@ -151,12 +146,8 @@ def get_init_inputs():
 """
 
 _RESIDUAL_CHECK = """
-import importlib.util, sys
 import torch
 import torch.nn.functional as F
-spec = importlib.util.spec_from_file_location("cand", sys.argv[1])
-mod = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(mod)
 mod._conv_tf32 = lambda x, cin_g, precision: True  # the choice it makes on a GPU, here in the interpreter
 torch.manual_seed(0)
 new = mod.ModelNew()
