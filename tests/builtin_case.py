@@ -94,3 +94,19 @@ def explain(result) -> str:
 def ok(result) -> bool:
     status = getattr(result, "status", None)
     return status is not None and str(getattr(status, "value", status)) in ("ok", "compiled")
+
+
+def check_in_interpreter(tmp_path, check: str, candidate: str, says: str) -> None:
+    """Run `check` on the candidate (imported as `mod`) in a child with TRITON_INTERPRET=1 (it must
+    be set before triton is imported, which this process has done); the child prints `says` when
+    all held."""
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "cand.py").write_text(candidate)
+    (tmp_path / "check.py").write_text("import sys\nfrom pathlib import Path\nfrom backends._task import import_file\n"
+                                       "mod = import_file(Path(sys.argv[1]), 'cand')\n" + check)
+    proc = subprocess.run([sys.executable, str(tmp_path / "check.py"), str(tmp_path / "cand.py")], capture_output=True,
+                          text=True, timeout=300, env=dict(os.environ, TRITON_INTERPRET="1"))
+    assert proc.returncode == 0 and says in proc.stdout, proc.stderr[-2000:]

@@ -4,7 +4,7 @@ padded) and the direct depthwise kernel, checked by the executor on the CPU
 
 import pytest
 
-from builtin_case import Case, Lazy, explain, ok, params
+from builtin_case import Case, Lazy, check_in_interpreter, explain, ok, params
 from evokernel.builtin import analyze, default_config, generate
 
 CASES = [
@@ -104,23 +104,7 @@ def test_tf32_pre_rounding_rounds_as_cudnn(tmp_path):
     bits (what the kernel's K loop did before), exactly, ties and negatives included."""
     from builtin_case import write
 
-    _check_in_interpreter(tmp_path, _ROUNDING_CHECK, generate(analyze(write(CASES[0], tmp_path))), "rounding ok")
-
-
-def _check_in_interpreter(tmp_path, check: str, candidate: str, says: str) -> None:
-    """Run `check` on the candidate (imported as `mod`) in a child with TRITON_INTERPRET=1 (it must
-    be set before triton is imported, which this process has done); the child prints `says` when
-    all held."""
-    import os
-    import subprocess
-    import sys
-
-    (tmp_path / "cand.py").write_text(candidate)
-    (tmp_path / "check.py").write_text("import sys\nfrom pathlib import Path\nfrom backends._task import import_file\n"
-                                       "mod = import_file(Path(sys.argv[1]), 'cand')\n" + check)
-    proc = subprocess.run([sys.executable, str(tmp_path / "check.py"), str(tmp_path / "cand.py")], capture_output=True,
-                          text=True, timeout=300, env=dict(os.environ, TRITON_INTERPRET="1"))
-    assert proc.returncode == 0 and says in proc.stdout, proc.stderr[-2000:]
+    check_in_interpreter(tmp_path, _ROUNDING_CHECK, generate(analyze(write(CASES[0], tmp_path))), "rounding ok")
 
 
 _RESIDUAL_TASK = """
@@ -167,7 +151,7 @@ def test_pre_rounding_leaves_the_epilogue_its_own_operands(tmp_path):
     input): an epilogue that adds the convolution's input (a residual) reads the input itself."""
     task = tmp_path / "conv_residual.py"
     task.write_text(_RESIDUAL_TASK)
-    _check_in_interpreter(tmp_path, _RESIDUAL_CHECK, generate(analyze(task)), "residual ok")
+    check_in_interpreter(tmp_path, _RESIDUAL_CHECK, generate(analyze(task)), "residual ok")
 
 
 def test_depthwise_takes_the_direct_kernel(tmp_path):

@@ -1,15 +1,23 @@
 """Matmul shapes: split-K, matrix-vector and vector-matrix as reductions,
 diagonal scaling, triangular outputs, einsum, transposed and broadcast
-operands, attention; with the full-size tasks' configurations."""
+operands, attention; with the full-size tasks' configurations (3xTF32 for
+large fp32 ones, IEEE fp32 products for the rest)."""
+
+from pathlib import Path
 
 import pytest
 
-from builtin_case import Case, Lazy, explain, ok, params, write
-from evokernel.builtin import analyze, default_config
+from builtin_case import Case, Lazy, check_in_interpreter, explain, ok, params, write
+from evokernel.builtin import Config, analyze, check_in_subprocess, default_config, generate, search_space
 
 CASES = [
     Case("split_k", "a, b: return torch.matmul(a, b)", "[torch.randn(20, 300), torch.randn(300, 24)]",
          full="[torch.rand(256, 524288), torch.rand(524288, 256)]"),
+    # K padded (45 -> 64), rows and columns past the tile re-read, split operands
+    Case("square_3xtf32", "a, b: return torch.matmul(a, b)", "[torch.rand(70, 45), torch.rand(45, 33)]",
+         full="[torch.rand(4096, 4096), torch.rand(4096, 4096)]"),
+    Case("bmm_transposed_3xtf32", "a, b: return torch.relu(torch.bmm(a, b.transpose(1, 2)))",
+         "[torch.randn(2, 9, 20), torch.randn(2, 11, 20)]", full="[torch.rand(128, 512, 1024), torch.rand(128, 2048, 1024)]"),
     Case("matvec", "a, b: return torch.matmul(a, b)", "[torch.randn(9, 300), torch.randn(300, 1)]"),
     Case("vecmat_1d", "a, b: return torch.matmul(a, b)", "[torch.randn(30), torch.randn(30, 7)]", slow=True),
     Case("diag", "a, b: return torch.diag(a) @ b", "[torch.randn(9), torch.randn(9, 7)]", slow=True),
@@ -20,6 +28,9 @@ CASES = [
     Case("causal_attention", "q, k, v: return F.scaled_dot_product_attention(q, k, v, is_causal=True)",
          "[torch.randn(2, 9, 16), torch.randn(2, 9, 16), torch.randn(2, 9, 16)]", slow=True),
 ]
+
+
+BY_NAME = {c.name: c for c in CASES}
 
 
 @pytest.fixture(scope="module")
@@ -40,5 +51,64 @@ def test_tile_choice_follows_the_shape(tmp_path):
     assert cfg.split_k > 1 and cfg.block_m == 64
 
 
+def test_precision_follows_the_shape(tmp_path):
+    """3xTF32 where each operand element feeds many products; IEEE where splitting the operands would
+    cost more than it saves (long K with a small output), and for half-precision operands."""
+    def default(inputs):
+        return default_config(analyze(write(Case("mm", "a, b: return a @ b", inputs), tmp_path)))
+
+    assert default("[torch.rand(4096, 4096), torch.rand(4096, 4096)]").precision == "3xtf32"
+    assert default("[torch.rand(32768, 32), torch.rand(32, 32768)]").precision == "3xtf32"
+    assert default("[torch.rand(256, 524288), torch.rand(524288, 256)]").precision == "auto"
+    assert default("[torch.rand(4096, 4096).half(), torch.rand(4096, 4096).half()]").precision == "auto"
+    plan = analyze(write(Case("mm", "a, b: return a @ b", "[torch.rand(4096, 4096), torch.rand(4096, 4096)]"), tmp_path))
+    space = search_space(plan)
+    # a 3xTF32 draft outside the tolerance is redrafted with IEEE products, at the IEEE default tile
+    assert space[0] == default_config(plan) and space[1].precision == "auto" and space[1].block_m == 128
+    assert {c.precision for c in space} == {"3xtf32", "auto"}
+
+
+def test_3xtf32_split_k_and_strided_operands_are_correct():
+    """Split-K over the split operands (partials, then the sum kernel with the epilogue), batched and
+    with a transposed weight; in the interpreter and on the sm_90 compile."""
+    tasks = Path(__file__).parent / "tasks"
+    split = dict(family="matmul", block_m=32, block_n=32, block_k=16, num_warps=4, num_stages=2, precision="3xtf32")
+    jobs = [{"task": str(tasks / "mm_bmm_relu.py"), "config": {**split, "split_k": 4},
+             "input_shapes": [[2, 9, 300], [2, 300, 13]]},
+            {"task": str(tasks / "mm_addmm_transposed.py"), "config": {**split, "split_k": 1}},
+            {"task": str(tasks / "mm_scale_residual.py"), "config": {**split, "split_k": 4, "block_k": 32},
+             "input_shapes": [[19, 700], [700, 17], [19, 17]]}]
+    for job, result in zip(jobs, check_in_subprocess(jobs), strict=True):
+        assert result.ok, (job, result.message)
+
+
+_SPLIT_CHECK = """
+import torch
+torch.manual_seed(0)
+x = torch.randn(3, 37, 45) * torch.logspace(-20, 20, 45)
+x[0, 0, 0], x[0, 0, 1] = float("inf"), -float("inf")
+hi, lo = mod._tf32_split(x, 64)
+assert hi.shape == lo.shape == (3, 37, 64) and hi.is_contiguous() and lo.is_contiguous()
+assert hi[..., 45:].eq(0).all() and lo[..., 45:].eq(0).all()  # the K padding is zero
+assert (hi.view(torch.int32) & 8191).eq(0).all() and (lo.view(torch.int32) & 8191).eq(0).all()  # TF32 values
+h, l, xd = hi[..., :45].double(), lo[..., :45].double(), x.double()
+finite = torch.isfinite(x)
+assert ((h + l - xd).abs()[finite] <= xd.abs()[finite] * 2.0 ** -21).all()  # hi + lo is x to 22 bits
+assert torch.equal(h[~finite], xd[~finite]) and l[~finite].eq(0).all()  # inf stays inf, not inf - inf
+# a strided view of the same values splits the same
+t = mod._tf32_split(x.transpose(1, 2).contiguous().transpose(1, 2), 64)
+assert torch.equal(t[0], hi) and torch.equal(t[1], lo)
+print("split ok")
+"""
+
+
+def test_3xtf32_split_is_exact_to_22_bits(tmp_path):
+    """The pass before a 3xTF32 GEMM: high part the TF32 rounding of x, low part the TF32 rounding of
+    the rest, both exactly TF32 values, K padded with zeros, infinities kept."""
+    plan = analyze(write(BY_NAME['square_3xtf32'], tmp_path))
+    config = Config("matmul", block_m=32, block_n=32, block_k=32, precision="3xtf32")
+    check_in_interpreter(tmp_path, _SPLIT_CHECK, generate(plan, config), "split ok")
+
+
 def test_matrix_vector_is_a_row_reduction(tmp_path):
-    assert analyze(write(CASES[1], tmp_path)).family == "rows"
+    assert analyze(write(BY_NAME['matvec'], tmp_path)).family == "rows"

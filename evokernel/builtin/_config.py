@@ -8,7 +8,10 @@ One frozen dataclass serves every family; each family reads only its fields:
   reduction over leading dims), ``block_n`` (chunk width of the multi-pass and
   split kernels), ``num_warps``.
 - matmul: ``block_m``, ``block_n``, ``block_k``, ``group_m`` (tile swizzle),
-  ``num_warps``, ``num_stages``, ``split_k`` (K slices reduced in parallel).
+  ``num_warps``, ``num_stages``, ``split_k`` (K slices reduced in parallel),
+  ``precision`` ("3xtf32": fp32 operands split into TF32 high and low parts
+  before the GEMM, three TF32 tensor-core products per pair; "auto": IEEE fp32
+  products, or TF32 where torch's TF32 switch for matmuls is on).
 - conv (implicit GEMM): ``block_m`` (output positions), ``block_n`` (output
   channels), ``block_k`` (input channels x taps), ``num_warps``, ``num_stages``,
   ``precision`` ("auto": TF32 products rounded as cuDNN rounds them when the
@@ -30,7 +33,13 @@ from ._ir import FAMILIES, Plan
 
 __all__ = ["Config", "search_space", "default_config", "neighbours", "ONE_PASS_MAX"]
 
-PRECISIONS = ("auto", "trunc", "ieee")  # conv: see _gen_conv
+PRECISIONS = ("auto", "trunc", "ieee", "3xtf32")
+CONV_PRECISIONS = ("auto", "trunc", "ieee")  # see _gen_conv
+# 3xTF32 pays where each operand element feeds many products: on the H200 a 4096^3 fp32 matmul took
+# 1.40 ms (0.11 of it splitting the operands) against cuBLAS's 2.68 ms, 32768 x 32768 x 32 1.85-2.06
+# against 2.56, but 256 x 524288 x 256 spent 0.84 ms splitting its operands alone (cuBLAS: 1.36).
+# Used where M*N/(M+N), half the harmonic mean of M and N, reaches this:
+SPLIT_TF32_MIN = 256
 ONE_PASS_MAX = 16384  # widest tile (rows x padded row) the one-pass rows kernel keeps in registers
 # A row longer than this many tiles is one program's work by itself in the multi-pass rows kernel:
 # several such rows per program leave the GPU with too few programs (seen on an H200: a remembered
@@ -80,7 +89,7 @@ class Config:
 _TUNABLE = {
     "elementwise": ("block_n", "num_warps"),
     "rows": ("one_pass", "block_m", "block_n", "num_warps"),
-    "matmul": ("block_m", "block_n", "block_k", "group_m", "num_warps", "num_stages", "split_k"),
+    "matmul": ("block_m", "block_n", "block_k", "group_m", "num_warps", "num_stages", "split_k", "precision"),
     "conv": ("block_m", "block_n", "block_k", "num_warps", "num_stages", "precision"),
     "pool": ("block_n", "num_warps"),
     "scan": ("block_m", "block_n", "num_warps"),
@@ -105,6 +114,16 @@ _MATMUL_TILES = (
     (128, 256, 32, 8, 3),
     (256, 128, 32, 8, 3),
     (128, 256, 64, 8, 3),
+)
+# 3xTF32 tiles: four fp32 operand tiles a stage (the launcher trims stages to the shared memory);
+# 128 x 128 x 32 with 8 warps was the fastest of nine on the H200 at 4096^3 and 2048 x 8192 x 4096
+_MATMUL_SPLIT_TILES = (
+    (128, 128, 32, 8, 3),
+    (64, 128, 32, 4, 4),
+    (128, 64, 32, 4, 4),
+    (128, 128, 16, 8, 4),
+    (256, 128, 32, 8, 2),
+    (64, 64, 32, 4, 3),
 )
 _CONV_TILES = (  # (BLOCK_M positions, BLOCK_N channels, BLOCK_K, num_warps, num_stages)
     (32, 32, 32, 4, 2),
@@ -152,8 +171,14 @@ def search_space(plan: Plan) -> list[Config]:
                   for w in (2, 4, 8)]
         return space
     if family == "matmul":
-        return [Config(family, block_m=bm, block_n=bn, block_k=bk, num_warps=w, num_stages=s, group_m=g, split_k=sk)
-                for bm, bn, bk, w, s in _MATMUL_TILES for g in (1, 8) for sk in (1, 4, 16, 64)]
+        # both defaults first: a 3xTF32 draft that is not close enough to the reference is redrafted in IEEE
+        space = [default_config(plan), _ieee_default(plan)]
+        space += [Config(family, block_m=bm, block_n=bn, block_k=bk, num_warps=w, num_stages=s, group_m=g, split_k=sk,
+                         precision="3xtf32")
+                  for bm, bn, bk, w, s in _MATMUL_SPLIT_TILES for g in (1, 8) for sk in (1, 4, 16, 64)]
+        space += [Config(family, block_m=bm, block_n=bn, block_k=bk, num_warps=w, num_stages=s, group_m=g, split_k=sk)
+                  for bm, bn, bk, w, s in _MATMUL_TILES for g in (1, 8) for sk in (1, 4, 16, 64)]
+        return list(dict.fromkeys(space))
     if family == "conv":
         # the default tile first, in every precision: a draft whose rounding does not match
         # the reference's is retried with the next one
@@ -161,7 +186,7 @@ def search_space(plan: Plan) -> list[Config]:
         tiles = sorted(_CONV_TILES, key=lambda t: t != (first.block_m, first.block_n, first.block_k,
                                                          first.num_warps, first.num_stages))
         return [Config(family, block_m=bm, block_n=bn, block_k=bk, num_warps=w, num_stages=s, precision=p)
-                for bm, bn, bk, w, s in tiles for p in PRECISIONS]
+                for bm, bn, bk, w, s in tiles for p in CONV_PRECISIONS]
     if family == "pool":
         return [Config(family, block_n=bn, num_warps=w) for bn in (128, 256, 512, 1024, 2048) for w in (2, 4, 8)]
     if family == "scan":
@@ -198,15 +223,12 @@ def default_config(plan: Plan) -> Config:
         return Config(family, one_pass=True, block_m=block_m, block_n=1024, num_warps=warps)
     if family == "matmul":
         rows, n, k = _matmul_dims(plan)
-        if rows * n <= 64 * 64:
-            return Config(family, block_m=32, block_n=32, block_k=32, num_warps=2, num_stages=3, group_m=8,
-                          split_k=_split(rows, n, k, 32, 32))
-        if rows >= 128 and n >= 128:
+        if _fp32_operands(plan) and rows * n / (rows + n) >= SPLIT_TF32_MIN:
             tiles = math.ceil(rows / 128) * math.ceil(n / 128)
-            if tiles >= 132:
-                return Config(family, block_m=128, block_n=128, block_k=32, num_warps=8, num_stages=3, group_m=8)
-        return Config(family, block_m=64, block_n=64, block_k=32, num_warps=4, num_stages=3, group_m=8,
-                      split_k=_split(rows, n, k, 64, 64))
+            bm, bn, bk, w, s = (128, 128, 32, 8, 3) if tiles >= 132 else (64, 128, 32, 4, 4)
+            return Config(family, block_m=bm, block_n=bn, block_k=bk, num_warps=w, num_stages=s, group_m=8,
+                          split_k=_split(rows, n, k, bm, bn), precision="3xtf32")
+        return _ieee_default(plan)
     if family == "conv":
         # 128 x 128 tiles for 128+ output channels: 14-19% faster than 128 x 64 on three of four
         # KernelBench 2D convolutions on the H200 (3% slower on the fourth)
@@ -219,6 +241,26 @@ def default_config(plan: Plan) -> Config:
     if family == "scan":
         return Config(family, block_m=1, block_n=4096, num_warps=8)
     raise ValueError(f"unknown family {family!r}")
+
+
+def _ieee_default(plan: Plan) -> Config:
+    """The matmul default with IEEE fp32 products (TF32 where torch's switch is on)."""
+    family = "matmul"
+    rows, n, k = _matmul_dims(plan)
+    if rows * n <= 64 * 64:
+        return Config(family, block_m=32, block_n=32, block_k=32, num_warps=2, num_stages=3, group_m=8,
+                      split_k=_split(rows, n, k, 32, 32))
+    if rows >= 128 and n >= 128:
+        tiles = math.ceil(rows / 128) * math.ceil(n / 128)
+        if tiles >= 132:
+            return Config(family, block_m=128, block_n=128, block_k=32, num_warps=8, num_stages=3, group_m=8)
+    return Config(family, block_m=64, block_n=64, block_k=32, num_warps=4, num_stages=3, group_m=8,
+                  split_k=_split(rows, n, k, 64, 64))
+
+
+def _fp32_operands(plan: Plan) -> bool:
+    mm = plan.node(plan.matmul_id)
+    return all(plan.leaf(r.value).spec.dtype == "float32" for r in mm.args)
 
 
 def _split(rows: int, n: int, k: int, bm: int, bn: int) -> int:

@@ -10,7 +10,7 @@ from ._ir import Node, Plan, Ref
 from ._pointwise import literal, pointwise_expr
 
 __all__ = ["Emitter", "StageCode", "assemble", "header", "model_class", "scalar_sources", "wrap_params",
-           "BROADCAST_SHAPES", "HELPERS", "out_dtype_expr", "stage_args", "load_other", "to_f32"]
+           "BROADCAST_SHAPES", "HELPERS", "TF32_ROUND", "out_dtype_expr", "stage_args", "load_other", "to_f32"]
 
 
 @dataclass(frozen=True)
@@ -23,6 +23,13 @@ class StageCode:
     launcher: str
     entry: str
     helpers: tuple[str, ...] = field(default=())
+
+# fp32 to TF32 as generated code (convolutions matching cuDNN's rounding, 3xTF32 matmuls)
+TF32_ROUND = '''@triton.jit
+def _to_tf32(v):
+    # round fp32 values to TF32 as cuDNN does (half away from zero on the dropped 13 bits)
+    return ((v.to(tl.int32, bitcast=True) + 0x1000) & -8192).to(tl.float32, bitcast=True)
+'''
 
 # torch's broadcasting rule as generated code: also emitted by the Ascend C templates (evokernel/ascendc/_templates.py)
 BROADCAST_SHAPES = '''

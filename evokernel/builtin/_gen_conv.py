@@ -30,7 +30,7 @@ from __future__ import annotations
 import math
 
 from ._config import Config
-from ._emit import Emitter, StageCode, load_other, out_dtype_expr, scalar_sources, wrap_params
+from ._emit import TF32_ROUND, Emitter, StageCode, load_other, out_dtype_expr, scalar_sources, wrap_params
 from ._gen_elementwise import SPAN_HELPER
 from ._ir import Node, Plan
 
@@ -69,7 +69,7 @@ def epilogue(plan: Plan, anchor_id: int, index: list[str], mask: str, acc: str =
     return em, result, list(dict.fromkeys(em.used))
 
 
-_TF32_ROUND = """\
+_TF32_DOT = """\
         if TF32:
             if ROUND:  # operands that could not be rounded before the GEMM (not contiguous)
                 a_tile = _to_tf32(a_tile)
@@ -89,12 +89,6 @@ TF32_HELPER = '''def _conv_tf32(x, cin_g, precision):
     if precision == "ieee" or not x.is_cuda or x.dtype != torch.float32 or not torch.backends.cudnn.allow_tf32:
         return False
     return precision == "trunc" or cin_g >= 16
-
-
-@triton.jit
-def _to_tf32(v):
-    # round fp32 values to TF32 as cuDNN does (half away from zero on the dropped 13 bits)
-    return ((v.to(tl.int32, bitcast=True) + 0x1000) & -8192).to(tl.float32, bitcast=True)
 
 
 @triton.jit
@@ -233,7 +227,7 @@ def generate_conv(plan: Plan, config: Config, tag: str = "") -> StageCode:
           "            # weight (C_out, C_in / groups, *kernel)",
           f"            w_offs = co[None, :] * sw_0 + ci[:, None] * sw_1 + {w_taps}",
           "        w_tile = tl.load(_cw_ptr + w_offs, mask=k_mask[:, None] & n_mask[None, :], other=0.0)",
-          _TF32_ROUND,
+          _TF32_DOT,
           "    mask = m_mask[:, None] & n_mask[None, :]"]
     if em.lines:
         k.append("    # fused epilogue, in fp32 registers")
@@ -362,4 +356,4 @@ def generate_conv(plan: Plan, config: Config, tag: str = "") -> StageCode:
           "    return out"]
     launcher = "\n".join(l) + "\n"
     return StageCode(kernels=(gemm_kernel, direct_kernel), launcher=launcher, entry=entry,
-                     helpers=(SPAN_HELPER, TF32_HELPER))
+                     helpers=(SPAN_HELPER, TF32_ROUND, TF32_HELPER))

@@ -11,7 +11,7 @@ partials and applies the epilogue.
 from __future__ import annotations
 
 from ._config import Config
-from ._emit import Emitter, StageCode, load_other, out_dtype_expr, scalar_sources, wrap_params
+from ._emit import TF32_ROUND, Emitter, StageCode, load_other, out_dtype_expr, scalar_sources, wrap_params
 from ._gen_elementwise import SPAN_HELPER
 from ._ir import Node, Plan
 
@@ -49,7 +49,7 @@ class EpilogueEmitter(Emitter):
         return super().compute(node, ctx)
 
 
-_MAINLOOP = """\
+_TILE = """\
     pid = tl.program_id(0)
     pid_b = tl.program_id(1)
     pid_k = tl.program_id(2)
@@ -70,6 +70,9 @@ _MAINLOOP = """\
         offs_m = offs_m.to(tl.int64)
         offs_n = offs_n.to(tl.int64)
     offs_k = tl.arange(0, BLOCK_K)
+"""
+
+_LOOP_IEEE = """\
     # this program's slice of K, in BLOCK_K steps
     k_lo = pid_k * k_tiles
     k_hi = tl.minimum(k_lo + k_tiles, tl.cdiv(K, BLOCK_K))
@@ -86,6 +89,37 @@ _MAINLOOP = """\
             acc += tl.dot(lhs_tile, rhs_tile)
         lhs_ptrs += BLOCK_K * stride_lhs_k
         rhs_ptrs += BLOCK_K * stride_rhs_k
+    mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
+"""
+
+_LOOP_TF32X3 = """\
+    # the operands were split before the GEMM into TF32 high and low parts (_tf32_split), K-contiguous
+    # and zero-padded to Kp, a multiple of BLOCK_K: no masks in the loop; rows past M or N re-read a
+    # valid row, and their results are masked at the store
+    rows_a = offs_m % M
+    cols_b = offs_n % N
+    k_lo = pid_k * k_tiles
+    k_hi = tl.minimum(k_lo + k_tiles, Kp // BLOCK_K)
+    a_off = pid_b * stride_split_a + rows_a[:, None] * Kp + (k_lo * BLOCK_K + offs_k[None, :])
+    b_off = pid_b * stride_split_b + cols_b[:, None] * Kp + (k_lo * BLOCK_K + offs_k[None, :])
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(k_lo, k_hi):
+        a_hi = tl.load(a_hi_ptr + a_off)
+        b_hi = tl.load(b_hi_ptr + b_off)
+        if TERMS == 3:
+            # hi*hi + hi*lo + lo*hi: fp32 products to within the dropped lo*lo term, on the tensor cores
+            a_lo = tl.load(a_lo_ptr + a_off)
+            b_lo = tl.load(b_lo_ptr + b_off)
+            part = tl.dot(a_lo, tl.trans(b_hi), input_precision="tf32")
+            part = tl.dot(a_hi, tl.trans(b_lo), part, input_precision="tf32")
+            part = tl.dot(a_hi, tl.trans(b_hi), part, input_precision="tf32")
+            # a fresh accumulator per K step, added in IEEE fp32: the tensor cores truncate as they
+            # accumulate, and accumulating all of K on them gave 10x cuBLAS's error on the H200
+            acc += part
+        else:  # torch's TF32 switch is on: the reference's products are TF32 too
+            acc += tl.dot(a_hi, tl.trans(b_hi), input_precision="tf32")
+        a_off += BLOCK_K
+        b_off += BLOCK_K
     mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
 """
 
@@ -121,7 +155,51 @@ def _store(result: str) -> str:
             f"+ offs_n[None, :] * stride_out_n, {result}.to(out_ptr.dtype.element_ty), mask=mask)")
 
 
+TF32_SPLIT_HELPER = '''@triton.jit
+def _tf32_split_kernel(x_ptr, hi_ptr, lo_ptr, R, C, Cp, stride_x_b, stride_x_r, stride_x_c,
+                       BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
+    pid_b = tl.program_id(2).to(tl.int64)
+    r = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
+    c = tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C)
+    r64 = r.to(tl.int64)
+    x = tl.load(x_ptr + pid_b * stride_x_b + r64[:, None] * stride_x_r + c[None, :] * stride_x_c,
+                mask=(r[:, None] < R) & (c[None, :] < C), other=0.0).to(tl.float32)
+    hi = _to_tf32(x)
+    rest = x - hi
+    # an infinite x leaves inf - inf: its low part is 0, so its products stay infinite
+    lo = _to_tf32(tl.where(rest == rest, rest, 0.0))
+    out = (pid_b * R + r64[:, None]) * Cp + c[None, :]
+    keep = (r[:, None] < R) & (c[None, :] < Cp)
+    tl.store(hi_ptr + out, hi, mask=keep)
+    tl.store(lo_ptr + out, lo, mask=keep)
+
+
+def _tf32_split(x, kp):
+    """x (batch, R, K), any strides: its TF32 rounding and the TF32 rounding of the rest, as
+    contiguous fp32 (batch, R, kp) tensors, zero past K (hi + lo is x to 22 of its 24 bits)."""
+    batch, r, k = x.shape
+    hi = torch.empty((batch, r, kp), dtype=torch.float32, device=x.device)
+    lo = torch.empty_like(hi)
+    if hi.numel():
+        _tf32_split_kernel[(triton.cdiv(r, 64), triton.cdiv(kp, 64), batch)](
+            x, hi, lo, r, k, kp, *x.stride(), BLOCK_R=64, BLOCK_C=64, num_warps=4)
+    return hi, lo
+
+
+def _split_stages(stages, block_m, block_n, block_k, device):
+    """Pipeline stages that fit the GPU's shared memory: each holds four fp32 operand tiles."""
+    if device.type != "cuda":
+        return stages
+    room = getattr(torch.cuda.get_device_properties(device), "shared_memory_per_block_optin", 101376)
+    return max(1, min(stages, (room - 4096) // ((block_m + block_n) * block_k * 8)))
+'''
+
+
 def generate_matmul(plan: Plan, config: Config, tag: str = "") -> StageCode:
+    """``config.precision == "3xtf32"``: the operands are split into TF32 high and low parts before
+    the GEMM and the products run on the tensor cores (three TF32 products per pair, fp32 to
+    within the lo*lo term); otherwise fp32 products on the FMA units (IEEE), as cuBLAS computes
+    them, or TF32 where torch's TF32 switch for matmuls is on."""
     mm = plan.node(plan.matmul_id)
     a_name, b_name = mm.args[0].value, mm.args[1].value
     names = [leaf.name for leaf in plan.leaves]
@@ -129,16 +207,25 @@ def generate_matmul(plan: Plan, config: Config, tag: str = "") -> StageCode:
     em, result, epi, iotas = _epilogue(plan, mm.id)
     lin = ["    lin = (pid_b * M + offs_m[:, None]) * N + offs_n[None, :]"] if iotas else []
     iota_params = [p for n in iotas for p in (f"iota{n.id}_div", f"iota{n.id}_mod")]
+    split = config.precision == "3xtf32"
 
     epi_strides = [f"stride_{n}_{d}" for n in epi for d in "bmn"] + ["stride_out_b", "stride_out_m", "stride_out_n"]
-    strides = ["stride_lhs_b", "stride_lhs_m", "stride_lhs_k", "stride_rhs_b", "stride_rhs_k", "stride_rhs_n"]
-    strides += epi_strides
-    params = (["lhs_ptr", "rhs_ptr"] + [f"{n}_ptr" for n in epi] + ["out_ptr"] + scalars
-              + ["M", "N", "K", "k_tiles"] + strides + iota_params)
+    if split:
+        operands = ["a_hi_ptr", "a_lo_ptr", "b_hi_ptr", "b_lo_ptr"]
+        strides = ["stride_split_a", "stride_split_b"]
+        k_param, loop = "Kp", _LOOP_TF32X3
+        modes = "    GROUP_M: tl.constexpr, TERMS: tl.constexpr, IDX64: tl.constexpr,"
+    else:
+        operands = ["lhs_ptr", "rhs_ptr"]
+        strides = ["stride_lhs_b", "stride_lhs_m", "stride_lhs_k", "stride_rhs_b", "stride_rhs_k", "stride_rhs_n"]
+        k_param, loop = "K", _LOOP_IEEE
+        modes = "    GROUP_M: tl.constexpr, FP32_DOT: tl.constexpr, PRECISION: tl.constexpr, IDX64: tl.constexpr,"
+    params = (operands + [f"{n}_ptr" for n in epi] + ["out_ptr"] + scalars
+              + ["M", "N", k_param, "k_tiles"] + strides + epi_strides + iota_params)
     main_name, sum_name, part_name = f"_matmul_kernel{tag}", f"_splitk_sum_kernel{tag}", f"_matmul_partial_kernel{tag}"
-    consts = ["    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,",
-              "    GROUP_M: tl.constexpr, FP32_DOT: tl.constexpr, PRECISION: tl.constexpr, IDX64: tl.constexpr,"]
-    k = ["@triton.jit", f"def {main_name}(", *wrap_params(params), *consts, "):", _MAINLOOP.rstrip("\n"), *lin]
+    consts = ["    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,", modes]
+    mainloop = (_TILE + loop).rstrip("\n")
+    k = ["@triton.jit", f"def {main_name}(", *wrap_params(params), *consts, "):", mainloop, *lin]
     if em.lines:
         k.append("    # fused epilogue, in fp32 registers")
     k += em.lines
@@ -147,9 +234,9 @@ def generate_matmul(plan: Plan, config: Config, tag: str = "") -> StageCode:
 
     # split-K: partial products to an fp32 buffer, then sum + epilogue
     pk = ["@triton.jit", f"def {part_name}(",
-          *wrap_params(["lhs_ptr", "rhs_ptr", "out_ptr", "M", "N", "K", "k_tiles"] + strides[:6]
+          *wrap_params(operands + ["out_ptr", "M", "N", k_param, "k_tiles"] + strides
                        + ["stride_out_b", "stride_out_m", "stride_out_n", "split_stride"]),
-          *consts, "):", _MAINLOOP.rstrip("\n"),
+          *consts, "):", mainloop,
           "    out_ptr += pid_k * split_stride",
           _store("acc")]
     kernels.append("\n".join(pk) + "\n")
@@ -190,25 +277,38 @@ def generate_matmul(plan: Plan, config: Config, tag: str = "") -> StageCode:
     iota_text = "".join(f"{v}, " for v in iota_vals)
     ptrs = "".join(f"{n}_3d, " for n in epi)
     epi_stride_lists = " + ".join(f"list({t}_3d.stride())" for t in epi + ["out"])
-    l += ["    idx64 = _needs_i64(lhs_3d, rhs_3d, out_3d)",
-          "    # fp32 operands: IEEE products, as cuBLAS gives unless torch's TF32 switch is on",
-          "    precision = 'tf32' if lhs.is_cuda and torch.backends.cuda.matmul.allow_tf32 else 'ieee'",
-          f"    k_steps = triton.cdiv(K, {c.block_k})",
-          f"    n_split = max(1, min({c.split_k}, k_steps // 4))",
+    if split:
+        l += ["    # K-contiguous TF32 parts, K padded to whole BLOCK_K steps: the tensor cores' operand layout",
+              f"    kp = triton.cdiv(K, {c.block_k}) * {c.block_k}",
+              "    a_hi, a_lo = _tf32_split(lhs_3d, kp)",
+              "    b_hi, b_lo = _tf32_split(rhs_3d.transpose(1, 2), kp)",
+              "    idx64 = _needs_i64(a_hi, b_hi, out_3d)",
+              "    operands = [a_hi, a_lo, b_hi, b_lo]",
+              "    k_size, split_strides = kp, [a_hi.stride(0), b_hi.stride(0)]",
+              f"    k_steps = kp // {c.block_k}",
+              "    modes = dict(TERMS=1 if lhs.is_cuda and torch.backends.cuda.matmul.allow_tf32 else 3,",
+              f"                 num_stages=_split_stages({c.num_stages}, {c.block_m}, {c.block_n}, {c.block_k}, lhs.device))"]
+    else:
+        l += ["    idx64 = _needs_i64(lhs_3d, rhs_3d, out_3d)",
+              "    operands = [lhs_3d, rhs_3d]",
+              "    k_size, split_strides = K, list(lhs_3d.stride()) + list(rhs_3d.stride())",
+              f"    k_steps = triton.cdiv(K, {c.block_k})",
+              "    # fp32 operands: IEEE products, as cuBLAS gives unless torch's TF32 switch is on",
+              "    precision = 'tf32' if lhs.is_cuda and torch.backends.cuda.matmul.allow_tf32 else 'ieee'",
+              f"    modes = dict(FP32_DOT=lhs.dtype == torch.float32, PRECISION=precision, num_stages={c.num_stages})"]
+    l += [f"    n_split = max(1, min({c.split_k}, k_steps // 4))",
           "    k_tiles = triton.cdiv(k_steps, n_split)",
           "    n_split = triton.cdiv(k_steps, k_tiles)",
           f"    tiles = triton.cdiv(rows, {c.block_m}) * triton.cdiv(N, {c.block_n})",
           "    meta = dict(",
           f"        BLOCK_M={c.block_m}, BLOCK_N={c.block_n}, BLOCK_K={c.block_k}, GROUP_M={c.group_m},",
-          f"        FP32_DOT=lhs.dtype == torch.float32, PRECISION=precision, IDX64=idx64,",
-          f"        num_warps={c.num_warps}, num_stages={c.num_stages},",
+          f"        IDX64=idx64, num_warps={c.num_warps}, **modes,",
           "    )",
           "    if n_split > 1:",
           "        part = torch.empty((n_split, n_batch, rows, N), dtype=torch.float32, device=lhs.device)",
           "        split_stride = n_batch * rows * N",
           f"        {part_name}[(tiles, n_batch, n_split)](",
-          "            lhs_3d, rhs_3d, part, rows, N, K, k_tiles,",
-          "            *(list(lhs_3d.stride()) + list(rhs_3d.stride()) + list(part.stride()[1:])), split_stride,",
+          "            *operands, part, rows, N, k_size, k_tiles, *split_strides, *part.stride()[1:], split_stride,",
           "            **meta,",
           "        )",
           f"        {sum_name}[(triton.cdiv(rows, 32) * triton.cdiv(N, 128), n_batch)](",
@@ -218,10 +318,11 @@ def generate_matmul(plan: Plan, config: Config, tag: str = "") -> StageCode:
           "        )",
           "        return out",
           f"    {main_name}[(tiles, n_batch, 1)](",
-          f"        lhs_3d, rhs_3d, {ptrs}out_3d, {''.join(s + ', ' for s in scalars)}rows, N, K, k_steps,",
-          f"        *(list(lhs_3d.stride()) + list(rhs_3d.stride()) + {epi_stride_lists}), {iota_text}",
+          f"        *operands, {ptrs}out_3d, {''.join(s + ', ' for s in scalars)}rows, N, k_size, k_steps,",
+          f"        *(split_strides + {epi_stride_lists}), {iota_text}",
           "        **meta,",
           "    )",
           "    return out"]
     launcher = "\n".join(l) + "\n"
-    return StageCode(kernels=tuple(kernels), launcher=launcher, entry=entry, helpers=(SPAN_HELPER,))
+    helpers = (SPAN_HELPER, TF32_ROUND, TF32_SPLIT_HELPER) if split else (SPAN_HELPER,)
+    return StageCode(kernels=tuple(kernels), launcher=launcher, entry=entry, helpers=helpers)
