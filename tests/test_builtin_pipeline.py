@@ -49,6 +49,23 @@ def test_kernelbench_rules_use_the_library_only_beside_our_kernels(tmp_path):
     assert lone.family == "conv"  # nothing after it: the convolution stays our own kernel
 
 
+def test_kernelbench_rules_keep_a_large_fp32_gemm_ours(tmp_path):
+    """Where 3xTF32 beats cuBLAS's fp32 the gemm is our kernel with the pointwise work fused into it;
+    a small gemm, or a half-precision one, is still the library's. (Planned at full size on meta
+    tensors; the strict pipelines and the matmul cases run the same kernels.)"""
+    def gemm(name, inputs, dtype="float32"):
+        case = Case(name, "x: x = self.fc(x)\nreturn torch.logsumexp(torch.relu(x), dim=1, keepdim=True)",
+                    inputs, f"self.fc = nn.Linear(8192, 1024, dtype=torch.{dtype})")
+        return analyze(write(case, tmp_path), "kernelbench")
+
+    big = gemm("big", "[torch.rand(1024, 8192)]")
+    assert big.stages[0].family == "matmul" and big.main_stage.family == "matmul"
+    assert "torch.nn.functional.linear(" not in generate(big) and "_tf32_split(" in generate(big)
+    assert gemm("small", "[torch.rand(16, 8192)]").stages[0].family == "host"
+    half = gemm("half", "[torch.rand(1024, 8192, dtype=torch.float16)]", "float16")
+    assert half.stages[0].family == "host"
+
+
 def test_a_library_candidate_is_refused_under_strict_rules(cpu_executor, tmp_path):
     from backends import EvalOptions
 

@@ -31,7 +31,7 @@ from dataclasses import asdict, dataclass, fields
 
 from ._ir import FAMILIES, Plan
 
-__all__ = ["Config", "search_space", "default_config", "neighbours", "ONE_PASS_MAX"]
+__all__ = ["Config", "search_space", "default_config", "neighbours", "split_tf32_pays", "ONE_PASS_MAX"]
 
 PRECISIONS = ("auto", "trunc", "ieee", "3xtf32")
 CONV_PRECISIONS = ("auto", "trunc", "ieee")  # see _gen_conv
@@ -40,6 +40,12 @@ CONV_PRECISIONS = ("auto", "trunc", "ieee")  # see _gen_conv
 # against 2.56, but 256 x 524288 x 256 spent 0.84 ms splitting its operands alone (cuBLAS: 1.36).
 # Used where M*N/(M+N), half the harmonic mean of M and N, reaches this:
 SPLIT_TF32_MIN = 256
+
+
+def split_tf32_pays(rows: int, n: int, dtype: str) -> bool:
+    """Whether a (rows x K) @ (K x n) product of ``dtype`` operands runs faster in 3xTF32 than
+    cuBLAS's fp32 (the builtin's default then, and under the kernelbench rules ours, not the library's)."""
+    return dtype == "float32" and rows * n / (rows + n) >= SPLIT_TF32_MIN
 ONE_PASS_MAX = 16384  # widest tile (rows x padded row) the one-pass rows kernel keeps in registers
 # A row longer than this many tiles is one program's work by itself in the multi-pass rows kernel:
 # several such rows per program leave the GPU with too few programs (seen on an H200: a remembered
@@ -223,7 +229,7 @@ def default_config(plan: Plan) -> Config:
         return Config(family, one_pass=True, block_m=block_m, block_n=1024, num_warps=warps)
     if family == "matmul":
         rows, n, k = _matmul_dims(plan)
-        if _fp32_operands(plan) and rows * n / (rows + n) >= SPLIT_TF32_MIN:
+        if split_tf32_pays(rows, n, _operand_dtype(plan)):
             tiles = math.ceil(rows / 128) * math.ceil(n / 128)
             bm, bn, bk, w, s = (128, 128, 32, 8, 3) if tiles >= 132 else (64, 128, 32, 4, 4)
             return Config(family, block_m=bm, block_n=bn, block_k=bk, num_warps=w, num_stages=s, group_m=8,
@@ -258,9 +264,10 @@ def _ieee_default(plan: Plan) -> Config:
                   split_k=_split(rows, n, k, 64, 64))
 
 
-def _fp32_operands(plan: Plan) -> bool:
-    mm = plan.node(plan.matmul_id)
-    return all(plan.leaf(r.value).spec.dtype == "float32" for r in mm.args)
+def _operand_dtype(plan: Plan) -> str:
+    """The matmul operands' dtype ("mixed" where they differ)."""
+    dtypes = {plan.leaf(r.value).spec.dtype for r in plan.node(plan.matmul_id).args}
+    return dtypes.pop() if len(dtypes) == 1 else "mixed"
 
 
 def _split(rows: int, n: int, k: int, bm: int, bn: int) -> int:

@@ -16,7 +16,8 @@ every kernel that reads them instead of being stored, unless an anchor, a
 view or a copy needs them as a tensor. Views of computed values and
 ``torch.cat`` are made in ``forward`` on the buffers (views and copies are
 allowed there); under the ``kernelbench`` rules a convolution or matmul that
-feeds further work is the library's call, and the work after it our kernels.
+feeds further work is the library's call, and the work after it our kernels,
+except a fp32 matmul that our 3xTF32 kernel computes faster than cuBLAS.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import math
 from dataclasses import replace
 
 from ._build import Builder, Reject
+from ._config import split_tf32_pays
 from ._ir import ANCHORS, Leaf, Node, Plan, ReduceGroup, Ref, TensorSpec
 from ._pointwise import POINTWISE
 
@@ -308,13 +310,23 @@ def source_of(b: Builder, ref: Ref, buffers: dict[int, Leaf]) -> str:
 def _to_library(g: _Graph) -> None:
     """kernelbench rules: a conv or matmul whose result feeds more work is computed by
     the library; the work after it stays in our kernels. A lone one stays ours (a
-    candidate must run a kernel of its own)."""
+    candidate must run a kernel of its own), and so does a fp32 matmul that our 3xTF32
+    kernel computes faster than cuBLAS, with the work after it fused into its epilogue."""
     for i, n in enumerate(g.nodes):
-        if n.op in LIBRARY_OPS and g.users[n.id]:
+        if n.op in LIBRARY_OPS and g.users[n.id] and not _split_tf32_matmul(g.b, n):
             lib = replace(n, op=LIBRARY_OPS[n.op])
             g.nodes[i] = lib
             g.by_id[n.id] = lib
     # the library result is a stored tensor; free-node bookkeeping is unchanged (anchors were never free)
+
+
+def _split_tf32_matmul(b: Builder, n: Node) -> bool:
+    if n.op != "matmul":
+        return False
+    a, w = (tuple(b.shape(r)) for r in n.args)
+    rows = math.prod(a[:-1]) if len(w) == 2 else a[-2]
+    dtypes = {b.dtype(r) for r in n.args}
+    return split_tf32_pays(rows, w[-1], dtypes.pop() if len(dtypes) == 1 else "mixed")
 
 
 def _stage_plan(b: Builder, nodes: list[Node], out_ref: Ref, buffers: dict[int, Leaf], name: str) -> Plan:
