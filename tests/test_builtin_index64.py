@@ -13,6 +13,8 @@ CASES = [
     Case("rows_split", "p, t: return F.mse_loss(p, t)", "[torch.randn(2, 16384), torch.randn(2, 16384)]"),
     Case("matmul_split_k", "a, b: return torch.triu(a @ b)", "[torch.randn(20, 600), torch.randn(600, 24)]",
          full="[torch.rand(256, 524288), torch.rand(524288, 256)]"),
+    Case("matmul_3xtf32_transposed", "a, b: return a.T @ b", "[torch.randn(45, 70), torch.randn(45, 33)]",
+         full="[torch.rand(4096, 4096), torch.rand(4096, 4096)]"),
     Case("conv_gemm_and_direct", "x: return self.dw(torch.relu(self.conv(x)))", "[torch.randn(2, 3, 7, 6)]",
          "self.conv = nn.ConvTranspose2d(3, 8, 3, stride=2)\nself.dw = nn.Conv2d(8, 8, 3, groups=8)"),
     Case("pool_scan", "x: return torch.cumsum(F.max_pool2d(x, 2), dim=-1)", "[torch.randn(2, 3, 8, 9)]", slow=True),

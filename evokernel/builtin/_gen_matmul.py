@@ -162,7 +162,8 @@ def _tf32_split_kernel(x_ptr, hi_ptr, lo_ptr, R, C, Cp, stride_x_b, stride_x_r, 
     r = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
     c = tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C)
     r64 = r.to(tl.int64)
-    x = tl.load(x_ptr + pid_b * stride_x_b + r64[:, None] * stride_x_r + c[None, :] * stride_x_c,
+    # 64-bit offsets throughout: a transposed operand's column stride is its row count
+    x = tl.load(x_ptr + pid_b * stride_x_b + r64[:, None] * stride_x_r + c[None, :].to(tl.int64) * stride_x_c,
                 mask=(r[:, None] < R) & (c[None, :] < C), other=0.0).to(tl.float32)
     hi = _to_tf32(x)
     rest = x - hi
