@@ -27,6 +27,7 @@ stages take their own defaults, which are sized from their traced shapes.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, fields
 
 from ._ir import FAMILIES, Plan
@@ -41,16 +42,17 @@ CONV_PRECISIONS = ("auto", "trunc", "ieee")  # see _gen_conv
 # Used where M*N/(M+N), half the harmonic mean of M and N, reaches this:
 SPLIT_TF32_MIN = 256
 
-
-def split_tf32_pays(rows: int, n: int, dtype: str) -> bool:
-    """Whether a (rows x K) @ (K x n) product of ``dtype`` operands runs faster in 3xTF32 than
-    cuBLAS's fp32 (the builtin's default then, and under the kernelbench rules ours, not the library's)."""
-    return dtype == "float32" and rows * n / (rows + n) >= SPLIT_TF32_MIN
 ONE_PASS_MAX = 16384  # widest tile (rows x padded row) the one-pass rows kernel keeps in registers
 # A row longer than this many tiles is one program's work by itself in the multi-pass rows kernel:
 # several such rows per program leave the GPU with too few programs (seen on an H200: a remembered
 # block_m=64 gave 16 programs for 1024 rows of 258,064 elements, ~1 s a call against eager's 6 ms).
 LONG_ROW_TILES = 8
+
+
+def split_tf32_pays(rows: int, n: int, dtypes: Iterable[str]) -> bool:
+    """Whether a (rows x K) @ (K x n) product of operands of these dtypes runs faster in 3xTF32 than
+    cuBLAS's fp32 (the builtin's default then, and under the kernelbench rules ours, not the library's)."""
+    return set(dtypes) == {"float32"} and rows * n / (rows + n) >= SPLIT_TF32_MIN
 
 
 @dataclass(frozen=True)
@@ -229,7 +231,7 @@ def default_config(plan: Plan) -> Config:
         return Config(family, one_pass=True, block_m=block_m, block_n=1024, num_warps=warps)
     if family == "matmul":
         rows, n, k = _matmul_dims(plan)
-        if split_tf32_pays(rows, n, _operand_dtype(plan)):
+        if split_tf32_pays(rows, n, (plan.leaf(r.value).spec.dtype for r in plan.node(plan.matmul_id).args)):
             tiles = math.ceil(rows / 128) * math.ceil(n / 128)
             bm, bn, bk, w, s = (128, 128, 32, 8, 3) if tiles >= 132 else (64, 128, 32, 4, 4)
             return Config(family, block_m=bm, block_n=bn, block_k=bk, num_warps=w, num_stages=s, group_m=8,
@@ -262,12 +264,6 @@ def _ieee_default(plan: Plan) -> Config:
             return Config(family, block_m=128, block_n=128, block_k=32, num_warps=8, num_stages=3, group_m=8)
     return Config(family, block_m=64, block_n=64, block_k=32, num_warps=4, num_stages=3, group_m=8,
                   split_k=_split(rows, n, k, 64, 64))
-
-
-def _operand_dtype(plan: Plan) -> str:
-    """The matmul operands' dtype ("mixed" where they differ)."""
-    dtypes = {plan.leaf(r.value).spec.dtype for r in plan.node(plan.matmul_id).args}
-    return dtypes.pop() if len(dtypes) == 1 else "mixed"
 
 
 def _split(rows: int, n: int, k: int, bm: int, bn: int) -> int:

@@ -325,8 +325,7 @@ def _split_tf32_matmul(b: Builder, n: Node) -> bool:
         return False
     a, w = (tuple(b.shape(r)) for r in n.args)
     rows = math.prod(a[:-1]) if len(w) == 2 else a[-2]
-    dtypes = {b.dtype(r) for r in n.args}
-    return split_tf32_pays(rows, w[-1], dtypes.pop() if len(dtypes) == 1 else "mixed")
+    return split_tf32_pays(rows, w[-1], (b.dtype(r) for r in n.args))
 
 
 def _stage_plan(b: Builder, nodes: list[Node], out_ref: Ref, buffers: dict[int, Leaf], name: str) -> Plan:
