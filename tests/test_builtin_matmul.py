@@ -112,3 +112,34 @@ def test_3xtf32_split_is_exact_to_22_bits(tmp_path):
 
 def test_matrix_vector_is_a_row_reduction(tmp_path):
     assert analyze(write(BY_NAME['matvec'], tmp_path)).family == "rows"
+
+
+def test_a_failed_3xtf32_draft_is_redrafted_with_ieee_products(tmp_path):
+    """3xTF32 is closer to the exact product than cuBLAS, but not always within 1e-4 of cuBLAS's own
+    rounding (outputs that cancel to near zero): the next draft takes IEEE products, even when the
+    memory holds a correct 3xTF32 configuration of another matmul of the same shape class."""
+    import json
+
+    from evokernel.loop import MemoryNote, StepContext
+    from evokernel.policies._builtin import TritonBuiltinPolicy
+    from evokernel.policies._search import PlanCache
+
+    path = write(Case("mm", "a, b: return a @ b", "[torch.randn(4096, 4096), torch.randn(4096, 4096)]"), tmp_path)
+    plan = analyze(path)
+    default = default_config(plan)
+    other = next(c for c in search_space(plan) if c.precision == "3xtf32" and c != default)
+    remembered = MemoryNote(id=3, kind="trace", task_key="another-mm", backend="triton", key_text="", content="",
+                            status="ok", latency_ms=1.0, value=0.9,
+                            extra={"config": other.to_dict(), "family": "matmul", "default_config": default.to_dict()})
+
+    def draft(tried):
+        ctx = StepContext(task_name="mm", task_key="mm", task_path=str(path), task_source=path.read_text(),
+                          category="", backend="triton", stage="draft", step=1, memories=[remembered],
+                          feedback=None, start_point=None, tried=frozenset(tried), run_id=1, size="small")
+        return Config.from_dict(policy.propose(ctx).extra["config"])
+
+    policy = TritonBuiltinPolicy(PlanCache())
+    first = draft(())
+    assert first == other and first.precision == "3xtf32"
+    second = draft({"builtin:" + json.dumps(first.to_dict(), sort_keys=True)})
+    assert second.precision == "auto" and (second.block_m, second.block_n, second.num_warps) == (128, 128, 8)
