@@ -27,7 +27,7 @@ stages take their own defaults, which are sized from their traced shapes.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, fields
 
 from ._ir import FAMILIES, Plan
@@ -49,9 +49,12 @@ ONE_PASS_MAX = 16384  # widest tile (rows x padded row) the one-pass rows kernel
 LONG_ROW_TILES = 8
 
 
-def split_tf32_pays(rows: int, n: int, dtypes: Iterable[str]) -> bool:
-    """Whether a (rows x K) @ (K x n) product of operands of these dtypes runs faster in 3xTF32 than
-    cuBLAS's fp32 (the builtin's default then, and under the kernelbench rules ours, not the library's)."""
+def split_tf32_pays(a_shape: Sequence[int], b_shape: Sequence[int], dtypes: Iterable[str]) -> bool:
+    """Whether ``a @ b`` with operands of these shapes and dtypes runs faster in 3xTF32 than cuBLAS's
+    fp32 (the builtin's default then, and under the kernelbench rules ours, not the library's). M is
+    one GEMM's: a shared (2-D) right operand folds the left one's batch dims into it."""
+    rows = math.prod(a_shape[:-1]) if len(b_shape) == 2 else a_shape[-2]
+    n = b_shape[-1]
     return set(dtypes) == {"float32"} and rows * n / (rows + n) >= SPLIT_TF32_MIN
 
 
@@ -231,7 +234,8 @@ def default_config(plan: Plan) -> Config:
         return Config(family, one_pass=True, block_m=block_m, block_n=1024, num_warps=warps)
     if family == "matmul":
         rows, n, k = _matmul_dims(plan)
-        if split_tf32_pays(rows, n, (plan.leaf(r.value).spec.dtype for r in plan.node(plan.matmul_id).args)):
+        specs = [plan.leaf(r.value).spec for r in plan.node(plan.matmul_id).args]
+        if split_tf32_pays(specs[0].shape, specs[1].shape, (spec.dtype for spec in specs)):
             tiles = math.ceil(rows / 128) * math.ceil(n / 128)
             bm, bn, bk, w, s = (128, 128, 32, 8, 3) if tiles >= 132 else (64, 128, 32, 4, 4)
             return Config(family, block_m=bm, block_n=bn, block_k=bk, num_warps=w, num_stages=s, group_m=8,

@@ -321,11 +321,7 @@ def _to_library(g: _Graph) -> None:
 
 
 def _split_tf32_matmul(b: Builder, n: Node) -> bool:
-    if n.op != "matmul":
-        return False
-    a, w = (tuple(b.shape(r)) for r in n.args)
-    rows = math.prod(a[:-1]) if len(w) == 2 else a[-2]
-    return split_tf32_pays(rows, w[-1], (b.dtype(r) for r in n.args))
+    return n.op == "matmul" and split_tf32_pays(*(b.shape(r) for r in n.args), (b.dtype(r) for r in n.args))
 
 
 def _stage_plan(b: Builder, nodes: list[Node], out_ref: Ref, buffers: dict[int, Leaf], name: str) -> Plan:
