@@ -78,11 +78,12 @@ if [ "$gpus" -ge 2 ]; then
 else
     case " $levels " in *" 2 "*)
         if [ "$gpus" -ge 1 ] && [ ! -s "$out/kernelbench-level2-h200-builtin.json" ]; then
+            warm() { python3 benchmarks/warm_compile_cache.py "$kb/level2" --procs 6 >>"$out/warm.log" 2>&1; }
             case " $levels " in
-                *" 1 "*) python3 benchmarks/warm_compile_cache.py "$kb/level2" --procs 6 >>"$out/warm.log" 2>&1 & ;;
+                *" 1 "*) warm & ;;
                 # no level 1 to hide it behind: warm first, so that level 2's timing does not share
                 # the GPU with it (on the H200 a task timed 30 s into such a run took 2.7x its time)
-                *) python3 benchmarks/warm_compile_cache.py "$kb/level2" --procs 6 >>"$out/warm.log" 2>&1 ;;
+                *) warm ;;
             esac
         fi ;;
     esac
