@@ -37,8 +37,9 @@ __all__ = ["Config", "search_space", "default_config", "neighbours", "split_tf32
 PRECISIONS = ("auto", "trunc", "ieee", "3xtf32")
 CONV_PRECISIONS = ("auto", "trunc", "ieee")  # see _gen_conv
 # 3xTF32 pays where each operand element feeds many products: on the H200 a 4096^3 fp32 matmul took
-# 1.40 ms (0.11 of it splitting the operands) against cuBLAS's 2.68 ms, 32768 x 32768 x 32 1.85-2.06
-# against 2.56, but 256 x 524288 x 256 spent 0.84 ms splitting its operands alone (cuBLAS: 1.36).
+# 1.40 ms (0.11 of it splitting the operands) against cuBLAS's 2.68 ms, 32768 x 32 x 32768 (M x K x N)
+# 1.85-2.06 against 2.56, but 256 x 524288 x 256 spent 0.84 ms splitting its operands alone (cuBLAS:
+# 1.36; benchmarks/probes/matmul_3xtf32_accumulation.py, results/matmul-3xtf32-accumulation-h200.json).
 # Used where M*N/(M+N), half the harmonic mean of M and N, reaches this:
 SPLIT_TF32_MIN = 256
 
@@ -127,7 +128,7 @@ _MATMUL_TILES = (
     (128, 256, 64, 8, 3),
 )
 # 3xTF32 tiles: four fp32 operand tiles a stage (the launcher trims stages to the shared memory);
-# 128 x 128 x 32 with 8 warps was the fastest of nine on the H200 at 4096^3 and 2048 x 8192 x 4096
+# 128 x 128 x 32 with 8 warps was the fastest of eight on the H200 at 4096^3 and 2048 x 8192 x 4096
 _MATMUL_SPLIT_TILES = (
     (128, 128, 32, 8, 3),
     (64, 128, 32, 4, 4),
