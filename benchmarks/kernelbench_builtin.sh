@@ -1,29 +1,31 @@
 #!/usr/bin/env bash
 # The builtin policy on a KernelBench checkout (never committed): level1 under
-# the strict rules, level2 under the kernelbench rules, each task with a budget
-# of 2 (a draft and one refinement), eager and torch.compile timed in the same
-# process. Writes kernelbench-level1-h200-builtin.json and
-# kernelbench-level2-h200-builtin.json into OUT_DIR (copy them to
+# the strict rules, level2 and level3 under the kernelbench rules (level3 also
+# under strict, reported beside it), each task with a budget of 2 (a draft and
+# one refinement), eager and torch.compile timed in the same process. Writes
+# kernelbench-level{1,2,3}-h200-builtin.json and
+# kernelbench-level3-h200-builtin-strict.json into OUT_DIR (copy them to
 # benchmarks/results/), logs beside them, and prints the figures.
 #
 #   usage: bash benchmarks/kernelbench_builtin.sh KERNELBENCH_DIR OUT_DIR [REPS]
-#   environment: LEVELS (default "1 2"), BUDGET (default 2), TIME_LIMIT (seconds per
-#   level and call: bench --time-limit, so a call cut short still writes its results),
-#   BENCH_OPTS (more bench options for every level, e.g. "--jobs 8 --timeout 120")
+#   environment: LEVELS (default "1 2"; "3" is level3 under kernelbench rules, "3s" under
+#   strict), BUDGET (default 2), TIME_LIMIT (seconds per level and call: bench
+#   --time-limit, so a call cut short still writes its results), BENCH_OPTS (more bench
+#   options for every level, e.g. "--jobs 8 --timeout 120")
 #
 # Restartable: each level's memory is OUT_DIR/levelN.db, so the same command
 # after a kill or a time limit resumes the level where it stopped, and a level
-# whose results file is complete is not run again. On one GPU, torch.compile's caches for level 2
-# are filled on the CPU cores while level 1 runs, or before level 2 when level 1 is not run
-# (benchmarks/warm_compile_cache.py, TORCHINDUCTOR_CACHE_DIR=OUT_DIR/inductor):
+# whose results file is complete is not run again. On one GPU, torch.compile's caches for
+# levels 2 and 3 are filled on the CPU cores while level 1 runs, or before them when level 1 is
+# not run (benchmarks/warm_compile_cache.py, TORCHINDUCTOR_CACHE_DIR=OUT_DIR/inductor):
 # the bench still compiles and times the baseline in its worker, from those
-# caches. The warm-up runs each level-2 reference once on the GPU, a small
+# caches. The warm-up runs each reference once on the GPU, a small
 # load beside level 1's timing (see its log, warm.log).
 #
-# KERNELBENCH_DIR holds level1/ and level2/ (KernelBench's KernelBench/ folder).
-# With two or more GPUs the levels run at once on disjoint sets of them; every
+# KERNELBENCH_DIR holds level1/, level2/ and level3/ (KernelBench's KernelBench/ folder).
+# With two or more GPUs levels 1 and 2 run at once on disjoint sets of them; every
 # GPU of a share evaluates its own part of the candidates. Most of the wall time
-# is torch.compile's baseline compile per task (level 2 only; level 1's goals are
+# is torch.compile's baseline compile per task (levels 2 and 3; level 1's goals are
 # against eager); REPS (default 30) timed runs per candidate and baseline keep
 # the timing part short.
 set -u
@@ -45,13 +47,14 @@ gpus=$(python3 -c "import torch; print(torch.cuda.device_count())")
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv >"$out/gpu.txt" 2>&1
 python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)" >>"$out/gpu.txt" 2>&1
 
-bench() {  # LEVEL RULES GPU_LIST [EXTRA OPTIONS]
-    local start=$SECONDS level=$1 rules=$2 gpu_list=$3
-    shift 3
-    case " $levels " in *" $level "*) ;; *) return ;; esac
-    local results="$out/kernelbench-level$level-h200-builtin.json"
+bench() {  # KEY LEVEL RULES GPU_LIST [EXTRA OPTIONS]; KEY is how LEVELS names the run ("1", "3s")
+    local start=$SECONDS key=$1 level=$2 rules=$3 gpu_list=$4 tag=""
+    shift 4
+    case " $levels " in *" $key "*) ;; *) return ;; esac
+    if [ "$key" != "$level" ]; then tag="-$rules"; fi
+    local results="$out/kernelbench-level$level-h200-builtin$tag.json"
     if [ -s "$results" ] && python3 -c "import json, sys; sys.exit(not json.load(open(sys.argv[1])).get('complete', True))" "$results"; then
-        echo "level$level: $results is complete, not run again" >>"$out/status.txt"; return
+        echo "level$level$tag: $results is complete, not run again" >>"$out/status.txt"; return
     fi
     local gpu_opt=()
     if [ -n "$gpu_list" ]; then gpu_opt=(--gpus "$gpu_list"); fi
@@ -59,37 +62,45 @@ bench() {  # LEVEL RULES GPU_LIST [EXTRA OPTIONS]
     # shellcheck disable=SC2206  # BENCH_OPTS is a list of options: split on spaces
     gpu_opt+=(${BENCH_OPTS:-})
     python3 -m evokernel.cli bench "$kb/level$level" --policy builtin --budget "$budget" --rules "$rules" \
-        --reps "$reps" --warmup 3 --memory "$out/level$level.db" "${gpu_opt[@]}" "$@" --json --out "$results" \
-        >"$out/level$level.stdout" 2>>"$out/level$level.log"
-    echo "level$level ($rules) exit $? in $((SECONDS - start)) s" >>"$out/status.txt"
+        --reps "$reps" --warmup 3 --memory "$out/level$level$tag.db" "${gpu_opt[@]}" "$@" --json --out "$results" \
+        >"$out/level$level$tag.stdout" 2>>"$out/level$level$tag.log"
+    echo "level$level$tag ($rules) exit $? in $((SECONDS - start)) s" >>"$out/status.txt"
 }
 
 all=""
 if [ "$gpus" -ge 1 ]; then all=$(seq -s, 0 $((gpus - 1))); fi  # none: the CPU (a dry run of this script)
+
+# torch.compile's caches for the levels timed against it (2 and 3), filled before or beside the benches.
+warm() {
+    local lv
+    for lv in 2 3; do
+        case " $levels " in *" $lv "*|*" ${lv}s "*) ;; *) continue ;; esac
+        if [ "$gpus" -ge 1 ] && [ ! -s "$out/kernelbench-level$lv-h200-builtin.json" ]; then
+            python3 benchmarks/warm_compile_cache.py "$kb/level$lv" --procs 6 >>"$out/warm.log" 2>&1
+        fi
+    done
+}
 # Level 1's goals are against eager only: no torch.compile baseline there (its compile per
-# task is most of a level's time). Level 2 keeps it, and gets more of the GPUs.
+# task is most of a level's time). Levels 2 and 3 keep it.
 if [ "$gpus" -ge 2 ]; then
     n1=$((gpus * 3 / 8)); [ "$n1" -lt 1 ] && n1=1
     first=$(seq -s, 0 $((n1 - 1)))
     second=$(seq -s, "$n1" $((gpus - 1)))
-    bench 1 strict "$first" --no-compile-baseline &
-    bench 2 kernelbench "$second" &
+    bench 1 1 strict "$first" --no-compile-baseline &
+    (bench 2 2 kernelbench "$second"; bench 3 3 kernelbench "$second"; bench 3s 3 strict "$second") &
     wait
 else
-    case " $levels " in *" 2 "*)
-        if [ "$gpus" -ge 1 ] && [ ! -s "$out/kernelbench-level2-h200-builtin.json" ]; then
-            warm() { python3 benchmarks/warm_compile_cache.py "$kb/level2" --procs 6 >>"$out/warm.log" 2>&1; }
-            case " $levels " in
-                *" 1 "*) warm & ;;
-                # no level 1 to hide it behind: warm first, so that level 2's timing does not share
-                # the GPU with it (on the H200 a task timed 30 s into such a run took 2.7x its time)
-                *) warm ;;
-            esac
-        fi ;;
+    case " $levels " in
+        # level 1 hides the warm-up; without it, warm first, so that the timing does not share
+        # the GPU with it (on the H200 a task timed 30 s into such a run took 2.7x its time)
+        *" 1 "*) warm & ;;
+        *) warm ;;
     esac
-    bench 1 strict "$all" --no-compile-baseline
-    bench 2 kernelbench "$all"
+    bench 1 1 strict "$all" --no-compile-baseline
     wait
+    bench 2 2 kernelbench "$all"
+    bench 3 3 kernelbench "$all"
+    bench 3s 3 strict "$all"
 fi
 cat "$out/status.txt"
 
@@ -98,11 +109,13 @@ import json, sys
 from pathlib import Path
 
 out = Path(sys.argv[1])
-for level, goal in (("1", "strict: >= 70 correct, geomean over eager >= 1.0"),
-                    ("2", "kernelbench: >= 80 correct, geomean >= 1.2 over eager, >= 1.0 over compile")):
-    path = out / f"kernelbench-level{level}-h200-builtin.json"
+for level, tag, goal in (("1", "", "strict: >= 97 correct, geomean over eager >= 1.0"),
+                         ("2", "", "kernelbench: >= 99 correct, geomean >= 1.2 over eager, >= 1.0 over compile"),
+                         ("3", "", "kernelbench: >= 45 correct, geomean >= 1.0 over compile"),
+                         ("3", "-strict", "strict: reported beside kernelbench")):
+    path = out / f"kernelbench-level{level}-h200-builtin{tag}.json"
     if not path.exists():
-        print(f"level{level}: no results file")
+        print(f"level{level}{tag}: no results file")
         continue
     data = json.loads(path.read_text())
     tasks = data.get("tasks") or []
@@ -112,7 +125,7 @@ for level, goal in (("1", "strict: >= 70 correct, geomean over eager >= 1.0"),
         return None if value is None else round(value, 3)
 
     # The bench's own figures: degenerate tasks (listed) stay out of the geometric means.
-    print(f"level{level}: {m.get('correct')}/{m.get('tasks')} correct; geomean over eager "
+    print(f"level{level}{tag}: {m.get('correct')}/{m.get('tasks')} correct; geomean over eager "
           f"{shown(m.get('geomean_speedup_eager'))} ({m.get('n_speedup_eager')} tasks), over torch.compile "
           f"{shown(m.get('geomean_speedup_compile'))} ({m.get('n_speedup_compile')} tasks); degenerate, left out: "
           f"{', '.join(m.get('degenerate_tasks') or []) or 'none'}   [goal {goal}]")
