@@ -72,7 +72,7 @@ def _root(
 
 
 def _register() -> None:
-    from . import bench_cmd, check_cmd, eval_cmd, logs_cmd, mcp_cmd, memory_cmd, run_cmd
+    from . import bench_cmd, browse_cmd, check_cmd, eval_cmd, logs_cmd, mcp_cmd, memory_cmd, run_cmd
 
     check_cmd.register(app)
 
@@ -82,6 +82,7 @@ def _register() -> None:
     memory_cmd.register(app)
     bench_cmd.register(app)
     mcp_cmd.register(app)
+    browse_cmd.register(app)
 
 
 _register()
