@@ -870,4 +870,8 @@ def call_nn_module(ctx, module: nn.Module, param, args, kwargs):
         return _threshold(ctx, [x], {"threshold": module.threshold, "value": module.value})
     if type(module) is nn.PReLU:
         return _prelu(ctx, [x, param("weight")], {})
+    if isinstance(module, nn.RNNBase):
+        from ._canon_rnn import rnn_module
+
+        return rnn_module(ctx, module, param, args, kwargs)
     return None

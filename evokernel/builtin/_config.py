@@ -19,6 +19,8 @@ One frozen dataclass serves every family; each family reads only its fields:
   own conversion; "ieee": always IEEE).
 - pool: ``block_n`` (output elements per program), ``num_warps``.
 - scan: ``block_m`` (rows per program), ``block_n`` (chunk), ``num_warps``.
+- rnn (a recurrent step): ``block_m`` (batch rows), ``block_n`` (hidden units),
+  ``block_k``, ``num_warps``, ``precision`` (as conv's: how cuDNN's reference rounds).
 
 A pipeline is configured by its main stage (``Plan.main_stage``); the other
 stages take their own defaults, which are sized from their traced shapes.
@@ -105,6 +107,7 @@ _TUNABLE = {
     "conv": ("block_m", "block_n", "block_k", "num_warps", "num_stages", "precision"),
     "pool": ("block_n", "num_warps"),
     "scan": ("block_m", "block_n", "num_warps"),
+    "rnn": ("block_m", "block_n", "block_k", "num_warps", "precision"),
 }
 
 # (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages), after Triton's matmul tutorial
@@ -204,6 +207,14 @@ def search_space(plan: Plan) -> list[Config]:
     if family == "scan":
         return [Config(family, block_m=bm, block_n=bn, num_warps=w)
                 for bm in (1, 2, 4, 8) for bn in (256, 1024, 4096, 8192) for w in (2, 4, 8, 16)]
+    if family == "rnn":
+        # the default tile first in every rounding, as for convolutions: cuDNN's reference may run TF32
+        first = default_config(plan)
+        tiles = sorted(((bm, bn, bk, w) for bm in (16, 32, 64) for bn in (16, 32, 64) for bk in (16, 32, 64)
+                        for w in (1, 2, 4, 8)),
+                       key=lambda t: t != (first.block_m, first.block_n, first.block_k, first.num_warps))
+        return [Config(family, block_m=bm, block_n=bn, block_k=bk, num_warps=w, precision=p)
+                for bm, bn, bk, w in tiles for p in CONV_PRECISIONS]
     raise ValueError(f"unknown family {family!r}")
 
 
@@ -253,6 +264,12 @@ def default_config(plan: Plan) -> Config:
         return Config(family, block_n=512, num_warps=4)
     if family == "scan":
         return Config(family, block_m=1, block_n=4096, num_warps=8)
+    if family == "rnn":
+        # one step's programs: batch rows (tl.dot needs 16) by hidden units; small tiles keep many programs
+        # busy on a short, latency-bound step
+        rnn = dict(plan.node(plan.anchor_id).attrs)
+        block_m = min(64, max(16, _pow2(rnn["batch"])))
+        return Config(family, block_m=block_m, block_n=32 if rnn["hidden"] >= 32 else 16, block_k=32, num_warps=4)
     raise ValueError(f"unknown family {family!r}")
 
 

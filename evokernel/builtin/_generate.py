@@ -43,6 +43,10 @@ def stage_code(plan: Plan, config: Config | None, tag: str = "") -> StageCode:
         from ._gen_scan import generate_scan
 
         return generate_scan(plan, config, tag)
+    if plan.family == "rnn":
+        from ._gen_rnn import generate_rnn
+
+        return generate_rnn(plan, config, tag)
     raise ValueError(f"unknown family {plan.family!r}")
 
 

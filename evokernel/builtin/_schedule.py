@@ -295,7 +295,8 @@ def schedule(b: Builder, nodes: list[Node], output: Ref, rules: str = "strict",
             for a in n.args:
                 if a.kind == "ext":  # pragma: no cover - guarded by the live-out fixed point
                     raise Reject("a value is read before the kernel computing it")
-        stages.append(_stage_plan(b, sub_nodes, out_ref, buffers, name))
+        # a stage knows the rules too: a recurrent stage lets the library project its inputs under kernelbench
+        stages.append(replace(_stage_plan(b, sub_nodes, out_ref, buffers, name), rules=rules))
         buffers[last.id] = Leaf(name=name, source=name, spec=TensorSpec(tuple(last.shape), b.dtypes[last.id]))
     return stages, _main_stage(stages), buffers
 
@@ -374,6 +375,11 @@ def stage_cost(plan: Plan) -> float:
         return 2.0 * math.prod(conv.shape) * math.prod(w[1:]) * (w[0] / conv.shape[1] if conv.attr("transposed") else 1)
     if plan.family == "rows":
         return float(math.prod(plan.reduce.full_shape))
+    if plan.family == "rnn":  # every step's input and recurrent products
+        r = dict(plan.node(plan.anchor_id).attrs)
+        inputs = r["input_size"] + (r["layers"] - 1) * r["directions"] * r["hidden"] + r["layers"] * r["hidden"]
+        gates = {"LSTM": 4, "GRU": 3}.get(r["mode"], 1)
+        return 2.0 * r["seq_len"] * r["batch"] * r["directions"] * gates * r["hidden"] * inputs
     return float(max([math.prod(leaf.spec.shape) for leaf in plan.leaves] + [math.prod(plan.out_spec.shape)]))
 
 

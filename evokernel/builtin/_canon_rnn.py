@@ -1,0 +1,137 @@
+"""Lowering of the recurrent layers nn.LSTM, nn.GRU and nn.RNN (tanh and relu).
+
+A whole layer stack (any number of layers, one or two directions, batch_first
+either way, with or without biases, h0/c0 given or not, batched or unbatched)
+becomes one "rnn" anchor: the scheduler gives it a stage of its own, whose
+launcher runs the layers (see _gen_rnn). Its value is one flat buffer holding
+the output sequence, then h_n, then (LSTM) c_n; the module's results are views
+of that buffer, so whichever of them forward uses (and whatever it does next,
+e.g. a Linear on out[:, -1, :]) reads the same single computation.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch.nn as nn
+
+from ._build import ComputedView, Reject
+from ._ir import Node, Ref
+
+__all__ = ["GATES", "RnnSpec", "rnn_module", "rnn_spec"]
+
+# gates per hidden unit, in PyTorch's weight order: LSTM i, f, g, o; GRU r, z, n; a plain RNN one
+GATES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}
+_FLOATS = ("float32", "float16", "bfloat16")  # the kernels accumulate in fp32: float64 would lose precision
+
+
+@dataclass(frozen=True)
+class RnnSpec:
+    """The static facts of one "rnn" node (its attrs, typed)."""
+
+    mode: str  # a key of GATES
+    layers: int
+    directions: int
+    hidden: int
+    input_size: int
+    seq_len: int
+    batch: int
+    batch_first: bool
+    unbatched: bool  # 2-D input (L, H_in): run as a batch of one
+    bias: bool
+    has_h0: bool
+    has_c0: bool
+
+    @property
+    def gates(self) -> int:
+        return GATES[self.mode]
+
+    @property
+    def out_numel(self) -> int:
+        return self.seq_len * self.batch * self.directions * self.hidden
+
+    @property
+    def state_numel(self) -> int:
+        return self.layers * self.directions * self.batch * self.hidden
+
+    @property
+    def total_numel(self) -> int:
+        return self.out_numel + self.state_numel * (2 if self.mode == "LSTM" else 1)
+
+
+def rnn_spec(node: Node) -> RnnSpec:
+    return RnnSpec(**dict(node.attrs))
+
+
+def _region(packed: Ref, start: int, shape: tuple[int, ...]) -> ComputedView:
+    stop = start + math.prod(shape)
+    return ComputedView(packed, (f"[{start}:{stop}].view({', '.join(str(s) for s in shape)})",), tuple(shape))
+
+
+def rnn_module(ctx, module: nn.Module, param, args, kwargs):
+    """(output, h_n) or, for an LSTM, (output, (h_n, c_n)) as views of one "rnn" node;
+    None when ``module`` is not a recurrent layer."""
+    if not isinstance(module, nn.RNNBase):
+        return None
+    name = f"nn.{type(module).__name__}"
+    mode = module.mode
+    if mode not in GATES:
+        raise Reject(f"{name} in mode {mode!r} is not supported (LSTM, GRU, RNN_TANH and RNN_RELU are)")
+    if getattr(module, "proj_size", 0):
+        raise Reject(f"{name} with proj_size={module.proj_size} (a projected hidden state) is not supported")
+    if module.training and module.dropout and module.num_layers > 1:
+        raise Reject(f"{name} in training mode drops out between layers at random")
+    x = ctx.ref(args[0] if args else kwargs.get("input"))
+    hx = args[1] if len(args) > 1 else kwargs.get("hx")
+    if x.kind not in ("leaf", "node"):
+        raise Reject(f"{name} input is not a tensor")
+    shape = tuple(ctx.b.shape(x))
+    if ctx.b.dtype(x) not in _FLOATS:
+        raise Reject(f"{name} on {ctx.b.dtype(x)} inputs: the recurrent kernels accumulate in fp32 "
+                     "(float32, float16 and bfloat16 are supported)")
+    if len(shape) not in (2, 3):
+        raise Reject(f"{name} input of rank {len(shape)}: expected (L, N, H_in), (N, L, H_in) or (L, H_in)")
+    if shape[-1] != module.input_size:
+        raise Reject(f"{name} expects {module.input_size} input features, got {shape[-1]}")
+    unbatched = len(shape) == 2
+    batch_first = bool(module.batch_first) and not unbatched
+    if unbatched:
+        seq_len, batch = shape[0], 1
+    else:
+        batch, seq_len = (shape[0], shape[1]) if batch_first else (shape[1], shape[0])
+    directions = 2 if module.bidirectional else 1
+    hidden, layers = module.hidden_size, module.num_layers
+    state_shape = (layers * directions, hidden) if unbatched else (layers * directions, batch, hidden)
+
+    h0 = c0 = None
+    if mode == "LSTM":
+        if hx is not None:
+            if not isinstance(hx, (tuple, list)) or len(hx) != 2:
+                raise Reject("nn.LSTM's hx must be a (h_0, c_0) pair")
+            h0, c0 = hx
+    else:
+        h0 = hx
+    states = []
+    for label, value in (("h_0", h0), ("c_0", c0)):
+        if value is None:
+            continue
+        ref = ctx.ref(value)
+        if ref.kind not in ("leaf", "node") or tuple(ctx.b.shape(ref)) != state_shape:
+            raise Reject(f"{name} {label} of shape {tuple(ctx.b.shape(ref))}, expected {state_shape}")
+        states.append(ref)
+    weights = [param(w) for w in module._flat_weights_names]
+    if any(w is None for w in weights):
+        raise Reject(f"{name} without one of its weights {module._flat_weights_names}")
+
+    spec = RnnSpec(mode=mode, layers=layers, directions=directions, hidden=hidden, input_size=module.input_size,
+                   seq_len=seq_len, batch=batch, batch_first=batch_first, unbatched=unbatched, bias=bool(module.bias),
+                   has_h0=h0 is not None, has_c0=c0 is not None)
+    packed = ctx.b.anchor("rnn", (x, *states, *weights), dict(vars(spec)), (spec.total_numel,))
+    out_shape = ((seq_len, directions * hidden) if unbatched else
+                 (batch, seq_len, directions * hidden) if batch_first else (seq_len, batch, directions * hidden))
+    out = _region(packed, 0, out_shape)
+    h_n = _region(packed, spec.out_numel, state_shape)
+    if mode == "LSTM":
+        return out, (h_n, _region(packed, spec.out_numel + spec.state_numel, state_shape))
+    return out, h_n

@@ -1,0 +1,264 @@
+"""Recurrent layers (LSTM, GRU, tanh/relu RNN): multi-layer, bidirectional,
+batch_first either way, with or without biases, h0/c0 given or zero.
+
+Per layer, the launcher computes the input projection of every time step and
+both directions as one GEMM (x @ [W_ih; W_ih_reverse]^T + b_ih, fp32 out), then
+launches the step kernel once per time step: each program owns a tile of
+(batch rows, hidden units) of one direction (grid axis 2; the reverse one walks
+time backwards), multiplies h_{t-1} by its rows of W_hh for every gate, adds
+the projected input and b_hh, applies PyTorch's gate equations (LSTM i, f, g, o
+with c_t = f*c + i*g, h_t = o*tanh(c_t); GRU r, z, n with
+n = tanh(x_n + r*(W_hn h + b_hn)), h_t = (1-z)*n + z*h; RNN tanh/relu) and
+writes h_t into the layer's output sequence and h_n, c_t into c_n in place.
+
+No program waits for another: h_{t-1} is read from the sequence row (or h0) the
+previous launch wrote, and the cell state is read and written only by the
+program that owns it. Products accumulate in fp32; with
+``torch.backends.cudnn.allow_tf32`` on (the default), cuDNN's reference runs
+fp32 RNN GEMMs on TF32 tensor cores, so precision "auto" rounds both operands
+to TF32 as cuDNN does on the GPU ("trunc": the tensor cores' own conversion;
+"ieee", and always on the CPU: IEEE fp32 products). Under the kernelbench rules
+an IEEE input projection is the library's GEMM.
+"""
+
+from __future__ import annotations
+
+from ._canon_rnn import rnn_spec
+from ._config import Config
+from ._emit import TF32_ROUND, StageCode
+from ._ir import Plan
+from ._pointwise import _sigmoid, _tanh
+
+__all__ = ["generate_rnn", "RNN_HELPERS"]
+
+PROJ_TILE = (64, 64, 32, 4)  # input projection GEMM: rows, columns, K step, warps
+
+_GEMM_TILE = '''@triton.jit
+def _rnn_gemm_tile(a_ptr, a_rows, mask_r, w_ptr, offs_n, mask_n, K, acc,
+                   BLOCK_K: tl.constexpr, PRECISION: tl.constexpr):
+    """acc + A[rows, :K] @ W[offs_n, :K]^T: A's rows start at a_ptr + a_rows (unit stride along K);
+    W is row-major (K columns)."""
+    offs_k = tl.arange(0, BLOCK_K)
+    w_rows = offs_n.to(tl.int64) * K
+    for k0 in range(0, K, BLOCK_K):
+        kk = k0 + offs_k
+        mask_k = kk < K
+        a = tl.load(a_ptr + a_rows[:, None] + kk[None, :], mask=mask_r[:, None] & mask_k[None, :], other=0.0)
+        w = tl.load(w_ptr + w_rows[None, :] + kk[:, None], mask=mask_k[:, None] & mask_n[None, :], other=0.0)
+        a = a.to(tl.float32)
+        w = w.to(tl.float32)
+        if PRECISION == "round":
+            acc = tl.dot(_to_tf32(a), _to_tf32(w), acc, input_precision="tf32")
+        elif PRECISION == "tf32":
+            acc = tl.dot(a, w, acc, input_precision="tf32")
+        else:
+            acc = tl.dot(a, w, acc, input_precision="ieee")
+    return acc
+'''
+
+_PRECISION = '''
+def _rnn_precision(x, choice):
+    """The step and projection products: TF32 only where cuDNN's reference uses it (fp32 on the GPU
+    with torch.backends.cudnn.allow_tf32 on), rounded as cuDNN rounds ("auto") or truncated ("trunc")."""
+    tf32 = x.is_cuda and x.dtype == torch.float32 and torch.backends.cudnn.allow_tf32
+    if choice == "ieee" or not tf32:
+        return "ieee"
+    return "round" if choice == "auto" else "tf32"
+'''
+
+RNN_HELPERS = (TF32_ROUND, _GEMM_TILE, _PRECISION)
+
+
+def _proj_kernel(tag: str) -> str:
+    return f'''@triton.jit
+def _rnn_proj_kernel{tag}(a_ptr, w_ptr, b_ptr, out_ptr, R, N, K, stride_a_r,
+                       HAS_BIAS: tl.constexpr, PRECISION: tl.constexpr,
+                       BLOCK_R: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    # out[r, n] = sum_k a[r, k] * w[n, k] + b[n], in fp32
+    offs_r = (tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)).to(tl.int64)
+    offs_n = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    mask_r = offs_r < R
+    mask_n = offs_n < N
+    acc = tl.zeros((BLOCK_R, BLOCK_N), dtype=tl.float32)
+    acc = _rnn_gemm_tile(a_ptr, offs_r * stride_a_r, mask_r, w_ptr, offs_n, mask_n, K, acc, BLOCK_K, PRECISION)
+    if HAS_BIAS:
+        acc += tl.load(b_ptr + offs_n, mask=mask_n, other=0.0).to(tl.float32)[None, :]
+    tl.store(out_ptr + offs_r[:, None] * N + offs_n[None, :], acc, mask=mask_r[:, None] & mask_n[None, :])
+'''
+
+
+def _cell(mode: str) -> list[str]:
+    """PyTorch's gate equations on the tiles x{g} (projected input + b_ih) and a{g} (W_hh h + b_hh)."""
+    if mode == "LSTM":
+        return [f"gate_i = {_sigmoid('(x0 + a0)')}",
+                f"gate_f = {_sigmoid('(x1 + a1)')}",
+                f"gate_g = {_tanh('(x2 + a2)')}",
+                f"gate_o = {_sigmoid('(x3 + a3)')}",
+                "# the cell state is read and written by its owner only: updated in place",
+                "c_ptrs = c_ptr + d * B * H + offs_b[:, None] * H + offs_h[None, :]",
+                "c_new = gate_f * tl.load(c_ptrs, mask=mask, other=0.0).to(tl.float32) + gate_i * gate_g",
+                "tl.store(c_ptrs, c_new.to(c_ptr.dtype.element_ty), mask=mask)",
+                f"h_new = gate_o * {_tanh('c_new')}"]
+    if mode == "GRU":
+        return [f"gate_r = {_sigmoid('(x0 + a0)')}",
+                f"gate_z = {_sigmoid('(x1 + a1)')}",
+                "# b_hn stays inside the reset gate's product, as in PyTorch",
+                f"gate_n = {_tanh('(x2 + gate_r * a2)')}",
+                "h_prev = tl.load(hp_row + hp_offs[:, None] + offs_h[None, :], mask=mask, other=0.0).to(tl.float32)",
+                "h_new = (1.0 - gate_z) * gate_n + gate_z * h_prev"]
+    if mode == "RNN_TANH":
+        return [f"h_new = {_tanh('(x0 + a0)')}"]
+    if mode == "RNN_RELU":
+        return ["h_new = tl.maximum(x0 + a0, 0.0)"]
+    raise ValueError(f"no recurrent cell {mode!r}")
+
+
+def _step_kernel(mode: str, gates: int, tag: str) -> str:
+    lines = [
+        "@triton.jit",
+        f"def _rnn_step_kernel{tag}(xp_ptr, whh_ptr, bhh_ptr, hp_ptr, c_ptr, seq_ptr, hn_ptr, step, T, B, H,",
+        "                       stride_xp_t, stride_xp_b, stride_hp_d, stride_hp_t, stride_hp_b, stride_seq_t,",
+        "                       stride_seq_b, HAS_BIAS: tl.constexpr, PRECISION: tl.constexpr,",
+        "                       BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr):",
+        "    d = tl.program_id(2).to(tl.int64)",
+        "    # direction 0 walks time forwards, direction 1 backwards",
+        "    t = step + d * (T - 1 - 2 * step)",
+        "    t_prev = t - 1 + 2 * d",
+        "    offs_b = (tl.program_id(0) * BLOCK_B + tl.arange(0, BLOCK_B)).to(tl.int64)",
+        "    offs_h = tl.program_id(1) * BLOCK_H + tl.arange(0, BLOCK_H)",
+        "    mask_b = offs_b < B",
+        "    mask_h = offs_h < H",
+        "    mask = mask_b[:, None] & mask_h[None, :]",
+        "    # h_{t-1}: the previous step's row of this layer's output (h0 at the first step, time stride 0)",
+        "    hp_row = hp_ptr + d * stride_hp_d + t_prev * stride_hp_t",
+        "    hp_offs = offs_b * stride_hp_b",
+        f"    w_dir = whh_ptr + d * {gates} * H * H",
+        f"    b_dir = bhh_ptr + d * {gates} * H",
+        f"    x_tile = xp_ptr + t * stride_xp_t + offs_b[:, None] * stride_xp_b + d * {gates} * H + offs_h[None, :]",
+    ]
+    for g in range(gates):
+        lines += [
+            f"    a{g} = _rnn_gemm_tile(hp_row, hp_offs, mask_b, w_dir + {g} * H * H, offs_h, mask_h, H,",
+            "                        tl.zeros((BLOCK_B, BLOCK_H), dtype=tl.float32), BLOCK_K, PRECISION)",
+            "    if HAS_BIAS:",
+            f"        a{g} += tl.load(b_dir + {g} * H + offs_h, mask=mask_h, other=0.0).to(tl.float32)[None, :]",
+            f"    x{g} = tl.load(x_tile + {g} * H, mask=mask, other=0.0).to(tl.float32)",
+        ]
+    lines += [f"    {line}" for line in _cell(mode)]
+    lines += [
+        "    h_out = h_new.to(seq_ptr.dtype.element_ty)",
+        "    tl.store(seq_ptr + t * stride_seq_t + offs_b[:, None] * stride_seq_b + d * H + offs_h[None, :], h_out,",
+        "             mask=mask)",
+        "    tl.store(hn_ptr + d * B * H + offs_b[:, None] * H + offs_h[None, :], h_out, mask=mask)",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _projection(tag: str, library: bool) -> list[str]:
+    """Lines computing ``xp`` (rows x directions*gates*hidden) from ``rows``, ``w_ih`` and ``b_ih``."""
+    lines = []
+    if library:
+        lines += ["        if precision == 'ieee':",
+                  "            # kernelbench rules: the library's GEMM projects every step's input (IEEE fp32, as ours)",
+                  "            xp = rows @ w_ih.t() if b_ih is None else torch.addmm(b_ih, rows, w_ih.t())",
+                  "        else:",
+                  "            # TF32 rounded as cuDNN rounds: our own GEMM (the library's rounding differs)",
+                  "            xp = _rnn_project" + tag + "(rows, w_ih, b_ih, precision)"]
+    else:
+        lines += ["        xp = _rnn_project" + tag + "(rows, w_ih, b_ih, precision)"]
+    return lines
+
+
+def generate_rnn(plan: Plan, config: Config, tag: str = "") -> StageCode:
+    node = plan.node(plan.anchor_id)
+    spec = rnn_spec(node)
+    names = [leaf.name for leaf in plan.leaves]
+    operands = [ref.value for ref in node.args]
+    x, rest = operands[0], operands[1:]
+    h0 = rest.pop(0) if spec.has_h0 else None
+    c0 = rest.pop(0) if spec.has_c0 else None
+    per = 4 if spec.bias else 2
+    expected = spec.layers * spec.directions * per
+    if len(rest) != expected:
+        raise ValueError(f"rnn node has {len(rest)} weights, expected {expected}")
+    groups = [rest[i:i + per] for i in range(0, len(rest), per)]
+    layers = [groups[layer * spec.directions:(layer + 1) * spec.directions] for layer in range(spec.layers)]
+    lstm = spec.mode == "LSTM"
+    unsqueeze = ".unsqueeze(1)" if spec.unbatched else ""
+    c = config
+    rp, np_, kp, wp = PROJ_TILE
+
+    def layer_text(dirs) -> str:
+        inner = ", ".join("(" + ", ".join(group + ([] if spec.bias else ["None", "None"])) + ")" for group in dirs)
+        return f"        ({inner},),"
+
+    proj = [f"def _rnn_project{tag}(rows, w_ih, b_ih, precision):",
+            "    out = torch.empty((rows.shape[0], w_ih.shape[0]), dtype=torch.float32, device=rows.device)",
+            "    if out.numel():",
+            f"        _rnn_proj_kernel{tag}[(triton.cdiv(rows.shape[0], {rp}), triton.cdiv(w_ih.shape[0], {np_}))](",
+            "            rows, w_ih, w_ih if b_ih is None else b_ih, out, rows.shape[0], w_ih.shape[0], rows.shape[1],",
+            "            rows.stride(0), HAS_BIAS=b_ih is not None, PRECISION=precision,",
+            f"            BLOCK_R={rp}, BLOCK_N={np_}, BLOCK_K={kp}, num_warps={wp})",
+            "    return out", ""]
+    entry = f"fused_rnn{tag}"
+    batch_dims = "n_batch, steps = x.shape[0], x.shape[1]" if spec.batch_first else "steps, n_batch = x.shape[0], x.shape[1]"
+    seq_shape = "(n_batch, steps, dirs * hidden)" if spec.batch_first else "(steps, n_batch, dirs * hidden)"
+    t_dim, b_dim = (1, 0) if spec.batch_first else (0, 1)
+    l = proj + [
+        f"def {entry}({', '.join(names)}):",
+        f'    """{spec.mode}: {spec.layers} layer(s), {spec.directions} direction(s); returns the output sequence,',
+        '    h_n and (LSTM) c_n, flat in one buffer."""',
+        f"    x = {x}{unsqueeze}",
+        f"    h0 = {h0 + unsqueeze if h0 else 'None'}",
+        f"    c0 = {c0 + unsqueeze if c0 else 'None'}",
+        "    # per layer, per direction: (weight_ih, weight_hh, bias_ih, bias_hh)",
+        "    layers = (",
+        *[layer_text(dirs) for dirs in layers],
+        "    )",
+        f"    dirs, hidden = {spec.directions}, {spec.hidden}",
+        f"    {batch_dims}",
+        "    n_out = steps * n_batch * dirs * hidden",
+        "    n_state = len(layers) * dirs * n_batch * hidden",
+        f"    packed = torch.empty(n_out + n_state * {2 if lstm else 1}, dtype=x.dtype, device=x.device)",
+        "    h_n = packed[n_out:n_out + n_state].view(len(layers) * dirs, n_batch, hidden)",
+    ]
+    if lstm:
+        l += ["    c_n = packed[n_out + n_state:].view(len(layers) * dirs, n_batch, hidden)",
+              "    if c0 is None:",
+              "        c_n.zero_()",
+              "    else:",
+              "        c_n.copy_(c0)"]
+    else:
+        l += ["    c_n = h_n  # no cell state: the kernel never touches it"]
+    l += [
+        "    h_start = torch.zeros_like(h_n) if h0 is None else h0.contiguous()",
+        f"    precision = _rnn_precision(x, {c.precision!r})",
+        f"    seq_shape = {seq_shape}",
+        f"    grid = (triton.cdiv(n_batch, {c.block_m}), triton.cdiv(hidden, {c.block_n}), dirs)",
+        "    layer_in = x",
+        "    for layer, params in enumerate(layers):",
+        "        last = layer == len(layers) - 1",
+        "        seq = packed[:n_out].view(seq_shape) if last else torch.empty(seq_shape, dtype=x.dtype, device=x.device)",
+        "        # every step's input rows, in the input's (time, batch) order, both directions in one GEMM",
+        "        rows = layer_in.reshape(-1, layer_in.shape[-1]).contiguous()",
+        "        w_ih = torch.cat([p[0] for p in params]) if dirs > 1 else params[0][0].contiguous()",
+        "        b_ih = None if params[0][2] is None else torch.cat([p[2] for p in params])",
+        "        w_hh = torch.stack([p[1] for p in params])",
+        "        b_hh = None if params[0][3] is None else torch.stack([p[3] for p in params])",
+        *_projection(tag, plan.rules == "kernelbench"),
+        f"        stride_xp_t, stride_xp_b = {'(xp.shape[1], steps * xp.shape[1])' if spec.batch_first else '(n_batch * xp.shape[1], xp.shape[1])'}",
+        "        states = slice(layer * dirs, (layer + 1) * dirs)",
+        "        h_first = h_start[states]",
+        f"        seq_strides = (hidden, seq.stride({t_dim}), seq.stride({b_dim}))",
+        "        for step in range(steps):",
+        "            prev, prev_strides = (h_first, (n_batch * hidden, 0, hidden)) if step == 0 else (seq, seq_strides)",
+        f"            _rnn_step_kernel{tag}[grid](",
+        "                xp, w_hh, w_hh if b_hh is None else b_hh, prev, c_n[states], seq, h_n[states], step, steps,",
+        "                n_batch, hidden, stride_xp_t, stride_xp_b, *prev_strides, seq_strides[1], seq_strides[2],",
+        f"                HAS_BIAS=b_hh is not None, PRECISION=precision, BLOCK_B={c.block_m}, BLOCK_H={c.block_n},",
+        f"                BLOCK_K={c.block_k}, num_warps={c.num_warps})",
+        "        layer_in = seq",
+        "    return packed",
+    ]
+    kernels = (_proj_kernel(tag), _step_kernel(spec.mode, spec.gates, tag))
+    return StageCode(kernels=kernels, launcher="\n".join(l) + "\n", entry=entry, helpers=RNN_HELPERS)

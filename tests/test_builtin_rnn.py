@@ -1,0 +1,62 @@
+"""Recurrent layers: nn.LSTM, nn.GRU and nn.RNN (tanh, relu) with several layers, both
+directions, batch_first either way, with and without biases, h0/c0 given or not,
+returning the output sequence, h_n or c_n and what forward does next, checked by the
+executor (interpreter values, sm_90 compile of every launched kernel) under both rule
+sets (under kernelbench the library's GEMM projects the inputs)."""
+
+import pytest
+
+from builtin_case import Case, Lazy, explain, ok, params
+
+CASES = [
+    Case("lstm_fc_last", "x, h0, c0: out, state = self.lstm(x, (h0, c0))\nreturn self.fc(out[:, -1, :])",
+         "[torch.randn(3, 5, 8), torch.randn(2, 3, 16), torch.randn(2, 3, 16)]",
+         init="self.lstm = nn.LSTM(8, 16, 2, batch_first=True)\nself.fc = nn.Linear(16, 5)",
+         full="[torch.rand(10, 512, 128), torch.rand(2, 10, 256), torch.rand(2, 10, 256)]"),
+    Case("lstm_hn", "x, h0, c0: out, state = self.lstm(x, (h0, c0))\nreturn state[0]",
+         "[torch.randn(2, 4, 8), torch.randn(3, 2, 20), torch.randn(3, 2, 20)]",
+         init="self.lstm = nn.LSTM(8, 20, 3, batch_first=True)", slow=True),
+    Case("lstm_cn", "x, h0, c0: out, state = self.lstm(x, (h0, c0))\nreturn state[1]",
+         "[torch.randn(2, 4, 8), torch.randn(2, 2, 20), torch.randn(2, 2, 20)]",
+         init="self.lstm = nn.LSTM(8, 20, 2, batch_first=True)", slow=True),
+    Case("lstm_bidirectional", "x, h0, c0: out, _ = self.lstm(x, (h0, c0))\nreturn out",
+         "[torch.randn(3, 4, 6), torch.randn(4, 3, 18), torch.randn(4, 3, 18)]",
+         init="self.lstm = nn.LSTM(6, 18, 2, batch_first=True, bidirectional=True)"),
+    Case("lstm_no_bias_no_state", "x: out, (h, c) = self.lstm(x)\nreturn torch.relu(out) + c[-1]",
+         "[torch.randn(5, 3, 7)]", init="self.lstm = nn.LSTM(7, 12, 1, bias=False)", slow=True),
+    Case("gru_bidirectional_hidden", "x, h0: out, h_n = self.gru(x, h0)\nreturn h_n",
+         "[torch.randn(5, 3, 8), torch.randn(4, 3, 16)]",
+         init="self.gru = nn.GRU(8, 16, 2, bidirectional=True)"),
+    Case("gru_bidirectional_out", "x, h0: out, h_n = self.gru(x, h0)\nreturn out",
+         "[torch.randn(4, 2, 8), torch.randn(2, 2, 16)]",
+         init="self.gru = nn.GRU(8, 16, 1, bidirectional=True)", slow=True),
+    Case("gru_batch_first", "x: out, h_n = self.gru(x)\nreturn out * 2.0",
+         "[torch.randn(2, 6, 5)]", init="self.gru = nn.GRU(5, 33, 2, batch_first=True)", slow=True),
+    Case("rnn_relu_no_bias", "x: out, h_n = self.rnn(x)\nreturn out",
+         "[torch.rand(6, 3, 4)]", init="self.rnn = nn.RNN(4, 16, 2, nonlinearity='relu', bias=False)"),
+    Case("rnn_tanh_unbatched", "x, h0: out, h_n = self.rnn(x, h0)\nreturn h_n",
+         "[torch.randn(5, 4), torch.randn(2, 16)]", init="self.rnn = nn.RNN(4, 16, 1, bidirectional=True)",
+         slow=True),
+]
+KERNELBENCH = ("lstm_fc_last", "gru_bidirectional_hidden")
+
+
+@pytest.fixture(scope="module")
+def results(cpu_executor, tmp_path_factory):
+    return Lazy(cpu_executor, CASES, tmp_path_factory.mktemp("rnn"))
+
+
+@pytest.fixture(scope="module")
+def kernelbench_results(cpu_executor, tmp_path_factory):
+    return Lazy(cpu_executor, [c for c in CASES if c.name in KERNELBENCH], tmp_path_factory.mktemp("rnn_kb"),
+                rules="kernelbench")
+
+
+@pytest.mark.parametrize("name", params(CASES))
+def test_rnn_candidate_is_correct(results, name):
+    assert ok(results[name]), explain(results[name])
+
+
+@pytest.mark.parametrize("name", KERNELBENCH)
+def test_rnn_candidate_is_correct_under_kernelbench_rules(kernelbench_results, name):
+    assert ok(kernelbench_results[name]), explain(kernelbench_results[name])
