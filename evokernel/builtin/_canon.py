@@ -16,6 +16,7 @@ import torch
 import torch.nn as nn
 
 from ._build import Builder, ComputedView, Flipped, PyVal, Reject, ValuesTuple, py_source
+from ._canon_attn import ATTN_HANDLERS
 from ._canon_nn import NN_HANDLERS, call_nn_module
 from ._canon_util import RSIZE, _bind, _dims, _norm_of, _row_max, _softmax, _softmax_parts, _static, matmul, transposed
 from ._ir import Ref, TensorSpec
@@ -78,6 +79,18 @@ def _unary(op):
 def _identity(ctx, args, kwargs):
     value = args[0]
     return value if isinstance(value, (Ref, ComputedView)) else ctx.ref(value)
+
+
+def _contiguous(ctx, args, kwargs):
+    """A view of a computed value stays a view until .contiguous() copies it: a later .view
+    (channel shuffle's view, transpose, contiguous, view) needs that copy."""
+    value = args[0]
+    if isinstance(value, ComputedView):
+        return ComputedView(value.base, value.suffixes + (".contiguous()",), value.shape, value.extra)
+    if isinstance(value, Ref) and value.kind == "leaf" and not ctx.b.leaf_by_name(value.value).source.isidentifier():
+        leaf = ctx.b.leaf_by_name(value.value)  # a view of an input: .contiguous() is a no-op when it is one
+        return ctx.b.leaf(leaf.source + ".contiguous()", leaf.spec, leaf.name + "_c")
+    return _identity(ctx, args, kwargs)
 
 
 def _binary(op):
@@ -403,7 +416,7 @@ def _addmm(ctx, args, kwargs):
 
 HANDLERS = {
     **{name: _unary(op) for name, op in _UNARY.items()},
-    **{name: _identity for name in _IDENTITY},
+    **{name: _identity for name in _IDENTITY}, "contiguous": _contiguous,
     **{name: _binary(op) for name, op in _COMPARE.items()},
     **{name: _caster(dtype) for name, dtype in _CASTS.items()},
     "add": _add, "sub": _sub, "subtract": _sub, "rsub": _rsub,
@@ -421,7 +434,7 @@ HANDLERS = {
     "var": _var_std(False), "std": _var_std(True), "norm": _norm, "vector_norm": _vector_norm, "linalg_vector_norm": _vector_norm,
     "normalize": _normalize, "layer_norm": _layer_norm, "rms_norm": _rms_norm,
     "matmul": _matmul, "mm": _matmul, "mv": _matmul, "bmm": _matmul, "linear": _linear, "addmm": _addmm,
-    "baddbmm": _addmm,
+    "baddbmm": _addmm, **ATTN_HANDLERS,
 }
 
 _OPERATORS = {
@@ -437,7 +450,8 @@ _PY_BINOPS = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.
 # View methods applied to inputs and parameters are replayed in ModelNew.forward.
 VIEW_METHODS = {"view", "reshape", "transpose", "permute", "t", "unsqueeze", "squeeze", "flatten",
                 "expand", "expand_as", "view_as", "reshape_as", "swapaxes", "swapdims", "movedim",
-                "unflatten", "narrow", "select", "__getitem__"}
+                "unflatten", "narrow", "select", "__getitem__", "unfold"}
+_FUNCTION_NAMES = {torch.nn.functional.unfold: "im2col"}  # functions whose name a Tensor method shares
 
 
 def _view_suffix(method: str, args, kwargs) -> str:
@@ -564,7 +578,7 @@ def call_function(ctx: Context, target, args, kwargs):
         if attr in ("T", "mT"):
             return _attr_view(ctx, base, attr)
         return _size_of(ctx, base, (), attr)
-    name = getattr(target, "__name__", str(target))
+    name = _FUNCTION_NAMES.get(target) or getattr(target, "__name__", str(target))
     return _dispatch(ctx, name, args, kwargs)
 
 
@@ -602,12 +616,15 @@ def call_module(ctx: Context, module: nn.Module, path: str, args, kwargs):
     x = args[0] if args else kwargs.get("input")
     attr = "self." + ".".join(f"[{p}]" if p.isdigit() else p for p in path.split(".")).replace(".[", "[")
 
-    def param(name):
-        tensor = getattr(module, name, None)
+    def param(name):  # also of a submodule: "out_proj.weight", "layers.0.linear1.bias"
+        tensor = module
+        for part in name.split("."):
+            tensor = getattr(tensor, part, None)
         if tensor is None:
             return None
         spec = TensorSpec(tuple(tensor.shape), str(tensor.dtype).replace("torch.", ""))
-        return ctx.b.leaf(f"{attr}.{name}", spec, f"{path.replace('.', '_')}_{name}")
+        source = attr + "".join(f"[{p}]" if p.isdigit() else f".{p}" for p in name.split("."))
+        return ctx.b.leaf(source, spec, f"{path.replace('.', '_')}_{name.replace('.', '_')}")
 
     simple = {nn.ReLU: "relu", nn.Sigmoid: "sigmoid", nn.Tanh: "tanh", nn.SiLU: "silu", nn.Mish: "mish",
               nn.Hardswish: "hardswish", nn.Hardsigmoid: "hardsigmoid", nn.LogSigmoid: "logsigmoid",

@@ -684,26 +684,79 @@ def _sdpa(ctx, args, kwargs):
               {"attn_mask": None, "dropout_p": 0.0, "is_causal": False, "scale": None, "enable_gqa": False})
     if _static(a["dropout_p"], "dropout_p"):
         raise Reject("attention dropout is random")
-    if _static(a["enable_gqa"], "enable_gqa"):
-        raise Reject("grouped-query attention is not supported")
     q, k, v = (ctx.ref(a[n]) for n in ("query", "key", "value"))
+    mask = None if a["attn_mask"] is None else ctx.ref(a["attn_mask"])
+    return sdpa_impl(ctx, q, k, v, mask, bool(_static(a["is_causal"], "is_causal")), _static(a["scale"], "scale"),
+                     bool(_static(a["enable_gqa"], "enable_gqa")))
+
+
+def sdpa_impl(ctx, q: Ref, k: Ref, v: Ref, mask: Ref | None, causal: bool, scale, gqa: bool = False,
+              with_probs: bool = False):
+    """softmax(q @ k^T * scale + mask) @ v as matmul, score chain, softmax and matmul: the
+    scheduler fuses them into one attention kernel (see _canon_attn.fuse_attention).
+    ``mask``: bool (True keeps a score) or additive; ``gqa``: k and v have fewer heads
+    (dim -3), each shared by a group of query heads. With ``with_probs``, (output, probs)."""
+    from ._canon_attn import repeat_heads
+
+    hq, hk = ctx.b.shape(q)[-3] if len(ctx.b.shape(q)) > 2 else 1, ctx.b.shape(k)[-3] if len(ctx.b.shape(k)) > 2 else 1
+    if gqa and hq != hk:
+        if hq % hk:
+            raise Reject(f"grouped-query attention: {hq} query heads do not split into {hk} key/value heads")
+        k, v = repeat_heads(ctx, k, hq // hk, -3), repeat_heads(ctx, v, hq // hk, -3)
     e = ctx.b.shape(q)[-1]
-    scale = _static(a["scale"], "scale")
     scale = 1.0 / math.sqrt(e) if scale is None else float(scale)
     scores = ctx.b.pw("mul", matmul(ctx, q, transposed(ctx, k)), _const(scale))
     plane = tuple(ctx.b.shape(scores)[-2:])
-    if _static(a["is_causal"], "is_causal"):
+    if causal:
         keep = ctx.b.pw("le", ctx.b.pw("sub", ctx.b.iota(1, plane), ctx.b.iota(0, plane)), _const(0))
         scores = ctx.b.pw("where", keep, scores, _const(-math.inf))
-    mask = a["attn_mask"]
     if mask is not None:
-        mask = ctx.ref(mask)
         if ctx.b.dtype(mask) == "bool":
             scores = ctx.b.pw("where", mask, scores, _const(-math.inf))
         else:
             scores = ctx.b.pw("add", scores, mask)
     probs = _softmax(ctx, [scores], {"dim": -1})
-    return matmul(ctx, probs, v)
+    out = matmul(ctx, probs, v)
+    return (out, probs) if with_probs else out
+
+
+# ---------------------------------------------------------------- patches
+def im2col_impl(ctx, x, kernel_size, dilation, padding, stride):
+    """F.unfold (im2col) of an (N, C, H, W) or (C, H, W) tensor: (N, C*kh*kw, L) patches, as
+    views and one copy made in forward (pad, two Tensor.unfold, a strided slice, reshape)."""
+    x = ctx.ref(x)
+    shape = tuple(ctx.b.shape(x))
+    if len(shape) not in (3, 4):
+        raise Reject(f"unfold (im2col) of a rank-{len(shape)} tensor; it takes (N, C, H, W) or (C, H, W)")
+    k, d, p, s = (_tuple(v, 2, what) for v, what in ((kernel_size, "kernel_size"), (dilation, "dilation"),
+                                                   (padding, "padding"), (stride, "stride")))
+    lead, (h, w) = shape[:-2], shape[-2:]
+    span = [dd * (kk - 1) + 1 for kk, dd in zip(k, d)]
+    out_hw = [(size + 2 * pp - sp) // ss + 1 for size, pp, sp, ss in zip((h, w), p, span, s)]
+    if min(out_hw) < 1:
+        raise Reject(f"unfold: kernel {k} with dilation {d} does not fit the padded {h}x{w} input")
+    if any(p):
+        if x.kind != "leaf":
+            raise Reject("unfold (im2col) with padding of a computed value is not supported")
+        leaf = ctx.b.leaf_by_name(x.value)
+        x = ctx.b.leaf(f"torch.nn.functional.pad({leaf.source}, ({p[1]}, {p[1]}, {p[0]}, {p[0]}))",
+                       TensorSpec(lead + (h + 2 * p[0], w + 2 * p[1]), leaf.spec.dtype), leaf.name + "_pad")
+    r = len(shape)
+    suffix = f".unfold({r - 2}, {span[0]}, {s[0]}).unfold({r - 1}, {span[1]}, {s[1]})"
+    if d != (1, 1):
+        suffix += f"[..., ::{d[0]}, ::{d[1]}]"
+    # (.., C, oh, ow, kh, kw) -> (.., C, kh, kw, oh, ow) -> (.., C*kh*kw, oh*ow)
+    perm = ", ".join(map(str, list(range(r - 2)) + [r, r + 1, r - 2, r - 1]))
+    cols = shape[-3] * k[0] * k[1]
+    out = lead[:-1] + (cols, out_hw[0] * out_hw[1])
+    suffix += f".permute({perm}).reshape({', '.join(map(str, out))})"
+    return _leaf_view(ctx, x, suffix, out)
+
+
+def _im2col(ctx, args, kwargs):
+    a = _bind(args, kwargs, ["input", "kernel_size", "dilation", "padding", "stride"],
+              {"dilation": 1, "padding": 0, "stride": 1})
+    return im2col_impl(ctx, a["input"], a["kernel_size"], a["dilation"], a["padding"], a["stride"])
 
 
 # ---------------------------------------------------------------- small activations
@@ -776,7 +829,7 @@ NN_HANDLERS = {
     "scalar_tensor": _tensor, "cat": _cat, "concat": _cat, "concatenate": _cat, "einsum": _einsum,
     "scaled_dot_product_attention": _sdpa, "softsign": _softsign, "tanhshrink": _tanhshrink,
     "hardshrink": _shrink(True), "softshrink": _shrink(False), "celu": _celu, "threshold": _threshold,
-    "prelu": _prelu,
+    "prelu": _prelu, "im2col": _im2col,
 }
 
 
@@ -870,6 +923,11 @@ def call_nn_module(ctx, module: nn.Module, param, args, kwargs):
         return _threshold(ctx, [x], {"threshold": module.threshold, "value": module.value})
     if type(module) is nn.PReLU:
         return _prelu(ctx, [x, param("weight")], {})
+    from ._canon_attn import attention_module  # it lowers through this module's handlers
+
+    handled = attention_module(ctx, module, param, args, kwargs)
+    if handled is not None:
+        return handled
     if isinstance(module, nn.RNNBase):
         from ._canon_rnn import rnn_module
 

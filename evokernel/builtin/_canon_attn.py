@@ -1,0 +1,333 @@
+"""Lowering of the attention modules and of the shape ops models put between layers.
+
+``nn.MultiheadAttention``, ``nn.TransformerEncoderLayer`` and ``nn.TransformerEncoder``
+become projections (matmuls), scaled-dot-product attention (``sdpa_impl``: a matmul,
+the score chain, a softmax and a matmul, which the scheduler fuses into one attention
+kernel, see ``fuse_attention``), layer norms and pointwise ops, all in eval mode
+(dropout is the identity there). ``split``/``chunk`` of computed values and
+``repeat_interleave`` are views or copies made in ``forward``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch.nn as nn
+import torch.nn.functional as F
+
+from ._build import Builder, ComputedView, Reject
+from ._canon_nn import _leaf_view, sdpa_impl
+from ._canon_util import _bind, _static, matmul, transposed
+from ._ir import Node, Ref
+
+__all__ = ["ATTN_HANDLERS", "attention_module", "fuse_attention", "repeat_heads", "REPEAT_ATTR"]
+
+REPEAT_ATTR = "repeat"  # a view node's (dim, times) when it repeats each slice along dim (repeat_interleave)
+
+
+def _const(value: float) -> Ref:
+    return Ref("const", float(value))
+
+
+def _view(ctx, ref, suffix: str, shape) -> Ref:
+    """ref + suffix as a view of an input or of a computed value's buffer."""
+    return _leaf_view(ctx, ctx.ref(ref), suffix, tuple(shape))
+
+
+def _module_param(ctx, module: nn.Module, param, name: str):
+    """A parameter (or None) of ``module`` or of one of its submodules ("out_proj.weight")."""
+    owner = module
+    *path, last = name.split(".")
+    for part in path:
+        owner = getattr(owner, part)
+    return None if getattr(owner, last, None) is None else param(name)
+
+
+def _linear(ctx, x, weight, bias) -> Ref:
+    out = matmul(ctx, ctx.ref(x), transposed(ctx, ctx.ref(weight)))
+    return ctx.b.pw("add", out, ctx.ref(bias)) if bias is not None else out
+
+
+def _rows_of(ctx, ref: Ref, start: int, stop: int) -> Ref:
+    """Rows [start, stop) of a 2-D parameter, or entries of a vector: a view of the input."""
+    shape = ctx.b.shape(ref)
+    return _view(ctx, ref, f"[{start}:{stop}]", (stop - start,) + tuple(shape[1:]))
+
+
+# ---------------------------------------------------------------- repeat, split, chunk
+def repeat_heads(ctx, ref: Ref, times: int, dim: int) -> Ref:
+    """``ref.repeat_interleave(times, dim)``: each slice along ``dim`` ``times`` times, a
+    copy made in forward (unsqueeze, expand, flatten). A computed value's view node
+    records (dim, times) so the attention kernel can read the unrepeated keys instead."""
+    shape = tuple(ctx.b.shape(ref))
+    rank = len(shape)
+    dim %= rank
+    if times == 1:
+        return ref
+    wide = shape[:dim + 1] + (times,) + shape[dim + 1:]
+    out = shape[:dim] + (shape[dim] * times,) + shape[dim + 1:]
+    suffix = (f".unsqueeze({dim + 1}).expand({', '.join(map(str, wide))})"
+              f".flatten({dim}, {dim + 1})")
+    if ref.kind == "leaf":
+        return _view(ctx, ref, suffix, out)
+    b: Builder = ctx.b
+    return b._add("view", (ref,), {"suffix": suffix, "regroup": None, REPEAT_ATTR: (dim - rank, times)}, out,
+                  b.dtypes[ref.value])
+
+
+def _repeat_interleave(ctx, args, kwargs):
+    a = _bind(args, kwargs, ["input", "repeats", "dim", "output_size"], {"dim": None, "output_size": None})
+    repeats = _static(a["repeats"], "repeats")
+    if not isinstance(repeats, int) or isinstance(repeats, bool):
+        raise Reject("repeat_interleave: only a constant integer count of repeats is supported")
+    x = ctx.ref(a["input"])
+    if a["dim"] is None:
+        raise Reject("repeat_interleave without dim (of the flattened tensor) is not supported")
+    return repeat_heads(ctx, x, repeats, int(_static(a["dim"], "dim")))
+
+
+def _pieces(ctx, x, sizes: list[int], dim: int) -> tuple:
+    """Views of consecutive slices of ``x`` along ``dim`` (split and chunk)."""
+    shape = tuple(ctx.b.shape(ctx.ref(x)) if not isinstance(x, ComputedView) else x.shape)
+    rank = len(shape)
+    dim %= rank
+    out, start = [], 0
+    for size in sizes:
+        piece = shape[:dim] + (size,) + shape[dim + 1:]
+        suffix = f".narrow({dim}, {start}, {size})"
+        if isinstance(x, ComputedView):
+            out.append(ComputedView(x.base, x.suffixes + (suffix,), piece, x.extra))
+        elif x.kind == "node":
+            out.append(ComputedView(x, (suffix,), piece))
+        else:
+            out.append(_view(ctx, x, suffix, piece))
+        start += size
+    return tuple(out)
+
+
+def _split(ctx, args, kwargs):
+    a = _bind(args, kwargs, ["tensor", "split_size_or_sections", "dim"], {"dim": 0})
+    if "split_size" in kwargs:
+        a["split_size_or_sections"] = kwargs["split_size"]
+    x = a["tensor"]
+    length = (x.shape if isinstance(x, ComputedView) else ctx.b.shape(ctx.ref(x)))[int(_static(a["dim"], "dim"))]
+    size = _static(a["split_size_or_sections"], "split size")
+    if isinstance(size, int):
+        if size <= 0:
+            raise Reject("split with a non-positive size")
+        sizes = [min(size, length - s) for s in range(0, length, size)]
+    else:
+        sizes = [int(s) for s in size]
+        if sum(sizes) != length:
+            raise Reject(f"split sections {sizes} do not add up to {length}")
+    return _pieces(ctx, x, sizes, int(_static(a["dim"], "dim")))
+
+
+def _chunk(ctx, args, kwargs):
+    a = _bind(args, kwargs, ["input", "chunks", "dim"], {"dim": 0})
+    x = a["input"]
+    length = (x.shape if isinstance(x, ComputedView) else ctx.b.shape(ctx.ref(x)))[int(_static(a["dim"], "dim"))]
+    chunks = int(_static(a["chunks"], "chunks"))
+    size = -(-length // chunks)
+    sizes = [min(size, length - s) for s in range(0, length, size)]
+    return _pieces(ctx, x, sizes, int(_static(a["dim"], "dim")))
+
+
+ATTN_HANDLERS = {"repeat_interleave": _repeat_interleave, "split": _split, "chunk": _chunk}
+
+
+# ---------------------------------------------------------------- multi-head attention
+def _heads(ctx, ref: Ref, batch_first: bool, heads: int) -> Ref:
+    """Projected tokens (L, N, E) or (N, L, E) viewed as (N, heads, L, E / heads)."""
+    d0, d1, e = ctx.b.shape(ref)
+    hd = e // heads
+    n, length = (d0, d1) if batch_first else (d1, d0)
+    perm = "(0, 2, 1, 3)" if batch_first else "(1, 2, 0, 3)"
+    return _view(ctx, ref, f".view({d0}, {d1}, {heads}, {hd}).permute{perm}", (n, heads, length, hd))
+
+
+def _packed_heads(ctx, qkv: Ref, batch_first: bool, heads: int) -> tuple[Ref, Ref, Ref]:
+    """q, k, v as (N, heads, L, hd) views of one (.., .., 3E) projection."""
+    d0, d1, e3 = ctx.b.shape(qkv)
+    hd = e3 // 3 // heads
+    n, length = (d0, d1) if batch_first else (d1, d0)
+    perm = "(0, 2, 1, 3)" if batch_first else "(1, 2, 0, 3)"
+    return tuple(_view(ctx, qkv, f".view({d0}, {d1}, 3, {heads}, {hd})[:, :, {i}].permute{perm}",
+                       (n, heads, length, hd)) for i in range(3))
+
+
+def _mask_additive(ctx, mask: Ref) -> Ref:
+    """MultiheadAttention's masks: bool True means "may not attend" (-inf); floats are added."""
+    if ctx.b.dtype(mask) == "bool":
+        return ctx.b.pw("where", mask, _const(-math.inf), _const(0.0))
+    return mask
+
+
+def mha_impl(ctx, module: nn.MultiheadAttention, param, query, key, value, key_padding_mask=None,
+             need_weights=True, attn_mask=None, average_attn_weights=True, is_causal=False):
+    """(output, weights or None) of ``module`` in eval mode, as torch computes them."""
+    if module.bias_k is not None or module.add_zero_attn:
+        raise Reject("MultiheadAttention with add_bias_kv or add_zero_attn is not supported")
+    if module.training and module.dropout:
+        raise Reject("MultiheadAttention dropout in training mode is random")
+    q_in, k_in, v_in = (ctx.ref(t) for t in (query, key, value))
+    if len(ctx.b.shape(q_in)) != 3:
+        raise Reject("MultiheadAttention on unbatched (2-D) inputs is not supported")
+    e, heads, bf = module.embed_dim, module.num_heads, module.batch_first
+    bias = _module_param(ctx, module, param, "in_proj_bias")
+    if module._qkv_same_embed_dim:
+        w = param("in_proj_weight")
+        if q_in == k_in == v_in:  # self-attention: one GEMM for the three projections
+            q, k, v = _packed_heads(ctx, _linear(ctx, q_in, w, bias), bf, heads)
+        else:
+            ws = [_rows_of(ctx, w, i * e, (i + 1) * e) for i in range(3)]
+            bs = [None if bias is None else _rows_of(ctx, bias, i * e, (i + 1) * e) for i in range(3)]
+            q, k, v = (_heads(ctx, _linear(ctx, t, wi, bi), bf, heads) for t, wi, bi in zip((q_in, k_in, v_in), ws, bs))
+    else:
+        bs = [None if bias is None else _rows_of(ctx, bias, i * e, (i + 1) * e) for i in range(3)]
+        q, k, v = (_heads(ctx, _linear(ctx, t, param(f"{p}_proj_weight"), bi), bf, heads)
+                   for t, p, bi in zip((q_in, k_in, v_in), "qkv", bs))
+    n, _, length, _ = ctx.b.shape(q)
+    source = ctx.b.shape(k)[2]
+    mask = None
+    if attn_mask is not None:
+        mask = _mask_additive(ctx, ctx.ref(attn_mask))
+        if len(ctx.b.shape(mask)) == 3:  # (N * heads, L, S)
+            mask = _view(ctx, mask, f".view({n}, {heads}, {length}, {source})", (n, heads, length, source))
+    if key_padding_mask is not None:
+        pad = _mask_additive(ctx, ctx.ref(key_padding_mask))
+        pad = _view(ctx, pad, f".view({n}, 1, 1, {source})", (n, 1, 1, source))
+        mask = pad if mask is None else ctx.b.pw("add", mask, pad)
+    out, probs = sdpa_impl(ctx, q, k, v, mask, False, None, with_probs=True)
+    hd = e // heads
+    if bf:
+        tokens = _view(ctx, out, f".permute(0, 2, 1, 3).reshape({n}, {length}, {e})", (n, length, e))
+    else:
+        tokens = _view(ctx, out, f".permute(2, 0, 1, 3).reshape({length}, {n}, {e})", (length, n, e))
+    del hd
+    result = _linear(ctx, tokens, param("out_proj.weight"), _module_param(ctx, module, param, "out_proj.bias"))
+    weights = None
+    if _static(need_weights, "need_weights"):
+        weights = probs
+        if _static(average_attn_weights, "average_attn_weights"):
+            weights = ctx.b.pw("div", ctx.b.reduce("sum", probs, (1,), False), _const(heads))
+    return result, weights
+
+
+def _mha_call(ctx, module, param, args, kwargs):
+    a = _bind(args, kwargs, ["query", "key", "value", "key_padding_mask", "need_weights", "attn_mask",
+                             "average_attn_weights", "is_causal"],
+              {"key_padding_mask": None, "need_weights": True, "attn_mask": None, "average_attn_weights": True,
+               "is_causal": False})
+    return mha_impl(ctx, module, param, a["query"], a["key"], a["value"], a["key_padding_mask"], a["need_weights"],
+                    a["attn_mask"], a["average_attn_weights"], a["is_causal"])
+
+
+# ---------------------------------------------------------------- transformer encoder
+def _activation(ctx, activation, x: Ref) -> Ref:
+    if activation is F.relu or isinstance(activation, nn.ReLU):
+        return ctx.b.pw("relu", x)
+    if activation is F.gelu or (isinstance(activation, nn.GELU) and activation.approximate == "none"):
+        return ctx.b.pw("gelu_erf", x)
+    if isinstance(activation, nn.GELU):
+        return ctx.b.pw("gelu_tanh", x)
+    raise Reject(f"TransformerEncoderLayer activation {activation!r} is not supported (relu and gelu are)")
+
+
+def _layer_norm(ctx, norm: nn.LayerNorm, param, prefix: str, x: Ref) -> Ref:
+    from ._canon import _layer_norm_impl  # _canon imports the nn handlers, which import this module lazily
+
+    return _layer_norm_impl(ctx, x, norm.normalized_shape, _module_param(ctx, norm, lambda n: param(f"{prefix}.{n}"),
+                                                                         "weight"),
+                            _module_param(ctx, norm, lambda n: param(f"{prefix}.{n}"), "bias"), norm.eps)
+
+
+def encoder_layer_impl(ctx, layer: nn.TransformerEncoderLayer, param, x, src_mask=None, src_key_padding_mask=None):
+    """One encoder layer in eval mode: self-attention and the feed-forward block, each
+    with its residual and layer norm (before the block when ``norm_first``)."""
+    if layer.training and (layer.dropout.p or layer.dropout1.p or layer.dropout2.p):
+        raise Reject("TransformerEncoderLayer dropout in training mode is random")
+    sub = lambda prefix: (lambda n: param(f"{prefix}.{n}"))  # noqa: E731 - a parameter of a submodule
+
+    def attention(h):
+        out, _ = mha_impl(ctx, layer.self_attn, sub("self_attn"), h, h, h, src_key_padding_mask, False, src_mask)
+        return out
+
+    def feed_forward(h):
+        hidden = _activation(ctx, layer.activation, _linear(ctx, h, param("linear1.weight"),
+                                                            _module_param(ctx, layer, param, "linear1.bias")))
+        return _linear(ctx, hidden, param("linear2.weight"), _module_param(ctx, layer, param, "linear2.bias"))
+
+    x = ctx.ref(x)
+    if layer.norm_first:
+        x = ctx.b.pw("add", x, attention(_layer_norm(ctx, layer.norm1, param, "norm1", x)))
+        return ctx.b.pw("add", x, feed_forward(_layer_norm(ctx, layer.norm2, param, "norm2", x)))
+    x = _layer_norm(ctx, layer.norm1, param, "norm1", ctx.b.pw("add", x, attention(x)))
+    return _layer_norm(ctx, layer.norm2, param, "norm2", ctx.b.pw("add", x, feed_forward(x)))
+
+
+def attention_module(ctx, module: nn.Module, param, args, kwargs):
+    """Lower an attention or transformer module; None when ``module`` is none of them."""
+    if isinstance(module, nn.MultiheadAttention):
+        return _mha_call(ctx, module, param, args, kwargs)
+    if isinstance(module, nn.TransformerEncoderLayer):
+        a = _bind(args, kwargs, ["src", "src_mask", "src_key_padding_mask", "is_causal"],
+                  {"src_mask": None, "src_key_padding_mask": None, "is_causal": False})
+        return encoder_layer_impl(ctx, module, param, a["src"], a["src_mask"], a["src_key_padding_mask"])
+    if isinstance(module, nn.TransformerEncoder):
+        a = _bind(args, kwargs, ["src", "mask", "src_key_padding_mask", "is_causal"],
+                  {"mask": None, "src_key_padding_mask": None, "is_causal": False})
+        if a["src_key_padding_mask"] is not None:
+            # torch's fast path turns padded positions into zeros (nested tensors) in eval mode
+            raise Reject("TransformerEncoder with src_key_padding_mask is not supported")
+        x = a["src"]
+        for i, layer in enumerate(module.layers):
+            x = encoder_layer_impl(ctx, layer, lambda n, i=i: param(f"layers.{i}.{n}"), x, a["mask"])
+        if module.norm is not None:
+            x = _layer_norm(ctx, module.norm, param, "norm", x)
+        return x
+    if isinstance(module, nn.Unfold):
+        from ._canon_nn import im2col_impl
+
+        return im2col_impl(ctx, args[0], module.kernel_size, module.dilation, module.padding, module.stride)
+    return None
+
+
+# ---------------------------------------------------------------- fusing attention
+def fuse_attention(b: Builder, nodes: list[Node], roots: list[Ref]) -> list[Node]:
+    """Rewrite every ``softmax(chain(q @ kt)) @ v`` (or ``chain(q @ kt) @ v`` with no
+    softmax, as ReLU attention) whose intermediates nothing else reads into one
+    "attention" anchor (see _gen_attention), and return the nodes still reachable from
+    ``roots``. The anchor takes the id of the second matmul, so its users are unchanged."""
+    from ._gen_attention import match_attention
+
+    for node_id in [n.id for n in nodes if n.op == "matmul"]:
+        users = _users(nodes)
+        if node_id not in users:  # the first matmul of an attention fused before
+            continue
+        fused = match_attention(b, b.nodes[node_id], users)
+        if fused is not None:
+            b.nodes[node_id] = fused
+            nodes = _reachable(b, roots)
+    return nodes
+
+
+def _users(nodes: list[Node]) -> dict[int, list[int]]:
+    out: dict[int, list[int]] = {n.id: [] for n in nodes}
+    for n in nodes:
+        for a in n.args:
+            if a.kind == "node" and a.value in out:
+                out[a.value].append(n.id)
+    return out
+
+
+def _reachable(b: Builder, roots: list[Ref]) -> list[Node]:
+    seen, stack = set(), [r for r in roots if r.kind == "node"]
+    while stack:
+        ref = stack.pop()
+        if ref.value in seen:
+            continue
+        seen.add(ref.value)
+        stack.extend(a for a in b.nodes[ref.value].args if a.kind == "node")
+    return [n for n in b.nodes if n.id in seen]
+
