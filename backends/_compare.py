@@ -1,9 +1,26 @@
 """Correctness: compare a candidate's outputs with the reference's, and say
-where and by how much they differ in words an LLM can act on."""
+where and by how much they differ in words an LLM can act on.
+
+With the reference also run in float64 on the same inputs (`exact`, see
+backends/_oracle.py), a floating output is judged by its accuracy as well:
+each side's error against the float64 output, as an RMS relative to that
+output's RMS. Two rules follow (the numbers behind them:
+benchmarks/probes/accuracy_oracle.py and the README's "Accuracy" paragraph):
+
+- less accurate: a candidate whose error exceeds `LESS_ACCURATE` times the
+  reference's own (never less than the output dtype's rounding) is wrong
+  even inside the tolerance: a TF32 or fp16 shortcut on an fp32 task;
+- as accurate: a candidate within `AS_ACCURATE` times the reference's error
+  passes an element that misses the tolerance against the reference when it
+  is within the tolerance of the float64 output plus `SLACK` times the
+  reference's own worst error: the reference's rounding (a cancelling sum, a
+  TF32 cuDNN convolution) no longer fails an exact kernel.
+"""
 
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any, Callable
 
 import torch
@@ -16,6 +33,32 @@ DEFAULT_TOLERANCE = {
 }
 
 
+# The accuracy rules' numbers, from benchmarks/probes/accuracy_oracle.py on the
+# CPU (benchmarks/results/accuracy-oracle-cpu.json). Errors are RMS errors
+# against the float64 output over its RMS; "x" is the candidate's over the
+# reference's. Honest fp32 kernels (tiles, split K, lanes, 3xTF32, rewritten
+# algebra, a one-pass variance) measured 0.4x to 3.9x; TF32 operands 11x
+# (K = 32768, all-positive inputs) to 1400x; fp16 and bf16 arithmetic or
+# accumulators 1300x to 42000x.
+#
+# Less accurate than the reference beyond this: wrong, even inside the tolerance.
+LESS_ACCURATE = 8.0
+# As accurate as the reference within this (two fp32 orders of one sum differ by up to 2.7x):
+# then an element past the tolerance against the reference may pass against the float64 output.
+AS_ACCURATE = 3.0
+# ...within the tolerance plus this many times the reference's own worst error
+# (the larger of two rounding-error samples of one distribution).
+SLACK = 2.0
+# No output is more accurate than its own rounding: errors are measured against
+# at least this many units of roundoff of the output dtype...
+FLOOR_ROUNDOFF = 1.0
+# ...and, for an output of fewer than FEW_ELEMENTS elements, FEW_FLOOR_ROUNDOFF: one or a few
+# elements are one sample of each error (a lanes-summed loss measured 5.6x a reference that
+# happened to land within one rounding of the float64 value; fp16 arithmetic there is 11000x).
+FEW_ELEMENTS = 64
+FEW_FLOOR_ROUNDOFF = 8.0
+
+
 @dataclasses.dataclass
 class Comparison:
     ok: bool
@@ -23,6 +66,13 @@ class Comparison:
     mean_abs_error: float = 0.0
     feedback: str = ""
     near_zero: bool = False  # a constant zero output would also pass
+    # Against the float64 reference (None without one): RMS errors relative to the
+    # output's RMS, of the task's reference and of the candidate (the worst output).
+    reference_error: float | None = None
+    candidate_error: float | None = None
+    # Passed only because it is as accurate as the reference: the tolerance against
+    # the reference alone would have failed it.
+    by_accuracy: bool = False
 
 
 def flatten(out: Any) -> list[Any]:
@@ -151,11 +201,46 @@ def _exact_leaf(name: str, e: torch.Tensor, g: torch.Tensor) -> Comparison | Non
     return Comparison(False, feedback=f"{name} ({e.dtype}) must match exactly; {count} of {n} elements differ; {where}")
 
 
-def _close_leaf(name: str, e: torch.Tensor, g: torch.Tensor, atol: float, rtol: float) -> tuple[Comparison, bool]:
+@dataclasses.dataclass(frozen=True)
+class _Accuracy:
+    """One output's errors against the float64 reference (RMS, relative to the output's RMS)."""
+
+    reference_error: float
+    candidate_error: float
+    floor: float  # the output dtype's rounding: no error is judged below it
+    reference_worst: float  # max |reference - float64| (absolute)
+
+    @property
+    def base(self) -> float:
+        return max(self.reference_error, self.floor)
+
+    @property
+    def less_accurate(self) -> bool:
+        return not self.candidate_error <= LESS_ACCURATE * self.base  # NaN is less accurate
+
+    @property
+    def as_accurate(self) -> bool:
+        return self.candidate_error <= AS_ACCURATE * self.base
+
+    def describe(self) -> str:
+        ratio = self.candidate_error / self.base if self.base else float("inf")
+        return (f"against the reference run in float64, the candidate's RMS error is {self.candidate_error:.3g} of the "
+                f"output's RMS and the reference's own is {self.reference_error:.3g} ({ratio:.1f}x the reference's, "
+                f"counting errors below the dtype's rounding {self.floor:.2g} as that rounding)")
+
+
+def _roundoff(dtype: torch.dtype) -> float:
+    return float(torch.finfo(dtype).eps) / 2.0
+
+
+def _close_leaf(name: str, e: torch.Tensor, g: torch.Tensor, atol: float, rtol: float,
+                x: torch.Tensor | None = None) -> tuple[Comparison, bool]:
     """One floating output against the tolerance, in float64, chunk by chunk on
-    its own device, with one synchronisation at the end. Returns the comparison
-    and whether a zero output would also pass."""
+    its own device, with one synchronisation at the end; with `x`, the
+    reference's float64 output, against the accuracy rules too. Returns the
+    comparison and whether a zero output would also pass."""
     ef, gf = _flat(e), _flat(g)
+    xf = _flat(x) if x is not None else None
     shape, n = tuple(e.shape), e.numel()
 
     def judge(a: int, b: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -166,8 +251,16 @@ def _close_leaf(name: str, e: torch.Tensor, g: torch.Tensor, atol: float, rtol: 
         bad = ~(diff <= allowed)  # NaN anywhere compares False, so it is bad
         return diff, allowed, bad & ~same_inf
 
+    def errors(a: int, b: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(x, |reference - x|, |candidate - x|, where both x and the reference are finite), in float64."""
+        x64, e64, g64 = xf[a:b].double(), ef[a:b].double(), gf[a:b].double()
+        finite = torch.isfinite(x64) & torch.isfinite(e64)
+        return (x64.where(finite, 0.0), (e64 - x64).abs().where(finite, 0.0),
+                (g64 - x64).abs().where(finite, 0.0), finite)
+
     zero = torch.zeros((), dtype=torch.float64, device=e.device)
     top, total, finite_n, bad_n, zero_fails = zero.clone(), zero.clone(), zero.clone(), zero.clone(), zero.clone()
+    sx2, sr2, sd2, worst = zero.clone(), zero.clone(), zero.clone(), zero.clone()
     for a, b in _spans(shape, n):
         diff, allowed, bad = judge(a, b)
         finite = torch.isfinite(diff)
@@ -178,12 +271,52 @@ def _close_leaf(name: str, e: torch.Tensor, g: torch.Tensor, atol: float, rtol: 
         bad_n += bad.sum()
         zero_fails += (ef[a:b].double().abs() > allowed).sum()
         del diff, allowed, bad, finite, kept
-    top_v, total_v, finite_v, bad_v, zero_fails_v = torch.stack([top, total, finite_n, bad_n, zero_fails]).tolist()
+        if xf is not None:
+            x64, r, d, _ = errors(a, b)
+            sx2 += x64.square().sum()
+            sr2 += r.square().sum()
+            sd2 += d.square().sum()  # a NaN or inf the candidate returned makes its error NaN or inf
+            worst = torch.maximum(worst, r.max())
+            del x64, r, d
+    stats = torch.stack([top, total, finite_n, bad_n, zero_fails, sx2, sr2, sd2, worst]).tolist()
+    top_v, total_v, finite_v, bad_v, zero_fails_v, sx2_v, sr2_v, sd2_v, worst_v = stats
     err = top_v if finite_v else float("inf")
     mean = total_v / finite_v if finite_v else float("nan")
     near_zero = zero_fails_v == 0
+    accuracy = None
+    if xf is not None and sx2_v > 0:
+        scale = math.sqrt(sx2_v)
+        cand = math.sqrt(sd2_v) / scale if math.isfinite(sd2_v) else float("inf")
+        floor = (FEW_FLOOR_ROUNDOFF if n < FEW_ELEMENTS else FLOOR_ROUNDOFF) * _roundoff(e.dtype)
+        accuracy = _Accuracy(math.sqrt(sr2_v) / scale, cand, floor, worst_v)
+
+    def result(ok: bool, feedback: str, by_accuracy: bool = False) -> tuple[Comparison, bool]:
+        cmp = Comparison(ok, err, mean if finite_v else 0.0, feedback, by_accuracy=by_accuracy)
+        if accuracy is not None:
+            cmp.reference_error, cmp.candidate_error = accuracy.reference_error, accuracy.candidate_error
+        return cmp, near_zero
+
+    if accuracy is not None and accuracy.less_accurate and not (bad_v and not math.isfinite(accuracy.candidate_error)):
+        # Less accurate than the reference, inside the tolerance or not: a lower-precision path.
+        within = "although it is within" if not bad_v else "and it misses"
+        return result(False, (
+            f"{name} is less accurate than the reference, {within} atol={atol:g}, rtol={rtol:g} of it: "
+            f"{accuracy.describe()}; more than {LESS_ACCURATE:g}x is what TF32, fp16 or bf16 arithmetic on a "
+            f"{str(e.dtype).replace('torch.', '')} task gives: compute and accumulate in the task's precision"))
     if not bad_v:
-        return Comparison(True, err, mean if finite_v else 0.0, "outputs match"), near_zero
+        return result(True, "outputs match")
+    if accuracy is not None and accuracy.as_accurate:
+        allowance = SLACK * accuracy.reference_worst
+
+        def still_bad(a: int, b: int) -> torch.Tensor:
+            _, _, bad = judge(a, b)
+            x64, _, d, finite = errors(a, b)
+            near_exact = finite & (d <= x64.abs().mul_(rtol).add_(atol + allowance))
+            return bad & ~near_exact
+
+        if not int(sum(still_bad(a, b).sum() for a, b in _spans(shape, n))):
+            return result(True, f"outputs match within the tolerance of the reference run in float64, which the "
+                                f"reference itself misses ({accuracy.describe()})", by_accuracy=True)
     bad_count = int(bad_v)
     nan_count = int(sum(torch.isnan(gf[a:b]).sum() for a, b in _spans(shape, n)))
     first = _first_bad(lambda a, b: judge(a, b)[2], shape, n)
@@ -195,21 +328,30 @@ def _close_leaf(name: str, e: torch.Tensor, g: torch.Tensor, atol: float, rtol: 
         text += f"; {nan_count} NaN value(s) in the output (NaN never passes)"
     where = _where(lambda a, b: judge(a, b)[2], shape, n)
     text += f"; {where}; expected {float(ef[first]):.6g}, got {float(gf[first]):.6g} there"
-    return Comparison(False, err, mean if finite_v else 0.0, text), near_zero
+    if accuracy is not None:
+        text += f"; {accuracy.describe()}"
+    return result(False, text)
 
 
 def compare(
     expected: Any,
     got: Any,
     tolerance: tuple[float, float] | None = None,
+    exact: Any = None,
 ) -> Comparison:
     """Outputs against the reference's: same structure, shapes, dtypes and device
-    type; integers exact, floats within `tolerance` (or the dtype's default)."""
+    type; integers exact, floats within `tolerance` (or the dtype's default).
+    With `exact`, the reference's outputs computed in float64 on the same
+    inputs, floating outputs are also judged by their accuracy (module docstring)."""
     exp_leaves, got_leaves = flatten(expected), flatten(got)
     if len(exp_leaves) != len(got_leaves):
         return Comparison(False, feedback=f"expected {len(exp_leaves)} output tensor(s), got {len(got_leaves)}")
-    max_err, mean_errs, near_zero = 0.0, [], True
-    for i, (e, g) in enumerate(zip(exp_leaves, got_leaves)):
+    exact_leaves = flatten(exact) if exact is not None else []
+    if len(exact_leaves) != len(exp_leaves):
+        exact_leaves = [None] * len(exp_leaves)
+    max_err, mean_errs, near_zero, by_accuracy = 0.0, [], True, False
+    ref_errs, cand_errs = [], []
+    for i, (e, g, x) in enumerate(zip(exp_leaves, got_leaves, exact_leaves)):
         name = f"output {i}" if len(exp_leaves) > 1 else "output"
         if not isinstance(g, torch.Tensor):
             return Comparison(False, feedback=f"{name} is a {type(g).__name__}, expected a tensor")
@@ -225,17 +367,33 @@ def compare(
                 return failed
             near_zero = False
             continue
+        x = x if _usable_exact(x, e) else None
         if e.is_complex():
             e, g = torch.view_as_real(e), torch.view_as_real(g)
+            x = torch.view_as_real(x) if x is not None and x.is_complex() else None
         atol, rtol = tolerance_for(e.dtype, tolerance)
-        cmp, zero_passes = _close_leaf(name, e, g, atol, rtol)
+        cmp, zero_passes = _close_leaf(name, e, g, atol, rtol, x)
+        if cmp.reference_error is not None:
+            ref_errs.append(cmp.reference_error)
+            cand_errs.append(cmp.candidate_error)
         if not cmp.ok:
-            return Comparison(False, max(max_err, cmp.max_abs_error), cmp.mean_abs_error, cmp.feedback)
+            return Comparison(False, max(max_err, cmp.max_abs_error), cmp.mean_abs_error, cmp.feedback,
+                              reference_error=cmp.reference_error, candidate_error=cmp.candidate_error)
         max_err = max(max_err, cmp.max_abs_error)
         mean_errs.append(cmp.mean_abs_error)
         near_zero = near_zero and zero_passes
+        by_accuracy = by_accuracy or cmp.by_accuracy
     mean = sum(mean_errs) / len(mean_errs) if mean_errs else 0.0
-    return Comparison(True, max_err, mean, "outputs match", near_zero=near_zero)
+    feedback = "outputs match" + (" within the tolerance of the reference run in float64" if by_accuracy else "")
+    return Comparison(True, max_err, mean, feedback, near_zero=near_zero,
+                      reference_error=max(ref_errs) if ref_errs else None,
+                      candidate_error=max(cand_errs) if cand_errs else None, by_accuracy=by_accuracy)
+
+
+def _usable_exact(x: Any, e: torch.Tensor) -> bool:
+    """A float64 output to judge `e`'s accuracy by: same shape and device, and `e` not float64 itself."""
+    return (isinstance(x, torch.Tensor) and tuple(x.shape) == tuple(e.shape) and x.device.type == e.device.type
+            and (x.is_floating_point() or x.is_complex()) and e.dtype not in (torch.float64, torch.complex128))
 
 
 def poison_(out: Any) -> None:

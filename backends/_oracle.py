@@ -1,0 +1,101 @@
+"""The accuracy oracle: the task's reference run in float64 on the same inputs.
+
+The reference's own output is rounded (fp32 accumulation, TF32 in cuDNN's
+convolutions, fp16 where the task is fp16); its float64 run is what the
+operator computes, close enough to exact to measure both sides' errors
+against (backends/_compare.py judges with it). The model is a float64 copy of
+the reference model (floating parameters, buffers and plain tensor
+attributes cast), and every floating input is cast to float64; integer
+inputs and outputs stay as they are.
+
+Where the reference cannot run in float64 (an op without a float64 kernel,
+dtypes fixed inside its forward that clash, too little memory), the oracle
+says why in one line and the verdict falls back to the tolerance alone.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from typing import Any, Callable
+
+import torch
+
+from ._compare import flatten
+
+WIDE = {torch.float16: torch.float64, torch.bfloat16: torch.float64, torch.float32: torch.float64,
+        torch.complex32: torch.complex128, torch.complex64: torch.complex128}
+
+
+def widen(x: Any) -> Any:
+    """Floating tensors (in lists and tuples too) as float64 or complex128; everything else as it is."""
+    if isinstance(x, torch.Tensor):
+        return x.to(WIDE[x.dtype]) if x.dtype in WIDE else x
+    if isinstance(x, (list, tuple)):
+        return type(x)(widen(v) for v in x)
+    return x
+
+
+def float64_model(model: torch.nn.Module) -> torch.nn.Module:
+    """A float64 copy of `model`: parameters, buffers and tensors kept as plain attributes."""
+    wide = copy.deepcopy(model).double()
+    for module in wide.modules():
+        for name, value in list(vars(module).items()):
+            if isinstance(value, torch.Tensor) and value.dtype in WIDE:
+                setattr(module, name, widen(value))
+    return wide
+
+
+def needs_oracle(expected: Any) -> str:
+    """Why the reference's outputs `expected` need no float64 run ("" when they do)."""
+    leaves = [t for t in flatten(expected) if isinstance(t, torch.Tensor) and (t.is_floating_point() or t.is_complex())]
+    if not leaves:
+        return "the outputs are not floating point"
+    if all(t.dtype in (torch.float64, torch.complex128) for t in leaves):
+        return "the reference computes in float64 already"
+    return ""
+
+
+@dataclasses.dataclass
+class Oracle:
+    """The float64 reference of one evaluation: built at first use, or why it cannot be."""
+
+    build: Callable[[], torch.nn.Module]  # the float64 model
+    device: torch.device
+    model: torch.nn.Module | None = None
+    unavailable: str = ""  # why there is no float64 reference ("" while there is, or may be)
+
+    def exact(self, inputs: list[Any], expected: Any) -> Any | None:
+        """The reference's outputs on `inputs` computed in float64, or None (then `unavailable` says why)."""
+        if self.unavailable:
+            return None
+        why = needs_oracle(expected)
+        if why:
+            self.unavailable = why
+            return None
+        try:
+            if self.model is None:
+                self.model = self.build()
+            with torch.no_grad():
+                out = self.model(*widen([x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]))
+            if self.device.type == "cuda":
+                torch.cuda.synchronize(self.device)
+        except Exception as exc:  # noqa: BLE001 - any failure means no oracle, never a verdict
+            self.drop(f"the reference does not run in float64: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
+                      if str(exc) else f"the reference does not run in float64: {type(exc).__name__}")
+            return None
+        got, want = flatten(out), flatten(expected)
+        if len(got) != len(want) or any(isinstance(w, torch.Tensor) and (not isinstance(g, torch.Tensor) or g.shape != w.shape)
+                                         for g, w in zip(got, want)):
+            self.drop("the reference's float64 run returns outputs of other shapes than its own")
+            return None
+        return out
+
+    def drop(self, why: str) -> None:
+        """No float64 reference from here on, for this reason; its model's memory is freed."""
+        self.unavailable, self.model = why, None
+        if self.device.type == "cuda":
+            torch.cuda.empty_cache()
+
+
+__all__ = ["Oracle", "float64_model", "needs_oracle", "widen"]
