@@ -26,9 +26,12 @@ def _svg(fig) -> bytes:
 
 def _figure(width: float, height: float):
     from matplotlib.figure import Figure
+    from matplotlib.ticker import MaxNLocator
 
     fig = Figure(figsize=(width, height), dpi=100)
-    return fig, fig.add_subplot()
+    ax = fig.add_subplot()
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # attempts and updates are counted
+    return fig, ax
 
 
 def attempts_svg(attempts: Sequence[Attempt], *, best_id: int | None, latency_source: str) -> bytes:

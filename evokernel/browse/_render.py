@@ -50,6 +50,14 @@ def unified_diff(before: str, after: str, *, before_name: str, after_name: str) 
         before.splitlines(keepends=True), after.splitlines(keepends=True), fromfile=before_name, tofile=after_name, n=3))
 
 
+def diff_stat(before: str, after: str) -> str:
+    """'+3 -1 lines': how much a kernel changed against its parent."""
+    lines = unified_diff(before, after, before_name="a", after_name="b").splitlines()[2:]
+    added = sum(1 for line in lines if line.startswith("+"))
+    removed = sum(1 for line in lines if line.startswith("-"))
+    return f"+{added} -{removed} lines"
+
+
 def highlight_diff(before: str, after: str, *, before_name: str, after_name: str) -> Markup:
     text = unified_diff(before, after, before_name=before_name, after_name=after_name)
     if not text:
@@ -111,7 +119,7 @@ def environment():
     )
     env.filters.update(ms=fmt_ms, num=fmt_num, cost=fmt_cost, utc=fmt_utc, pretty_json=fmt_json,
                        code=highlight_code, message_text=message_text)
-    env.globals.update(diff=highlight_diff)
+    env.globals.update(diff=highlight_diff, diff_stat=diff_stat)
     return env
 
 

@@ -30,6 +30,8 @@ def browse_command(
     from evokernel.browse import BrowseError, ServeOptions, is_loopback, serve
 
     path = memory or default_memory_path()
+    if not path.exists():
+        raise fail_usage(f"no memory at {path} (pass --memory or set EVOKERNEL_HOME)")
     try:
         options = ServeOptions(host=host, port=port, allow_remote=allow_remote)
     except BrowseError as exc:
