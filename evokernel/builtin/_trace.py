@@ -14,6 +14,7 @@ from dataclasses import replace
 
 from ._build import Builder, ComputedView, PyVal, Reject
 from ._canon import Context, call_function, call_method, call_module
+from ._capture import capture
 from ._ir import Node, Plan, Ref, TensorSpec, Unsupported
 from ._schedule import classify, domain_map, schedule, source_of
 from ._source import read_model_source
@@ -72,18 +73,41 @@ def _node_spec(node) -> TensorSpec | None:
     return TensorSpec(tuple(meta.shape), str(meta.dtype).replace("torch.", ""))
 
 
-def _trace(model: torch.nn.Module, inputs: list):
+def _trace(model: torch.nn.Module, inputs: list, names: list[str]):
+    """torch.fx's symbolic trace (the graph every level1/level2 plan is made from), or, where
+    that cannot follow forward, PyTorch's own capture with the task's shapes (_capture)."""
     from torch.fx import symbolic_trace
     from torch.fx.passes.shape_prop import ShapeProp
 
+    state = [(module, dict(vars(module))) for module in model.modules()]
     try:
         gm = symbolic_trace(model)
+        _check_state_kept(state)
     except Exception as exc:
-        raise Reject(f"torch.fx could not trace forward (data-dependent control flow?): "
-                     f"{type(exc).__name__}: {exc}") from exc
+        fx_reason = f"torch.fx could not trace forward: {type(exc).__name__}: {exc}".splitlines()[0]
+        try:
+            gm = capture(model, inputs, names)
+        except Reject as again:
+            raise Reject(f"{fx_reason}; {again}") from exc
     with torch.no_grad():
         ShapeProp(gm).propagate(*inputs)
     return gm
+
+
+def _check_state_kept(state: list) -> None:
+    """A forward that assigns module attributes (``self.hidden = ...``) leaves torch.fx's
+    proxies in the model: put the values back and say so (the graph would read a proxy)."""
+    changed = []
+    for module, attributes in state:
+        for name, value in vars(module).items():
+            if isinstance(value, torch.fx.Proxy):
+                changed.append(name)
+                if name in attributes:
+                    setattr(module, name, attributes[name])
+                else:
+                    delattr(module, name)
+    if changed:
+        raise RuntimeError(f"forward assigns module state ({', '.join(sorted(changed))})")
 
 
 def _instantiate(module: types.ModuleType, device: str):
@@ -103,13 +127,13 @@ def _analyze(module: types.ModuleType, rules: str = "strict") -> Plan:
     try:
         with contextlib.redirect_stderr(io.StringIO()):  # ShapeProp prints the failures it re-raises
             model, inputs = _instantiate(module, "meta")
-            gm = _trace(model, inputs)
+            gm = _trace(model, inputs, source.forward_names)
     except Reject:
         raise
     except Exception:  # an op without a meta kernel, or .item() at init: trace on real tensors
         with contextlib.redirect_stderr(io.StringIO()):
             model, inputs = _instantiate(module, "cpu")
-            gm = _trace(model, [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs])
+            gm = _trace(model, [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs], source.forward_names)
 
     b = Builder()
     env: dict = {}
