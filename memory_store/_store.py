@@ -774,6 +774,21 @@ class MemoryStore:
 
         return self._write(insert)
 
+    def link_llm_calls(self, call_ids: list[int], *, step_id: int) -> None:
+        """Mark logged calls as made for `step_id`: a call is logged when it returns, its
+        step only when the step commits (inside the same transaction, as a rule)."""
+        ids = check_ids(call_ids, "call_ids")
+        check_id(step_id, "step_id", allow_none=False)
+        if not ids:
+            return
+
+        def update() -> None:
+            self._require("steps", [step_id], "step")
+            self.conn.execute(f"UPDATE llm_calls SET step_id = ? WHERE id IN ({','.join('?' * len(ids))})",
+                              [step_id, *ids])
+
+        self._write(update)
+
     def llm_calls(self, *, run_id: int | None = None, limit: int | None = None) -> list[dict]:
         """Logged LLM calls, oldest first; `prompt` decoded from `prompt_json`."""
         sql, params = "SELECT * FROM llm_calls", []

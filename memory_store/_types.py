@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 KINDS: tuple[str, ...] = ("api_note", "experience", "trace", "best_practice")
 STAGES: tuple[str, ...] = ("draft", "refine")
@@ -196,15 +195,17 @@ class ImportReport:
     lines: int
 
 
-def default_memory_path() -> Path:
+def default_memory_path(environ: Mapping[str, str] | None = None) -> Path:
     """Where the memory lives unless told otherwise.
 
-    `$EVOKERNEL_HOME/memory.db` if set, else `$XDG_DATA_HOME/evokernel/memory.db`,
-    else `~/.local/share/evokernel/memory.db`. Nothing is created here.
+    `EVOKERNEL_HOME/memory.db` if `environ` sets it, else `XDG_DATA_HOME/evokernel/memory.db`,
+    else `~/.local/share/evokernel/memory.db`. The caller passes the environment (the CLI
+    passes its own, read at the edge); the library reads none. Nothing is created here.
     """
-    home = os.environ.get("EVOKERNEL_HOME")
+    environ = environ or {}
+    home = environ.get("EVOKERNEL_HOME")
     if home:
         return Path(home).expanduser() / "memory.db"
-    data = os.environ.get("XDG_DATA_HOME")
+    data = environ.get("XDG_DATA_HOME")
     base = Path(data).expanduser() if data else Path.home() / ".local" / "share"
     return base / "evokernel" / "memory.db"

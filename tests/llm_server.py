@@ -187,6 +187,16 @@ def llm_env(monkeypatch, tmp_path_factory):
     return monkeypatch
 
 
+def local_llm(server: "FakeLLMServer", *specs: str, **options: Any):
+    """`LLMOptions` for `specs` whose providers call the local server, as the CLI would build
+    them from OPENAI_/ANTHROPIC_BASE_URL and a key (the library reads no environment)."""
+    from evokernel.llm import LLMOptions, ProviderAccess
+
+    access = {"openai": ProviderAccess(base_url=server.url + "/v1", api_key="sk-test-not-a-real-key-000000"),
+              "anthropic": ProviderAccess(base_url=server.url, api_key="sk-ant-test-not-a-real-key-0000")}
+    return LLMOptions.from_specs(list(specs), access=access, **options)
+
+
 @pytest.fixture
 def server(llm_env):
     with FakeLLMServer() as srv:

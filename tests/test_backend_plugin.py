@@ -17,7 +17,7 @@ from evokernel import RunOptions
 from evokernel.policies import get_policy
 from memory_store import MemoryStore
 
-from llm_server import llm_env, openai_reply, server  # noqa: F401  (fixtures)
+from llm_server import llm_env, local_llm, openai_reply, server  # noqa: F401  (fixtures)
 
 ADD_RELU = Path(__file__).parent / "executor_cases" / "task_add_relu.py"
 
@@ -46,12 +46,10 @@ def test_a_toy_backend_plugin_runs_the_loop_with_the_llm_policy(tmp_path, toy_pl
     from backends import backend_names
 
     assert "toy" in backend_names()
-    monkeypatch.setenv("OPENAI_BASE_URL", server.url + "/v1")
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key-000000")
     server.default = openai_reply("A toy kernel.\n\n```python\n" + TOY_CANDIDATE + "```\n")
     with MemoryStore(tmp_path / "m.db") as store:
         result = evokernel.run([ADD_RELU], RunOptions(backend="toy", budget=2, device="cpu", trials=1, jobs=1),
-                               policy=get_policy(model="openai:test-model", log=store), store=store)
+                               policy=get_policy(llm=local_llm(server, "openai:test-model"), log=store), store=store)
         (task,) = result.tasks
         traces = store.list_items(kinds=["trace"], backends=["toy"], limit=None)
     assert task.statuses == ["ok", "ok"], task.last_message

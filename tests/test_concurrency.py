@@ -22,7 +22,7 @@ from evokernel.policies import get_policy
 from memory_store import MemoryStore
 
 from executor_candidates import HONEST
-from llm_server import error_reply, llm_env, openai_reply, server  # noqa: F401  (fixtures)
+from llm_server import error_reply, llm_env, local_llm, openai_reply, server  # noqa: F401  (fixtures)
 from loop_doubles import RecordingPolicy, ScriptedExecutor, ok
 
 HERE = Path(__file__).parent
@@ -44,8 +44,6 @@ def _tasks(tmp_path: Path, n: int) -> list[Path]:
 
 
 def test_llm_calls_go_out_concurrently(tmp_path, server, monkeypatch):  # noqa: F811
-    monkeypatch.setenv("OPENAI_BASE_URL", server.url + "/v1")
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key-000000")
     answer = "```python\n" + HONEST["add_relu"][1].strip() + "\n```\n"
     reply = openai_reply(answer)
     reply.delay_s = 1.0
@@ -53,7 +51,7 @@ def test_llm_calls_go_out_concurrently(tmp_path, server, monkeypatch):  # noqa: 
     events = []
     with MemoryStore(tmp_path / "m.db") as store:
         result = evokernel.run(_tasks(tmp_path, 4), RunOptions(budget=1, jobs=4, **CPU),
-                               policy=get_policy(model="openai:test-model", log=store), store=store,
+                               policy=get_policy(llm=local_llm(server, "openai:test-model"), log=store), store=store,
                                executor=ScriptedExecutor(), on_event=events.append)
         calls = store.llm_calls()
     assert len(calls) == 4 and all(t.correct for t in result.tasks)

@@ -25,10 +25,9 @@ SECRET = "sk-proj-S3cretS3cretS3cret0123"
 
 
 def _client(server, llm_env, log, **kw) -> LLMClient:
-    llm_env.setenv("OPENAI_BASE_URL", server.url + "/v1")
-    llm_env.setenv("OPENAI_API_KEY", SECRET)
     kw.setdefault("retry", FAST)
-    return LLMClient.from_spec("openai:test-model", provider_options={"timeout_s": 5}, log=log, **kw)
+    access = {"base_url": server.url + "/v1", "api_key": SECRET}
+    return LLMClient.from_spec("openai:test-model", provider_options={"timeout_s": 5, **access}, log=log, **kw)
 
 
 def test_every_call_is_logged(server, llm_env):
@@ -141,8 +140,7 @@ def test_ask_logs_the_prompt_report(server, llm_env):
 def test_price_table_file_and_unknown_models(tmp_path, llm_env):
     path = tmp_path / "prices.json"
     path.write_text(json.dumps({"gpt-5": {"input": 2.0, "output": 4.0}, "openai:local": [0, 0]}))
-    llm_env.setenv("EVOKERNEL_PRICES", str(path))
-    table = PriceTable.load()
+    table = PriceTable.load(path)
     assert table.cost_usd("openai", "gpt-5", 1_000_000, 1_000_000) == pytest.approx(6.0)
     assert table.cost_usd("openai", "local", 500, 500) == 0.0
     assert table.cost_usd("openai", "gpt-4o-2024-08-06", 1_000_000, 0) == pytest.approx(2.5)

@@ -11,7 +11,7 @@ from llm_server import FakeLog, anthropic_reply, llm_env, openai_reply, server  
 
 import llm_answers as A
 from backends import HardwareFacts, TaskCost
-from evokernel.llm import LLMOptions, ModelChoice, PriceTable, RetryPolicy, get_token_counter
+from evokernel.llm import LLMOptions, ModelChoice, PriceTable, ProviderAccess, RetryPolicy, get_token_counter
 from evokernel.loop import MemoryNote, StartPointView, StepContext
 from evokernel.policies._llm import LLMPolicy
 
@@ -44,13 +44,10 @@ def ctx(**kw):
 
 
 def policy(server, llm_env, log=None, *, provider="openai", hardware=H200, **options):
-    if provider == "openai":
-        llm_env.setenv("OPENAI_BASE_URL", server.url + "/v1")
-    else:
-        llm_env.setenv("ANTHROPIC_BASE_URL", server.url)
-        llm_env.setenv("ANTHROPIC_API_KEY", "sk-ant-test-0123456789")
     specs = options.pop("specs", [f"{provider}:test-model"])
-    p = LLMPolicy(LLMOptions.from_specs(specs, **options), log=log or FakeLog(), hardware=hardware)
+    access = {"openai": ProviderAccess(base_url=server.url + "/v1"),
+              "anthropic": ProviderAccess(base_url=server.url, api_key="sk-ant-test-0123456789")}
+    p = LLMPolicy(LLMOptions.from_specs(specs, access=access, **options), log=log or FakeLog(), hardware=hardware)
     for client in p.clients:
         client.retry = RetryPolicy(max_attempts=1)
     return p

@@ -59,7 +59,8 @@ def test_logs_table(tmp_path, monkeypatch):
 def test_logs_missing_database(tmp_path):
     result = CliRunner().invoke(_app(), ["logs", "--memory", str(tmp_path / "none.db"), "--json"])
     assert result.exit_code == 2
-    assert result.stdout == "" and result.stderr == f"error: no memory database at {tmp_path / 'none.db'}\n"
+    assert result.stdout == "" and result.stderr == (
+        f"error: no memory at {tmp_path / 'none.db'} (pass --memory or set EVOKERNEL_HOME)\n")
 
 
 def test_logs_on_a_damaged_memory_is_one_line_naming_it(tmp_path):

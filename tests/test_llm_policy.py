@@ -26,8 +26,7 @@ def ctx(**kw):
 
 
 def openai_policy(server, llm_env, log):
-    llm_env.setenv("OPENAI_BASE_URL", server.url + "/v1")
-    policy = LLMPolicy("openai:test-model", log=log)
+    policy = LLMPolicy("openai:test-model", log=log, provider_options={"base_url": server.url + "/v1"})
     policy.client.retry = RetryPolicy(max_attempts=1)
     return policy
 
@@ -85,12 +84,11 @@ def test_separate_reasoning_field_is_stored_not_searched(server, llm_env):
 
 
 def test_anthropic_thinking_blocks_are_reasoning(server, llm_env):
-    llm_env.setenv("ANTHROPIC_BASE_URL", server.url)
-    llm_env.setenv("ANTHROPIC_API_KEY", "sk-ant-test-0123456789")
     server.script = [anthropic_reply("```python\n" + A.GOOD_FILE + "```",
                                      thinking="Plan: one pass.\n```python\n" + A.DRAFT_FILE + "```")]
     log = FakeLog()
-    policy = LLMPolicy("anthropic:test-model", log=log)
+    policy = LLMPolicy("anthropic:test-model", log=log,
+                       provider_options={"base_url": server.url, "api_key": "sk-ant-test-0123456789"})
     policy.client.retry = RetryPolicy(max_attempts=1)
     proposal = policy.propose(ctx())
     assert proposal.source == A.GOOD_FILE

@@ -46,7 +46,9 @@ def test_non_retryable_fails_at_once():
     assert (info.value.status, info.value.attempts) == (401, 1)
 
 
-def test_policy_from_env(llm_env):
-    llm_env.setenv("EVOKERNEL_LLM_MAX_ATTEMPTS", "2")
-    llm_env.setenv("EVOKERNEL_LLM_BACKOFF_S", "0.01")
-    assert RetryPolicy.from_env() == RetryPolicy(max_attempts=2, base_delay_s=0.01, max_delay_s=60.0)
+def test_policy_from_a_given_environment():
+    from evokernel.llm import retry_policy
+
+    environ = {"EVOKERNEL_LLM_MAX_ATTEMPTS": "2", "EVOKERNEL_LLM_BACKOFF_S": "0.01"}
+    assert retry_policy(environ) == RetryPolicy(max_attempts=2, base_delay_s=0.01, max_delay_s=60.0)
+    assert retry_policy({}) == RetryPolicy()

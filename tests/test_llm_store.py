@@ -18,15 +18,14 @@ SECRET = "sk-proj-S3cretS3cretS3cret0123"
 
 
 def test_store_logs_caches_and_replays(server, llm_env, tmp_path):
-    llm_env.setenv("OPENAI_BASE_URL", server.url + "/v1")
-    llm_env.setenv("OPENAI_API_KEY", SECRET)
     store = MemoryStore(tmp_path / "memory.db")
     assert isinstance(store, CallLog)
     server.script = [openai_reply("the answer", tokens_in=12, tokens_out=3)]
 
     def client(**kw) -> LLMClient:
         return LLMClient.from_spec(
-            "openai:test-model", provider_options={"timeout_s": 5}, log=store,
+            "openai:test-model", provider_options={"timeout_s": 5, "base_url": server.url + "/v1", "api_key": SECRET},
+            log=store,
             retry=RetryPolicy(max_attempts=1), **kw,
         )
 

@@ -23,7 +23,7 @@ from evokernel.policies import get_policy
 from memory_store import MemoryStore
 
 from executor_candidates import HONEST
-from llm_server import anthropic_reply, llm_env, openai_reply, server  # noqa: F401  (fixtures)
+from llm_server import anthropic_reply, llm_env, local_llm, openai_reply, server  # noqa: F401  (fixtures)
 from loop_doubles import RecordingPolicy, ScriptedExecutor
 
 CASES = Path(__file__).parent / "executor_cases"
@@ -78,12 +78,8 @@ def _llm_answer() -> str:
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])
 def test_llm_policy_prompt_carries_task_memories_then_start_point(tmp_path, server, monkeypatch, provider, cpu_executor):
     if provider == "openai":
-        monkeypatch.setenv("OPENAI_BASE_URL", server.url + "/v1")
-        monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key-000000")
         server.default = openai_reply(_llm_answer())
     else:
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
-        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-not-a-real-key-0000")
         server.default = anthropic_reply(_llm_answer())
     with MemoryStore(tmp_path / "m.db") as store:
         seeded = store.add_item(
@@ -91,7 +87,7 @@ def test_llm_policy_prompt_carries_task_memories_then_start_point(tmp_path, serv
             key_text="task_add_relu elementwise triton relu add torch", content="SEEDED-LESSON: mask the tail of the last block",
             status="ok",
         )
-        policy = get_policy(model=f"{provider}:test-model", log=store)
+        policy = get_policy(llm=local_llm(server, f"{provider}:test-model"), log=store)
         first = run_tasks([ADD_RELU], policy, store, RunOptions(budget=1, **FAST), executor=cpu_executor)
         assert first.tasks[0].correct
         body = json.dumps(server.requests[0].body)
@@ -101,7 +97,7 @@ def test_llm_policy_prompt_carries_task_memories_then_start_point(tmp_path, serv
         # The seeded item was in the context of a feasible draft: its draft value rose.
         assert store.get_item(seeded).q_draft > 0
         # A second run starts from the stored kernel: refining, with the start point in the prompt.
-        second = run_tasks([ADD_RELU], get_policy(model=f"{provider}:test-model", log=store), store,
+        second = run_tasks([ADD_RELU], get_policy(llm=local_llm(server, f"{provider}:test-model"), log=store), store,
                            RunOptions(budget=1, resume=False, **FAST), executor=cpu_executor)
         assert second.tasks[0].stage == "refine"
         body2 = json.dumps(server.requests[-1].body)
@@ -112,12 +108,10 @@ def test_llm_policy_prompt_carries_task_memories_then_start_point(tmp_path, serv
 
 
 def test_llm_answer_without_code_is_fed_back(tmp_path, server, monkeypatch, cpu_executor):
-    monkeypatch.setenv("OPENAI_BASE_URL", server.url + "/v1")
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key-000000")
     server.script = [openai_reply("I would write a Triton kernel here, but no code today.")]
     server.default = openai_reply(_llm_answer())
     with MemoryStore(tmp_path / "m.db") as store:
-        result = run_tasks([ADD_RELU], get_policy(model="openai:test-model", log=store), store, RunOptions(budget=2, **FAST),
+        result = run_tasks([ADD_RELU], get_policy(llm=local_llm(server, "openai:test-model"), log=store), store, RunOptions(budget=2, **FAST),
                            executor=cpu_executor)
     task = result.tasks[0]
     assert task.statuses == ["compile_error", "ok"] and task.first_correct_attempt == 2

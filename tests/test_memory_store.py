@@ -127,12 +127,12 @@ def test_item_round_trip_and_defaults(store):
         store.get_item(999)
 
 
-def test_default_memory_path_honours_env(monkeypatch, tmp_path):
-    monkeypatch.setenv("EVOKERNEL_HOME", str(tmp_path / "home"))
-    assert default_memory_path() == tmp_path / "home" / "memory.db"
-    monkeypatch.delenv("EVOKERNEL_HOME")
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
-    assert default_memory_path() == tmp_path / "xdg" / "evokernel" / "memory.db"
+def test_default_memory_path_from_the_environment_it_is_given(monkeypatch, tmp_path):
+    home, xdg = str(tmp_path / "home"), str(tmp_path / "xdg")
+    assert default_memory_path({"EVOKERNEL_HOME": home, "XDG_DATA_HOME": xdg}) == tmp_path / "home" / "memory.db"
+    assert default_memory_path({"XDG_DATA_HOME": xdg}) == tmp_path / "xdg" / "evokernel" / "memory.db"
+    monkeypatch.setenv("EVOKERNEL_HOME", home)  # the process's own environment is the caller's to pass
+    assert default_memory_path().parts[-3:] == ("share", "evokernel", "memory.db")
 
 
 def test_runs_start_and_finish(store):

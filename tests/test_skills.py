@@ -40,7 +40,7 @@ from evokernel.skills._types import item_fields
 from memory_store import MemoryStore
 
 from executor_candidates import HONEST
-from llm_server import llm_env, openai_reply, server  # noqa: F401  (fixtures)
+from llm_server import llm_env, local_llm, openai_reply, server  # noqa: F401  (fixtures)
 from loop_doubles import ScriptedExecutor, ok
 
 CASES = Path(__file__).parent / "executor_cases"
@@ -195,23 +195,17 @@ def _admitted(store, title: str, technique: str, *, task_key="other-task", sourc
     return store.add_item(**fields)
 
 
-def _llm(monkeypatch, server):
-    monkeypatch.setenv("OPENAI_BASE_URL", server.url + "/v1")
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key-000000")
-
-
 def _answer(code: str) -> str:
     return "Here is the kernel.\n\n```python\n" + code.strip() + "\n```\n"
 
 
 def test_llm_rerank_picks_and_orders_the_skills_that_go_into_the_prompt(tmp_path, server, monkeypatch):
-    _llm(monkeypatch, server)
     server.script = [openai_reply("3, 1"), openai_reply(_answer(HONEST["add_relu"][1]))]
     with MemoryStore(tmp_path / "m.db") as store:
         ids = [_admitted(store, "Fuse the add into the relu kernel", "Load x and y once and add relu add in registers."),
                _admitted(store, "Row softmax in one pass", "Keep the row max and sum in registers."),
                _admitted(store, "Wide blocks for elementwise add relu", "Use 4096-element blocks for add relu chains.")]
-        run_tasks([ADD_RELU], get_policy(model="openai:test-model", log=store), store, RunOptions(budget=1, **FAST),
+        run_tasks([ADD_RELU], get_policy(llm=local_llm(server, "openai:test-model"), log=store), store, RunOptions(budget=1, **FAST),
                   executor=ScriptedExecutor())
         rerank = json.dumps(server.requests[0].body)
         assert "You pick optimisation skills" in rerank
@@ -234,18 +228,16 @@ def test_llm_rerank_picks_and_orders_the_skills_that_go_into_the_prompt(tmp_path
 
 
 def test_no_rerank_ranks_by_value_without_a_call(tmp_path, server, monkeypatch):
-    _llm(monkeypatch, server)
     server.default = openai_reply(_answer(HONEST["add_relu"][1]))
     with MemoryStore(tmp_path / "m.db") as store:
         _admitted(store, "Fuse the add into the relu kernel", "Load x and y once.")
-        result = run_tasks([ADD_RELU], get_policy(model="openai:test-model", log=store), store,
+        result = run_tasks([ADD_RELU], get_policy(llm=local_llm(server, "openai:test-model"), log=store), store,
                            RunOptions(budget=1, rerank=False, **FAST), executor=ScriptedExecutor())
         assert len(server.requests) == 1 and result.tasks[0].correct
         assert "## Skills: verified techniques" in json.dumps(server.requests[0].body)
 
 
 def test_llm_summarises_an_improving_step_into_a_verified_skill(tmp_path, server, monkeypatch):
-    _llm(monkeypatch, server)
     slow = HONEST["add_relu"][1]
     fast = slow.replace("cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)", "cdiv(n, 2048),)](x, y, out, n, BLOCK=2048)")
     assert fast != slow
@@ -255,7 +247,7 @@ def test_llm_summarises_an_improving_step_into_a_verified_skill(tmp_path, server
                      openai_reply("```json\n" + json.dumps(summary) + "\n```", tokens_in=50, tokens_out=20)]
     ex = TimedExecutor(lambda source: 2.0 if "BLOCK=2048" in source else 10.0)
     with MemoryStore(tmp_path / "m.db") as store:
-        result = run_tasks([ADD_RELU], get_policy(model="openai:test-model", log=store), store,
+        result = run_tasks([ADD_RELU], get_policy(llm=local_llm(server, "openai:test-model"), log=store), store,
                            RunOptions(budget=2, **FAST), executor=ex)
         [skill] = skills_in(store)
         assert skill.admitted and skill.source == "llm" and skill.title == "Mark the fast path"
@@ -269,7 +261,7 @@ def test_llm_summarises_an_improving_step_into_a_verified_skill(tmp_path, server
         assert result.tasks[0].tokens_in == 11 + 11 + 50
         # A later task: the skill is recalled, the rerank keeps it, and it is in the prompt's skills section.
         server.script = [openai_reply("1"), openai_reply(_answer(fast))]
-        run_tasks([BIAS_SCALE], get_policy(model="openai:test-model", log=store), store, RunOptions(budget=1, **FAST),
+        run_tasks([BIAS_SCALE], get_policy(llm=local_llm(server, "openai:test-model"), log=store), store, RunOptions(budget=1, **FAST),
                   executor=ex)
         assert "Mark the fast path" in server.requests[-2].body["messages"][-1]["content"]
         prompt = json.dumps(server.requests[-1].body)

@@ -19,6 +19,13 @@ from ._common import EXIT_INTERRUPTED, EXIT_USAGE, one_line
 class _Group(TyperGroup):
     """Click's own error output is a usage block plus the error; here it is one line."""
 
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError:  # caught here: click would turn it into exit code 1
+            _stdout_closed()
+            raise typer.Exit(0) from None  # the reader had what it wanted (`... | head`): not a failure of ours
+
     def main(self, args: Any = None, prog_name: Any = None, complete_var: Any = None,
              standalone_mode: bool = True, **extra: Any) -> Any:
         if not standalone_mode:
@@ -42,6 +49,18 @@ class _Group(TyperGroup):
             sys.stderr.write(f"error: {message}\n")
             sys.exit(exc.exit_code)
         sys.exit(code if isinstance(code, int) else 0)
+
+
+def _stdout_closed() -> None:
+    """The reader of stdout went away: point stdout at /dev/null, so that the flush at
+    exit does not fail a second time with a traceback of its own."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
 
 
 app = typer.Typer(

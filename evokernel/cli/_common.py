@@ -31,7 +31,9 @@ _UNBOUNDED = 100_000
 def err_console():
     from rich.console import Console
 
-    return Console(stderr=True, soft_wrap=True, highlight=False)
+    console = Console(stderr=True, soft_wrap=True, highlight=False)
+    # Off a terminal (a log file, `2>&1 | cat`), a table on stderr keeps whole values too.
+    return console if console.is_terminal else Console(stderr=True, soft_wrap=True, highlight=False, width=_UNBOUNDED)
 
 
 def out_console():
@@ -90,6 +92,23 @@ def call(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         raise interrupted("interrupted: every completed step is in the memory; run the same command to resume") from None
 
 
+def memory_path(memory: "Path | None", *, must_exist: bool = False) -> "Path":
+    """The memory file a command uses: `--memory`, else the default that `$EVOKERNEL_HOME`
+    or `$XDG_DATA_HOME` names (the environment is read here, at the edge, and the library
+    gets the path). A directory, or a missing file where one must exist, is a usage error."""
+    import os
+    from pathlib import Path
+
+    from memory_store import default_memory_path
+
+    path = Path(memory).expanduser() if memory is not None else default_memory_path(os.environ)
+    if path.is_dir():
+        raise fail_usage(f"--memory {path} is a directory; give the database file inside it, e.g. {path / 'memory.db'}")
+    if must_exist and not path.exists():
+        raise fail_usage(f"no memory at {path} (pass --memory or set EVOKERNEL_HOME)")
+    return path
+
+
 def prepare_device(backend: str, device: str | None) -> str:
     """Check the backend and pick the device (the first GPU, else the CPU)."""
     from backends import backend_names, default_device
@@ -142,8 +161,12 @@ BackendOpt = Annotated[str, typer.Option(help="Executor backend: triton, cuda or
 BudgetOpt = Annotated[int, typer.Option(min=1, help="Steps per task.")]
 DeviceOpt = Annotated[Optional[str], typer.Option(help="cuda:N or cpu; default: every visible GPU, else the CPU.")]
 def _positive(value: float) -> float:
+    from evokernel.loop import MAX_SECONDS
+
     if not value > 0:
         raise typer.BadParameter(f"{value:g} is not a positive number of seconds")
+    if not value <= MAX_SECONDS:  # inf, or a number the OS's timers cannot hold
+        raise typer.BadParameter(f"{value:g} seconds is more than the most allowed, {MAX_SECONDS:g} (a week)")
     return value
 
 
@@ -162,8 +185,16 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object on 
 SeedOpt = Annotated[int, typer.Option(help="Seed of the loop's random choices.")]
 TrialsOpt = Annotated[int, typer.Option(min=1, help="Correctness trials with fresh seeded inputs.")]
 RepsOpt = Annotated[int, typer.Option(min=1, help="Timed runs per candidate on a GPU.")]
+def _size(value: Optional[str]) -> Optional[str]:
+    from evokernel.loop import SIZES
+
+    if value is not None and value not in SIZES:
+        raise typer.BadParameter(f"{value!r} is not a task size; choose {' or '.join(SIZES)}")
+    return value
+
+
 SizeOpt = Annotated[Optional[str], typer.Option(
-    help="Task size: full or small; default: small without a GPU, full on one.")]
+    callback=_size, help="Task size: full or small; default: small without a GPU, full on one.")]
 RulesOpt = Annotated[str, typer.Option(help="Rule set: strict (own kernels only) or kernelbench (partial replacement).")]
 # The executor's options a comparison with KernelBench needs (backends.EvalOptions).
 WarmupOpt = Annotated[int, typer.Option(min=0, help="Warm-up runs before timing on a GPU.")]

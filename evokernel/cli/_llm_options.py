@@ -31,13 +31,24 @@ ThinkingTokensOpt = Annotated[
 
 def llm_options(models: list[str] | None, *, context_tokens: int = 24_000, multi_turn: bool = False,
                 reasoning_effort: str | None = None, thinking_tokens: int | None = None, replay: bool = False):
-    """The `LLMOptions` the flags describe, or None without `--model`; bad values are a usage error."""
+    """The `LLMOptions` the flags describe, or None without `--model`; bad values are a usage error.
+
+    Keys, endpoints, retries and prices come from the environment, read here at the edge
+    (`evokernel.llm.from_environment` names the variables)."""
     if not models:
         return None
-    from evokernel.llm import LLMOptions
+    import os
+
+    from evokernel.llm import LLMOptions, from_environment
 
     try:
-        return LLMOptions.from_specs(models, context_tokens=context_tokens, multi_turn=multi_turn,
-                                     reasoning_effort=reasoning_effort, thinking_tokens=thinking_tokens, replay=replay)
+        options = LLMOptions.from_specs(models, context_tokens=context_tokens, multi_turn=multi_turn,
+                                        reasoning_effort=reasoning_effort, thinking_tokens=thinking_tokens, replay=replay)
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from None
+    try:
+        return from_environment(options, os.environ)
+    except ValueError as exc:  # a bad EVOKERNEL_LLM_* value or price file: not a flag's fault
+        from ._common import fail_usage
+
+        raise fail_usage(str(exc)) from None

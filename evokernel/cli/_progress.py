@@ -110,6 +110,10 @@ class RunProgress:
                        "the run stays unfinished, and the same command resumes it")
         elif kind == "run_start":
             self.total += len(event["tasks"]) * self.budget
+            for task, done in zip(event["tasks"], event.get("done") or ()):  # steps a resumed run had committed
+                self.done += done
+                if done:
+                    self._row({**event, "task": task}).update(attempts=done)
             for line in self.preamble:
                 self.console.print(line, style="dim", markup=False)
             self.preamble = []

@@ -46,6 +46,7 @@ from ._common import (
     err_console,
     fail_usage,
     interrupted,
+    memory_path,
     out_console,
     parse_gpus,
     prepare_device,
@@ -173,7 +174,7 @@ def bench_command(
                           compile_baseline=compile_baseline, atol=atol, rtol=rtol, kernelbench_seeding=kernelbench_seeding,
                           skills=skills, rerank=rerank)
     try:
-        result = _call(run_bench, suite, options, limit=limit, memory=memory, command=_command_line(ctx),
+        result = _call(run_bench, suite, options, limit=limit, memory=memory and memory_path(memory), command=_command_line(ctx),
                        budget=budget, backend=backend, device=device, size=size)
     except BenchInterrupted as stop:  # Ctrl-C or SIGINT: what was measured is not lost
         data = stop.result.to_dict()
@@ -282,7 +283,7 @@ def ablate_command(
                           gpus=parse_gpus(gpus), size=size, rules=rules,
         min_own_share=min_own_share, memory_budget_bytes=parse_bytes(memory_budget), jobs=jobs, seed=seed, timeout_s=timeout,
                           trials=trials, reps=reps)
-    result = _call(run_ablation, suite, options, limit=limit, memory=memory, arms=arm, command=_command_line(ctx),
+    result = _call(run_ablation, suite, options, limit=limit, memory=memory and memory_path(memory), arms=arm, command=_command_line(ctx),
                    budget=budget, backend=backend, device=device, size=size)
     data = result.to_dict()
     _write(data, out)

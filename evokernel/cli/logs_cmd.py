@@ -8,15 +8,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from ._common import fail_usage
-
-
-def _default_memory_path() -> Path:
-    try:
-        from memory_store import default_memory_path
-    except ImportError:  # memory_store older than its path helper
-        return Path.home() / ".local" / "share" / "evokernel" / "memory.db"
-    return Path(default_memory_path())
+from ._common import err_console, fail_usage, memory_path, out_console
 
 
 def _open_store(path: Path) -> Any:
@@ -27,7 +19,6 @@ def _open_store(path: Path) -> Any:
 
 
 def _render_table(rows: list[dict]) -> None:
-    from rich.console import Console
     from rich.table import Table
 
     table = Table(title=f"{len(rows)} LLM call{'s' if len(rows) != 1 else ''}")
@@ -58,7 +49,7 @@ def _render_table(rows: list[dict]) -> None:
             parse_summary(row),
             cell(row.get("error"))[:60],
         )
-    Console().print(table)
+    out_console().print(table)
 
 
 def register(app: typer.Typer) -> None:
@@ -76,14 +67,10 @@ def register(app: typer.Typer) -> None:
         ] = None,
     ) -> None:
         """List the LLM calls logged in the memory database, newest first."""
-        from rich.console import Console
-
         from evokernel.llm import format_call, mask_obj
 
-        err = Console(stderr=True)
-        path = memory or _default_memory_path()
-        if not path.exists():
-            raise fail_usage(f"no memory database at {path}")
+        err = err_console()
+        path = memory_path(memory, must_exist=True)
         try:
             rows = _open_store(path).llm_calls(run_id=run)  # oldest first
         except ValueError as exc:  # MemoryStoreError: an unusable file (named, with the check to run) or bad id

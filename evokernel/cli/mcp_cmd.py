@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from ._common import BackendOpt, RulesOpt, SeedOpt, SizeOpt, TimeoutOpt, TrialsOpt, call, fail_usage, run_options
+from ._common import BackendOpt, RulesOpt, SeedOpt, SizeOpt, TimeoutOpt, TrialsOpt, call, fail_usage, memory_path, run_options
 
 
 def register(app: typer.Typer) -> None:
@@ -38,4 +38,4 @@ def mcp_command(
         raise fail_usage(f"the MCP server needs the official SDK (pip install 'mcp>=2'): {exc}") from None
     options = run_options(backend=backend, rules=rules, device=device, size=size, timeout_s=timeout, trials=trials,
                           seed=seed)
-    call(serve, options, memory=memory, agent=agent)
+    call(serve, options, memory=memory_path(memory), agent=agent)

@@ -14,7 +14,7 @@ from typing import Annotated, Any, Iterator, Optional
 
 import typer
 
-from ._common import err_console, fail_usage, out_console
+from ._common import err_console, fail_usage, memory_path, out_console
 
 memory_app = typer.Typer(
     name="memory",
@@ -43,11 +43,9 @@ def _stderr():
 def _open(memory: Path | None, *, must_exist: bool = True) -> Iterator[Any]:
     """The store, for the duration of one command. A missing, unreadable or damaged
     file, or input the store refuses, is one line on stderr and exit code 2."""
-    from memory_store import MemoryStore, MemoryStoreError, default_memory_path
+    from memory_store import MemoryStore, MemoryStoreError
 
-    path = memory or default_memory_path()
-    if must_exist and not path.exists():
-        raise _fail(f"no memory at {path} (pass --memory or set EVOKERNEL_HOME)")
+    path = memory_path(memory, must_exist=must_exist)
     try:
         with MemoryStore(path) as store:
             yield store
@@ -66,11 +64,9 @@ def _print_json(data: Any) -> None:
 @memory_app.command("check")
 def check(memory: MemoryOption = None, as_json: JsonOption = False) -> None:
     """SQLite's integrity and foreign-key checks, the full-text index check and the schema; exit 1 on problems."""
-    from memory_store import check_memory_file, default_memory_path
+    from memory_store import check_memory_file
 
-    path = memory or default_memory_path()
-    if not path.exists():
-        raise _fail(f"no memory at {path} (pass --memory or set EVOKERNEL_HOME)")
+    path = memory_path(memory, must_exist=True)
     report = check_memory_file(path)
     if as_json:
         _print_json({"path": report.path, "ok": report.ok, "problems": list(report.problems),

@@ -37,6 +37,7 @@ from ._common import (
     TrialsOpt,
     call,
     err_console,
+    memory_path,
     out_console,
     parse_gpus,
     prepare_device,
@@ -103,7 +104,7 @@ def run_command(
         reps=reps, export=str(export) if export else None, resume=resume, replay=replay, port_from=tuple(port_from or ()),
         seed=seed, skills=skills, rerank=rerank,
     )
-    result = _with_progress(evokernel.run, options, list(tasks or []), memory=memory)
+    result = _with_progress(evokernel.run, options, list(tasks or []), memory=memory_path(memory))
     _finish(result, json_output)
 
 
@@ -142,17 +143,17 @@ def refine_command(
         min_own_share=min_own_share, memory_budget_bytes=parse_bytes(memory_budget), jobs=jobs, engine=engine, timeout_s=timeout, time_limit_s=time_limit, export=str(export) if export else None,
         skills=skills, rerank=rerank,
     )
-    result = _with_progress(evokernel.refine, options, memory=memory)
+    result = _with_progress(evokernel.refine, options, memory=memory_path(memory))
     _finish(result, json_output)
 
 
-def _with_progress(fn: Any, options: Any, *args: Any, memory: Path | None) -> Any:
+def _with_progress(fn: Any, options: Any, *args: Any, memory: Path) -> Any:
     """Say what runs where, then make the library call with a live view on stderr."""
     from ._progress import RunProgress
 
     device = prepare_device(options.backend, options.device)
     label = options.policy_label if options.model else f"{options.policy} (offline, not an LLM)"
-    said = [f"policy: {label}; backend: {options.backend}; device: {device}; memory: {memory or 'default'}"]
+    said = [f"policy: {label}; backend: {options.backend}; device: {device}; memory: {memory}"]
     note = size_note(device, options.size)
     view = RunProgress(err_console(), options.budget, preamble=[note, *said] if note else said)
     with view:
@@ -176,14 +177,29 @@ def _final_table(result: Any) -> None:
     from rich.table import Table
 
     label = result.policy if result.policy_is_llm else f"{result.policy} (offline, not an LLM)"
+    usage = ("tokens in", "tokens out", "cost $") if result.policy_is_llm else ()
     table = Table("task", "correct", "attempts", "first correct", "best ms", "source", "x first", "x eager", "x compile",
-                  "last verdict", title=f"run {result.run_id} ({label}){' resumed' if result.resumed else ''}")
+                  "last verdict", *usage, title=f"run {result.run_id} ({label}){' resumed' if result.resumed else ''}")
     for t in result.tasks:
+        cost = (str(t.tokens_in), str(t.tokens_out), f"{t.cost_usd:.4f}" if t.cost_usd else "-") if usage else ()
         table.add_row(
             t.name, "yes" if t.correct else ("stopped: " + t.stopped if t.stopped else "no"), str(t.attempts),
-            str(t.first_correct_attempt or "-"), f"{t.best_latency_ms:.4f}" if t.best_latency_ms else "-", t.latency_source,
+            first_correct_cell(t), f"{t.best_latency_ms:.4f}" if t.best_latency_ms else "-", t.latency_source,
             f"{t.speedup_over_first:.2f}" if t.speedup_over_first else "-",
             f"{t.speedup_eager:.2f}" if t.speedup_eager else "-", f"{t.speedup_compile:.2f}" if t.speedup_compile else "-",
-            t.last_status or "-",
+            t.last_status or "-", *cost,
         )
+    if usage and len(result.tasks) > 1:
+        spent = sum(t.cost_usd for t in result.tasks)
+        table.add_row("total", "", str(sum(t.attempts for t in result.tasks)), *[""] * 7,
+                      str(sum(t.tokens_in for t in result.tasks)), str(sum(t.tokens_out for t in result.tasks)),
+                      f"{spent:.4f}" if spent else "-", end_section=True)
     out_console().print(table)
+
+
+def first_correct_cell(task: Any) -> str:
+    """The attempt that first made a correct kernel; a task this run started from a
+    kernel of an earlier run says so (its "x first" is measured from that kernel too)."""
+    if task.first_correct_attempt is not None:
+        return str(task.first_correct_attempt)
+    return "earlier run" if task.started_from_item_id is not None else "-"

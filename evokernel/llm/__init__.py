@@ -7,6 +7,7 @@ the answer into a candidate (`parse_candidate`). Providers are plugins in the
 `evokernel.providers` entry-point group; SDKs load only when one is built.
 """
 
+from ._access import ProviderAccess, from_environment, price_table, provider_access, retry_policy
 from ._calls import format_call, parse_summary
 from ._client import CallLog, LLMClient, request_hash
 from ._parse import (
@@ -53,6 +54,11 @@ from ._tokens import TokenCounter, get_token_counter, seed_tiktoken_cache
 from ._types import Completion, LLMError, Provider, ProviderCallError
 
 __all__ = [
+    "ProviderAccess",
+    "from_environment",
+    "price_table",
+    "provider_access",
+    "retry_policy",
     "BUILTIN_PRICES",
     "BlockNote",
     "BlockRole",

@@ -96,8 +96,8 @@ class LLMClient:
         self.provider_name = provider_name
         self.model = model
         self.log = log
-        self.retry = retry or RetryPolicy.from_env()
-        self.prices = prices or PriceTable.load()
+        self.retry = retry or RetryPolicy()
+        self.prices = prices or PriceTable()
         self.cache = cache or replay
         self.replay = replay
         self.max_tokens = max_tokens

@@ -7,10 +7,14 @@ each call is logged with the model that made it.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
+from ._access import ProviderAccess
+from ._prices import PriceTable
 from ._registry import parse_spec
+from ._retry import RetryPolicy
 
 REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")
 MIN_THINKING_TOKENS = 1024  # Anthropic's smallest extended-thinking budget
@@ -50,6 +54,11 @@ class LLMOptions:
     paper); `reasoning_effort` goes to OpenAI reasoning models and
     `thinking_tokens` turns on Anthropic's extended thinking with that budget;
     `prompt_caching` marks the stable prefix for Anthropic's cache.
+
+    `access` (each provider's key and endpoint), `retry` and `prices` say how to
+    call, not what a run computes: the caller resolves them (the CLI from its
+    environment, `evokernel.llm.from_environment`), and `to_dict` leaves them out,
+    so no key reaches a run's record and a resumed run may use other ones.
     """
 
     models: tuple[ModelChoice, ...]
@@ -64,6 +73,9 @@ class LLMOptions:
     replay: bool = False  # answer repeated requests from those records
     timeout_s: float | None = None
     provider_options: dict[str, dict[str, Any]] = field(default_factory=dict)  # per provider name, for plugins
+    access: Mapping[str, ProviderAccess] = field(default_factory=dict, repr=False, metadata={"how": True})
+    retry: RetryPolicy = field(default_factory=RetryPolicy, metadata={"how": True})
+    prices: PriceTable | None = field(default=None, repr=False, metadata={"how": True})  # None: the built-in table
 
     def __post_init__(self) -> None:
         if not self.models:
@@ -84,9 +96,14 @@ class LLMOptions:
             specs = [specs]
         return cls(models=tuple(ModelChoice.parse(s) for s in specs), **kwargs)
 
+    def to_dict(self) -> dict[str, Any]:
+        """What the options decide, for a run's record: without access, retry and prices."""
+        return {f.name: _plain(getattr(self, f.name)) for f in dataclasses.fields(self) if not f.metadata.get("how")}
+
     def options_for(self, provider: str) -> dict[str, Any]:
         """Keyword arguments for the provider factory named `provider`."""
-        opts: dict[str, Any] = dict(self.provider_options.get(provider, {}))
+        access = self.access.get(provider)
+        opts: dict[str, Any] = {**(access.arguments() if access else {}), **self.provider_options.get(provider, {})}
         if self.timeout_s is not None:
             opts.setdefault("timeout_s", self.timeout_s)
         if provider == "openai" and self.reasoning_effort:
@@ -103,3 +120,14 @@ class LLMOptions:
         if len(self.models) == 1:
             return self.models[0].spec
         return "ensemble(" + ", ".join(f"{m.spec}@{m.weight:g}" for m in self.models) + ")"
+
+
+def _plain(value: Any) -> Any:
+    """A field's value as JSON will hold it (lists, not tuples: a resumed run compares the two)."""
+    if dataclasses.is_dataclass(value):
+        return _plain(dataclasses.asdict(value))
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value

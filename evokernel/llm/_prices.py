@@ -1,8 +1,8 @@
 """Cost of a call from a price table, in USD per million tokens.
 
 The built-in entries are list prices as published when this was written;
-prices change, so users override or extend them with a JSON file named by
-`$EVOKERNEL_PRICES`:
+prices change, so users override or extend them with a JSON file (the CLI
+loads the one `$EVOKERNEL_PRICES` names):
 
     {"gpt-5": {"input": 1.25, "output": 10.0, "cached_input": 0.125},
      "openai:qwen2.5-coder": [0, 0]}
@@ -90,11 +90,14 @@ class PriceTable:
 
     @classmethod
     def load(cls, path: str | os.PathLike | None = None) -> "PriceTable":
-        """Built-in prices with the JSON file at `path` (or `$EVOKERNEL_PRICES`) on top."""
+        """Built-in prices with the JSON file at `path` on top; ValueError naming the file
+        when it cannot be read or is not a price table."""
         prices: dict[str, Price | tuple] = dict(BUILTIN_PRICES)
-        path = path or os.environ.get("EVOKERNEL_PRICES")
         if path:
-            data = json.loads(Path(path).read_text())
+            try:
+                data = json.loads(Path(path).read_text())
+            except (OSError, ValueError) as exc:
+                raise ValueError(f"{path}: not a readable JSON price table ({exc})") from None
             if not isinstance(data, dict):
                 raise ValueError(f"{path}: expected a JSON object of model -> price")
             prices.update({k: _parse_entry(k, v) for k, v in data.items()})

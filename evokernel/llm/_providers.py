@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import inspect
 import json
-import os
 import re
 import time
 from typing import Any, Callable
@@ -26,10 +25,6 @@ _DUMMY_KEY = "no-key-needed"
 _OPENAI_REASONING = re.compile(r"^(o\d|gpt-5)")
 
 
-def _truthy(value: str | None) -> bool:
-    return (value or "").strip().lower() in {"1", "true", "yes", "on"}
-
-
 def _retry_after(exc: Any) -> float | None:
     response = getattr(exc, "response", None)
     headers = getattr(response, "headers", None)
@@ -42,15 +37,16 @@ def _retry_after(exc: Any) -> float | None:
         return None  # an HTTP date; rare enough to ignore
 
 
-def _dummy_key_or_fail(provider: str, model: str, base_url: str | None) -> str:
+def _dummy_key_or_fail(provider: str, model: str, base_url: str | None, allow_no_key: bool) -> str:
     """The placeholder key for keyless servers, or LLMError when none is allowed.
 
     A keyless call is fine against a base URL (local servers ignore the key) or
-    when `EVOKERNEL_<PROVIDER>_ALLOW_NO_KEY` says so; against the official API
-    it can only end in a 401, so say what is missing before any request.
+    when the caller allows it (the CLI: `EVOKERNEL_<PROVIDER>_ALLOW_NO_KEY=1`);
+    against the official API it can only end in a 401, so say what is missing
+    before any request.
     """
     upper = provider.upper()
-    if base_url or _truthy(os.environ.get(f"EVOKERNEL_{upper}_ALLOW_NO_KEY")):
+    if base_url or allow_no_key:
         return _DUMMY_KEY
     raise LLMError(
         f"{upper}_API_KEY is not set (for a local or compatible server set "
@@ -120,9 +116,9 @@ def _int_or_none(value: Any) -> int | None:
 class OpenAIProvider:
     """OpenAI chat completions, or any server speaking that wire format.
 
-    `OPENAI_BASE_URL` points it at vLLM, Ollama, llama.cpp or a gateway. The
-    key comes from `OPENAI_API_KEY`; without one, a dummy key is used when a
-    base URL is set or `EVOKERNEL_OPENAI_ALLOW_NO_KEY=1`.
+    `base_url` points it at vLLM, Ollama, llama.cpp or a gateway. The key is
+    `api_key` (the CLI reads `OPENAI_API_KEY` and `OPENAI_BASE_URL`); without
+    one, a dummy key is used when a base URL is set or `allow_no_key` says so.
 
     `reasoning_effort` goes to reasoning models as the SDK's parameter of that
     name. OpenAI caches prompt prefixes by itself; what keeps it hitting is a
@@ -139,7 +135,9 @@ class OpenAIProvider:
         self,
         model: str,
         *,
+        api_key: str | None = None,
         base_url: str | None = None,
+        allow_no_key: bool = False,
         timeout_s: float = DEFAULT_TIMEOUT_S,
         max_tokens_param: str | None = None,
         send_temperature: bool | None = None,
@@ -147,10 +145,8 @@ class OpenAIProvider:
         prompt_cache_key: bool | None = None,
     ) -> None:
         self.model = model
-        self.base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
-        key = os.environ.get("OPENAI_API_KEY") or _dummy_key_or_fail(
-            self.name, model, self.base_url
-        )
+        self.base_url = base_url or None
+        key = api_key or _dummy_key_or_fail(self.name, model, self.base_url, allow_no_key)
         # The official API wants `max_completion_tokens` (reasoning models reject
         # `max_tokens`); many local servers only know `max_tokens`.
         self.max_tokens_param = max_tokens_param or (
@@ -236,8 +232,8 @@ def _cache_key(system: str, messages: list[dict]) -> str:
 
 
 class AnthropicProvider:
-    """Anthropic messages API. Key from `ANTHROPIC_API_KEY` (or
-    `ANTHROPIC_AUTH_TOKEN`), endpoint from `ANTHROPIC_BASE_URL`.
+    """Anthropic messages API: `api_key` (or `auth_token`) and `base_url`, which the
+    CLI reads from `ANTHROPIC_API_KEY`, `ANTHROPIC_AUTH_TOKEN` and `ANTHROPIC_BASE_URL`.
 
     Prompt caching: the system prompt goes as a text block marked
     `cache_control`, and message parts the prompt builder marked (the task's
@@ -254,17 +250,19 @@ class AnthropicProvider:
         self,
         model: str,
         *,
+        api_key: str | None = None,
+        auth_token: str | None = None,
         base_url: str | None = None,
+        allow_no_key: bool = False,
         timeout_s: float = DEFAULT_TIMEOUT_S,
         thinking_tokens: int | None = None,
         prompt_caching: bool = True,
     ) -> None:
         self.model = model
-        self.base_url = base_url or os.environ.get("ANTHROPIC_BASE_URL") or None
-        key = os.environ.get("ANTHROPIC_API_KEY")
-        token = os.environ.get("ANTHROPIC_AUTH_TOKEN")
+        self.base_url = base_url or None
+        key, token = api_key, auth_token
         if not key and not token:
-            key = _dummy_key_or_fail(self.name, model, self.base_url)
+            key = _dummy_key_or_fail(self.name, model, self.base_url, allow_no_key)
         if thinking_tokens is not None and thinking_tokens < 1024:
             raise LLMError(f"thinking_tokens must be at least 1024 (Anthropic's minimum), got {thinking_tokens}",
                            provider=self.name, model=model, status="bad_option")

@@ -11,6 +11,7 @@ provider is asked for, so `evokernel --help` never loads an SDK.
 from __future__ import annotations
 
 import importlib
+import inspect
 from typing import Any, Callable
 
 from ._types import LLMError, Provider
@@ -78,4 +79,18 @@ def get_provider(spec: str, **options: Any) -> Provider:
             status="unknown_provider",
         )
     factory = _load(target) if isinstance(target, str) else target
-    return factory(model, **options)
+    return factory(model, **_accepted_access(factory, options))
+
+
+def _accepted_access(factory: Callable[..., Provider], options: dict[str, Any]) -> dict[str, Any]:
+    """`options` without the access arguments (key, endpoint) a plugin's factory does not
+    take: such a plugin finds its own credentials, and any other option still reaches it."""
+    from ._access import ACCESS_ARGUMENTS
+
+    try:
+        params = inspect.signature(factory).parameters
+    except (TypeError, ValueError):  # a builtin or C callable: give it everything
+        return options
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return options
+    return {k: v for k, v in options.items() if k not in ACCESS_ARGUMENTS or k in params}

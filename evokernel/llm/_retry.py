@@ -6,7 +6,6 @@ every task that got a 429 would come back at the same instant.
 
 from __future__ import annotations
 
-import os
 import random
 import time
 from dataclasses import dataclass
@@ -30,15 +29,11 @@ class RetryPolicy:
     base_delay_s: float = 2.0
     max_delay_s: float = 60.0
 
-    @classmethod
-    def from_env(cls) -> "RetryPolicy":
-        """Defaults, overridden by `EVOKERNEL_LLM_MAX_ATTEMPTS` / `EVOKERNEL_LLM_BACKOFF_S`."""
-        default = cls()
-        return cls(
-            max_attempts=int(os.environ.get("EVOKERNEL_LLM_MAX_ATTEMPTS", default.max_attempts)),
-            base_delay_s=float(os.environ.get("EVOKERNEL_LLM_BACKOFF_S", default.base_delay_s)),
-            max_delay_s=default.max_delay_s,
-        )
+    def __post_init__(self) -> None:
+        if self.max_attempts < 1:
+            raise ValueError(f"LLM attempts must be at least 1, got {self.max_attempts}")
+        if not 0 <= self.base_delay_s < float("inf"):
+            raise ValueError(f"LLM backoff must be a non-negative number of seconds, got {self.base_delay_s:g}")
 
     def delay_s(self, retry: int, rng: random.Random, retry_after_s: float | None = None) -> float:
         cap = min(self.max_delay_s, self.base_delay_s * (2 ** (retry - 1)))

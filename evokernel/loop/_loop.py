@@ -383,10 +383,13 @@ class Runner:
                 reward=reward, latency_ms=latency, status=result.status.value, parent_id=trace_id, run_id=self.run_id,
                 extra={"policy": self.policy.name, "latency_source": result.latency_source},
             )
-            self.store.record_step(
+            step_id = self.store.record_step(
                 run_id=self.run_id, task_key=st.key, backend=backend, stage=stage, reward=reward,
                 context_item_ids=context_ids, start_point_id=start.id if start else None, result_item_id=trace_id,
             )
+            calls = [proposal.extra.get("call_id"), learned.draft.call_id if learned is not None else None]
+            if any(calls):
+                self.store.link_llm_calls([c for c in calls if c], step_id=step_id)
             if learned is not None:
                 self.skills.record(learned, trace_id=trace_id, run_id=self.run_id)
         return trace_id
@@ -407,8 +410,9 @@ class Runner:
         result = RunResult(self.run_id, self.policy.name, self.policy.is_llm, self.options, [s.outcome for s in self.states],
                            resumed=self.resumed, memory_path=str(self.store.path), size=self.size, device=self.device,
                            jobs=self.jobs)
+        # `done`: each task's steps already committed (a resumed run), so a progress count ends at the budget.
         self.monitor.emit({"type": "run_start", "run_id": self.run_id, "resumed": self.resumed, "jobs": self.jobs,
-                           "tasks": [s.task.name for s in self.states]})
+                           "tasks": [s.task.name for s in self.states], "done": [s.outcome.attempts for s in self.states]})
         iteration = max((s.outcome.attempts for s in self.states), default=0)
         limit = self.options.time_limit_s
         deadline = None if limit is None else time.monotonic() + limit

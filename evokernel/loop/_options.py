@@ -13,7 +13,10 @@ import os
 from typing import Any
 
 MEMORY_MODES = ("off", "task-only", "similarity", "value")
-SIZES = ("full", "small")  # the sizes every bundled task defines; a task file may know others
+SIZES = ("full", "small")  # the sizes a task file's protocol knows (README: "Task files")
+# The longest wait a setting may ask for: a week. More is a typo, and inf or 1e12 seconds
+# overflow the OS's timers (select's time_t) deep inside a worker.
+MAX_SECONDS = 7 * 24 * 3600.0
 ENGINES = ("local", "ray")
 
 
@@ -93,14 +96,15 @@ class RunOptions:
             (self.memory_mode in MEMORY_MODES,
              f"memory mode must be one of {', '.join(MEMORY_MODES)}, got {self.memory_mode!r}"),
             (self.n_memories >= 1, f"n_memories must be at least 1, got {self.n_memories}"),
-            (self.size is None or _is_word(self.size), f"size must be a word such as {' or '.join(SIZES)}, got {self.size!r}"),
+            (self.size is None or self.size in SIZES, f"size must be {' or '.join(SIZES)}, got {self.size!r}"),
             (self.rules in _rule_sets(), f"rules must be one of {', '.join(_rule_sets())}, got {self.rules!r}"),
             (0.0 <= self.min_own_share <= 1.0, f"min_own_share must be in [0, 1], got {self.min_own_share}"),
             (self.memory_budget_bytes is None or self.memory_budget_bytes > 0,
              f"memory budget must be a positive number of bytes, got {self.memory_budget_bytes}"),
-            (self.timeout_s > 0, f"timeout must be a positive number of seconds, got {self.timeout_s:g}"),
-            (self.time_limit_s is None or self.time_limit_s > 0,
-             f"time limit must be a positive number of seconds, got {self.time_limit_s}"),
+            (0 < self.timeout_s <= MAX_SECONDS,
+             f"timeout must be a positive number of seconds up to {MAX_SECONDS:g} (a week), got {self.timeout_s:g}"),
+            (self.time_limit_s is None or 0 < self.time_limit_s <= MAX_SECONDS,
+             f"time limit must be a positive number of seconds up to {MAX_SECONDS:g} (a week), got {self.time_limit_s}"),
             (self.trials >= 1, f"trials must be at least 1, got {self.trials}"),
             (self.reps >= 1, f"reps must be at least 1, got {self.reps}"),
             (0.0 <= self.epsilon_start_point <= 1.0, f"epsilon_start_point must be in [0, 1], got {self.epsilon_start_point}"),
@@ -120,7 +124,9 @@ class RunOptions:
         return dataclasses.replace(self, **changes)
 
     def to_dict(self) -> dict[str, Any]:
-        d = dataclasses.asdict(self)
+        # The LLM options render themselves: their keys, retry and prices stay out of a run's record.
+        d = dataclasses.asdict(dataclasses.replace(self, llm=None))
+        d["llm"] = None if self.llm is None else self.llm.to_dict()
         d["port_from"] = list(self.port_from)
         d["gpus"] = None if self.gpus is None else list(self.gpus)
         return d
@@ -135,10 +141,6 @@ class RunOptions:
         if self.llm is not None:
             return self.llm.label
         return self.model or self.policy
-
-
-def _is_word(text: object) -> bool:
-    return isinstance(text, str) and bool(text) and text.replace("_", "").replace("-", "").isalnum()
 
 
 def _rule_sets() -> tuple[str, ...]:

@@ -45,7 +45,8 @@ class LLMPolicy:
             opts = {**options.options_for(provider), **(provider_options or {})}
             self.clients.append(LLMClient.from_spec(
                 choice.spec, log=log, cache=options.cache or options.replay, replay=options.replay,
-                provider_options=opts, max_tokens=options.max_tokens, temperature=options.temperature))
+                provider_options=opts, max_tokens=options.max_tokens, temperature=options.temperature,
+                retry=options.retry, prices=options.prices))
         self._weights = [c.weight for c in options.models]
         self._conversations: dict[str, Any] = {}
         self._costs: dict[tuple[str, str], Any] = {}

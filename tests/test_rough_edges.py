@@ -1,0 +1,161 @@
+"""The rough edges a new user met (issue 32), each reproduced here as it was met:
+a resumed run's progress count, a task solved in an earlier run, an LLM run's
+calls and costs, `memory export - | head`, and the memory's path when
+EVOKERNEL_HOME points elsewhere or `--memory` names a directory."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+import evokernel
+from evokernel import RunOptions
+from evokernel.cli import app
+from memory_store import MemoryStore
+
+from executor_candidates import HONEST
+from llm_server import llm_env, openai_reply, server  # noqa: F401  (fixtures)
+from loop_doubles import RecordingPolicy, ScriptedExecutor, ok
+
+runner = CliRunner()
+ADD_RELU = Path(__file__).parent / "executor_cases" / "task_add_relu.py"
+CPU = dict(device="cpu", trials=1, jobs=1, skills=False)
+
+
+def _progress_console() -> tuple[io.StringIO, object]:
+    from rich.console import Console
+
+    text = io.StringIO()
+    return text, Console(file=text, width=200, force_terminal=False)
+
+
+def test_a_resumed_runs_progress_count_ends_at_its_budget(tmp_path):
+    """It ended at 9/12: the steps committed before the resume were not counted."""
+    from evokernel.cli._progress import RunProgress
+
+    memory = tmp_path / "m.db"
+    slow = RecordingPolicy(HONEST["add_relu"][1], delay_s=0.3)
+    # The limit is checked before each step starts: the first starts, the second does not.
+    cut = evokernel.run([ADD_RELU], RunOptions(budget=3, time_limit_s=0.1, **CPU), policy=slow,
+                        executor=ScriptedExecutor(), memory=memory)
+    assert not cut.complete and cut.tasks[0].attempts == 1
+    text, console = _progress_console()
+    with RunProgress(console, 3) as view:
+        done = evokernel.run([ADD_RELU], RunOptions(budget=3, **CPU), policy=RecordingPolicy(HONEST["add_relu"][1]),
+                             executor=ScriptedExecutor(), memory=memory, on_event=view)
+    assert done.resumed and done.tasks[0].attempts == 3
+    lines = text.getvalue().splitlines()
+    assert "step 3/3" in lines[-1] and "| 3/3 steps" in lines[-1], lines
+
+
+def test_a_task_solved_in_an_earlier_run_says_so_beside_its_first_latency(tmp_path):
+    """It showed first correct "-" beside a first latency (and an "x first") from the earlier run."""
+    from evokernel.cli.run_cmd import first_correct_cell
+
+    memory = tmp_path / "m.db"
+    options = RunOptions(budget=1, **CPU)
+    first = evokernel.run([ADD_RELU], options, policy=RecordingPolicy(HONEST["add_relu"][1]),
+                          executor=ScriptedExecutor(lambda source, n: ok(2.0)), memory=memory)
+    assert first_correct_cell(first.tasks[0]) == "1"
+    again = evokernel.run([ADD_RELU], options.replace(resume=False), policy=RecordingPolicy(HONEST["add_relu"][1]),
+                          executor=ScriptedExecutor(lambda source, n: ok(1.0)), memory=memory)
+    task = again.tasks[0]
+    assert task.first_latency_ms == 2.0 and task.speedup_over_first == 2.0, "measured from the earlier run's kernel"
+    assert task.first_correct_attempt is None and task.started_from_item_id is not None
+    assert first_correct_cell(task) == "earlier run"
+
+
+def _answer() -> str:
+    return "Here is the kernel.\n\n```python\n" + HONEST["add_relu"][1].strip() + "\n```\n"
+
+
+def test_an_llm_run_links_its_calls_to_steps_and_shows_tokens_and_cost(tmp_path, server, llm_env, monkeypatch):  # noqa: F811
+    """From the CLI, as a user runs it: the key, endpoint and prices come from the environment
+    (read by the CLI), each call is linked to its step (`evokernel logs` shows it), the final
+    table has tokens and cost, and the preamble names the memory EVOKERNEL_HOME points at."""
+    import evokernel.loop._run as run_module
+
+    home = tmp_path / "home"
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps({"test-model": {"input": 1000.0, "output": 2000.0}}))
+    for name, value in (("EVOKERNEL_HOME", str(home)), ("OPENAI_BASE_URL", server.url + "/v1"),
+                        ("OPENAI_API_KEY", "sk-test-not-a-real-key-000000"), ("EVOKERNEL_PRICES", str(prices)),
+                        ("EVOKERNEL_LLM_MAX_ATTEMPTS", "1")):
+        llm_env.setenv(name, value)
+    monkeypatch.setattr(run_module, "make_executor", lambda options, devices, jobs: ScriptedExecutor())
+    server.default = openai_reply(_answer(), tokens_in=11, tokens_out=7)
+    res = runner.invoke(app, ["run", str(ADD_RELU), "--model", "openai:test-model", "--budget", "2", "--no-skills",
+                              "--device", "cpu"])
+    assert res.exit_code == 0, res.output
+    assert f"memory: {home / 'memory.db'}" in res.stderr
+    assert "tokens in" in res.stdout and "cost $" in res.stdout
+    row = next(line for line in res.stdout.splitlines() if "task_add_relu" in line)
+    assert "22" in row and "14" in row and "0.0500" in row  # 2 calls: 22 in, 14 out, 22e-3 + 28e-3 USD
+    with MemoryStore(home / "memory.db") as store:
+        calls, steps, runs = store.llm_calls(), store.steps(), store.runs()
+    assert [c["step_id"] for c in calls] == [s["id"] for s in steps] and len(steps) == 2
+    logs = runner.invoke(app, ["logs", "--json"])
+    assert [r["step_id"] for r in json.loads(logs.stdout)] == [s["id"] for s in reversed(steps)]
+    assert runs[0]["config"]["signature"]["config"]["llm"]["models"] == [{"spec": "openai:test-model", "weight": 1.0}]
+    assert "sk-test-not-a-real-key" not in json.dumps(runs) + logs.stdout, "no key in the run's record"
+
+
+def test_a_directory_as_memory_is_one_line(tmp_path):
+    for args in (["run", str(ADD_RELU)], ["refine"], ["memory", "stats"], ["memory", "export", "-"], ["logs"],
+                 ["bench", str(ADD_RELU)]):
+        res = runner.invoke(app, [*args, "--memory", str(tmp_path)])
+        assert res.exit_code == 2, (args, res.output)
+        assert res.stderr == (f"error: --memory {tmp_path} is a directory; give the database file inside it, "
+                              f"e.g. {tmp_path / 'memory.db'}\n"), args
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_memory_export_into_a_closed_pipe_exits_quietly(tmp_path):
+    """`evokernel memory export - | head -1` exited 1 (or printed a traceback)."""
+    bank = tmp_path / "m.db"
+    with MemoryStore(bank) as store:  # more than a pipe's buffer, so the writer meets the closed end
+        store.add_items([dict(kind="experience", task_key=f"t{i}", backend="triton", key_text=f"item {i}",
+                              content="x" * 2000) for i in range(200)])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(evokernel.__file__).parents[1]),
+                                                        os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.Popen([sys.executable, "-m", "evokernel.cli", "memory", "export", "-", "--memory", str(bank)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    first = proc.stdout.readline()
+    proc.stdout.close()  # `head -1` has what it wanted
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 0, err
+    assert json.loads(first)["format"] == "evokernel-memory"
+    assert "Traceback" not in err and "Exception ignored" not in err and "Error" not in err, err
+
+
+@pytest.mark.parametrize("args, words", [
+    (["run", str(ADD_RELU), "--timeout", "inf"], "inf seconds is more than the most allowed, 604800 (a week)"),
+    (["run", str(ADD_RELU), "--timeout", "1e12"], "1e+12 seconds is more than the most allowed"),
+    (["run", str(ADD_RELU), "--time-limit", "inf"], "inf seconds is more than the most allowed"),
+    (["run", str(ADD_RELU), "--size", "FULL"], "'FULL' is not a task size; choose full or small"),
+    (["bench", str(ADD_RELU), "--size", "huge"], "'huge' is not a task size; choose full or small"),
+    (["eval", str(ADD_RELU), str(ADD_RELU), "--size", "huge"], "'huge' is not a task size"),
+    (["eval", str(ADD_RELU), str(ADD_RELU), "--timeout", "inf"], "more than the most allowed"),
+])
+def test_out_of_range_values_are_one_line_and_leave_no_run(tmp_path, monkeypatch, args, words):
+    home = tmp_path / "home"
+    monkeypatch.setenv("EVOKERNEL_HOME", str(home))
+    res = runner.invoke(app, args)
+    assert res.exit_code == 2, res.output
+    assert res.stderr.count("\n") == 1 and res.stderr.startswith("error: ") and words in res.stderr, res.stderr
+    assert not home.exists(), "no memory, so no run left behind"
+
+
+def test_bad_llm_settings_in_the_environment_are_one_line(tmp_path, llm_env):  # noqa: F811
+    llm_env.setenv("EVOKERNEL_HOME", str(tmp_path / "home"))
+    llm_env.setenv("EVOKERNEL_LLM_MAX_ATTEMPTS", "many")
+    res = runner.invoke(app, ["run", str(ADD_RELU), "--model", "openai:gpt-5"])
+    assert res.exit_code == 2 and res.stderr == "error: EVOKERNEL_LLM_MAX_ATTEMPTS='many' is not an integer\n"
+    assert not (tmp_path / "home").exists()
