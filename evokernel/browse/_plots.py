@@ -35,17 +35,19 @@ def _figure(width: float, height: float):
 
 
 def attempts_svg(attempts: Sequence[Attempt], *, best_id: int | None, latency_source: str) -> bytes:
-    """Each attempt's latency (log scale) in order, failures on a strip above the
+    """Each attempt's latency in order (log scale when they span decades), failures, by verdict, on a strip above the
     feasible ones, the best-so-far as a step line, eager and torch.compile as
     horizontal lines where the executor timed them."""
+    from matplotlib.ticker import FuncFormatter, NullFormatter
+
     fig, ax = _figure(7.5, 3.2)
     ok = [(a.number, a.item.latency_ms) for a in attempts if a.feasible]
-    failed = [a.number for a in attempts if not a.feasible]
     baselines = {
         name: [v for a in attempts if (v := a.baseline_ms(name)) is not None] for name in ("eager", "compile")
     }
     levels = [ms for _, ms in ok] + [statistics.median(v) for v in baselines.values() if v]
-    top = max(levels) * 1.8 if levels else 1.0
+    log_scale = bool(levels) and max(levels) > 20 * min(levels)  # only where latencies span decades
+    top = max(levels) * (1.8 if log_scale else 1.12) if levels else 1.0
     if ok:
         ax.scatter([n for n, _ in ok], [ms for _, ms in ok], color=_OK, s=28, zorder=3, label="feasible")
         best_so_far, xs, ys = math.inf, [], []
@@ -57,8 +59,9 @@ def attempts_svg(attempts: Sequence[Attempt], *, best_id: int | None, latency_so
             xs.append(attempts[-1].number)
             ys.append(best_so_far)
         ax.step(xs, ys, where="post", color=_OK, alpha=0.5, linewidth=1.2, label="best so far")
-    if failed:
-        ax.scatter(failed, [top] * len(failed), color=_FAIL, marker="x", s=36, zorder=3, label="failed")
+    for status, marker in zip(sorted({a.item.status or "failed" for a in attempts if not a.feasible}), "xXP^v<>"):
+        numbers = [a.number for a in attempts if not a.feasible and (a.item.status or "failed") == status]
+        ax.scatter(numbers, [top] * len(numbers), color=_FAIL, marker=marker, s=40, zorder=3, label=f"failed: {status}")
     best = next((a for a in attempts if a.item.id == best_id), None)
     if best is not None:
         ax.scatter([best.number], [best.item.latency_ms], color=_BEST, marker="*", s=180, zorder=4,
@@ -67,8 +70,12 @@ def attempts_svg(attempts: Sequence[Attempt], *, best_id: int | None, latency_so
                                       ("compile", _COMPILE, ":", "torch.compile")):
         if baselines[name]:
             ax.axhline(statistics.median(baselines[name]), color=color, linestyle=style, linewidth=1.4, label=label)
-    if levels:
+    if log_scale:
         ax.set_yscale("log")
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.yaxis.set_minor_formatter(NullFormatter())
+    if not ok:
+        ax.set_yticks([])
     ax.set_xlabel("attempt")
     ax.set_ylabel(f"latency, ms ({latency_source or 'no timing'})")
     if attempts:

@@ -73,7 +73,7 @@
     });
     fillTable("steps", data.steps, function (tr, s) {
       cell(tr, s.id, "num");
-      cell(tr, s.time);
+      cell(tr, s.time, "when");
       link(cell(tr, s.task), s.task_href);
       cell(tr, s.stage);
       statusCell(tr, s.status);
@@ -93,7 +93,7 @@
           setText("live-state", "live: updated " + new Date().toLocaleTimeString());
           setTimeout(tick, every);
         } else {
-          setText("live-state", "run " + data.status);
+          setText("live-state", "");
         }
       })
       .catch(function () {
