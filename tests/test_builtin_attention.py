@@ -17,25 +17,29 @@ CASES = [
          "[torch.randn(5, 2, 16)]", "self.attn = nn.MultiheadAttention(16, 4)\nself.norm = nn.LayerNorm(16)"),
     Case("mha_batch_first_weights", "q, kv: out, w = self.attn(q, kv, kv)\nreturn out.sum(-1, keepdim=True) * w",
          "[torch.randn(2, 5, 16), torch.randn(2, 7, 16)]",
-         "self.attn = nn.MultiheadAttention(16, 2, batch_first=True)"),
+         "self.attn = nn.MultiheadAttention(16, 2, batch_first=True)", slow=True),
     Case("encoder_layer", "x: return self.layer(x)", "[torch.randn(2, 6, 16)]",
-         "self.layer = nn.TransformerEncoderLayer(16, 4, 32, dropout=0.0, batch_first=True)"),
+         "self.layer = nn.TransformerEncoderLayer(16, 4, 32, dropout=0.0, batch_first=True)", slow=True),
     Case("encoder_norm_first_gelu", "x: return self.enc(x)", "[torch.randn(6, 2, 16)]",
          "self.enc = nn.TransformerEncoder(nn.TransformerEncoderLayer(16, 2, 24, dropout=0.0, activation='gelu', "
          "norm_first=True), 2, enable_nested_tensor=False)", slow=True),
     Case("sdpa_causal", "q, k, v: return F.scaled_dot_product_attention(q, k, v, is_causal=True)",
          _QKV.format(t=9, s=9, e=16)),
     Case("sdpa_additive_mask", "q, k, v, m: return F.scaled_dot_product_attention(q, k, v, attn_mask=m)",
-         _QKV.format(t=5, s=11, e=16)[:-1] + ", torch.randn(5, 11)]"),
+         _QKV.format(t=5, s=11, e=16)[:-1] + ", torch.randn(5, 11)]", slow=True),
     Case("sdpa_bool_mask", "q, k, v, m: return F.scaled_dot_product_attention(q, k, v, attn_mask=m)",
          _QKV.format(t=6, s=10, e=8)[:-1] + ", torch.rand(2, 1, 6, 10) > 0.3]"),
     Case("sdpa_gqa", "q, k, v: return F.scaled_dot_product_attention(q, k, v, enable_gqa=True)",
          "[torch.randn(1, 4, 7, 16), torch.randn(1, 2, 9, 16), torch.randn(1, 2, 9, 16)]"),
+    Case("gqa_projected", "x: k, v = self.kv(x).view(2, 9, 2, 2, 8).permute(2, 0, 3, 1, 4)\n"
+         "q = x.view(2, 9, 4, 8).transpose(1, 2)\n"
+         "return F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)",
+         "[torch.randn(2, 9, 32)]", "self.kv = nn.Linear(32, 32)"),
     Case("sdpa_head_dim_80", "q, k, v: return F.scaled_dot_product_attention(q, k, v, scale=0.3)",
-         _QKV.format(t=5, s=7, e=80)),
+         _QKV.format(t=5, s=7, e=80), slow=True),
     Case("sdpa_head_dim_256_half", "q, k, v: return F.scaled_dot_product_attention(q, k, v)",
          "[torch.randn(1, 2, 5, 256, dtype=torch.float16), torch.randn(1, 2, 6, 256, dtype=torch.float16), "
-         "torch.randn(1, 2, 6, 256, dtype=torch.float16)]"),
+         "torch.randn(1, 2, 6, 256, dtype=torch.float16)]", slow=True),
     Case("handwritten_causal", "x, mask: q, k, v = self.qkv(x).split(16, dim=2)\n"
          "q = q.view(2, 7, 2, 8).transpose(1, 2)\nk = k.view(2, 7, 2, 8).transpose(1, 2)\n"
          "v = v.view(2, 7, 2, 8).transpose(1, 2)\n"
@@ -65,3 +69,37 @@ def verdicts(cpu_executor, tmp_path_factory):
 @pytest.mark.parametrize("name", params(CASES))
 def test_attention_case_is_correct(verdicts, name):
     assert ok(verdicts[name]), explain(verdicts[name])
+
+
+FUSED = ["mha_seq_first", "encoder_layer", "sdpa_causal", "sdpa_additive_mask", "sdpa_bool_mask", "sdpa_gqa",
+         "sdpa_head_dim_80", "sdpa_head_dim_256_half", "handwritten_causal", "handwritten_relu", "gqa_projected"]
+
+
+@pytest.mark.parametrize("name", FUSED)
+def test_attention_is_one_fused_kernel(tmp_path, name):
+    """The scores never reach memory: one attention stage replaces matmul, softmax and matmul."""
+    plan = analyze(write(next(c for c in CASES if c.name == name), tmp_path))
+    stages = plan.stages or (plan,)
+    assert [s.family for s in stages].count("attention") == 1, [s.family for s in stages]
+    assert not any(s.family == "rows" and s.reduce.stop == len(s.reduce.full_shape) and
+                   len(s.reduce.full_shape) == 4 for s in stages)
+    assert "_attention_kernel" in generate(plan)
+
+
+def test_grouped_query_heads_read_keys_unrepeated(tmp_path):
+    plan = analyze(write(next(c for c in CASES if c.name == "gqa_projected"), tmp_path))
+    att = next(s for s in plan.stages if s.family == "attention").main_stage
+    att = att.node(att.anchor_id)
+    assert att.attr("kv_group") == 2 and att.attr("k_layout") == "k"
+
+
+def test_returned_attention_weights_keep_the_probabilities(tmp_path):
+    """need_weights=True whose weights are used: the probabilities are a buffer, so no fusion."""
+    plan = analyze(write(next(c for c in CASES if c.name == "mha_batch_first_weights"), tmp_path))
+    assert "attention" not in [s.family for s in plan.stages]
+
+
+def test_a_two_layer_mlp_is_not_taken_for_attention(tmp_path):
+    case = Case("mlp", "x: return self.fc2(torch.relu(self.fc1(x)))", "[torch.randn(4, 6, 16)]",
+                "self.fc1 = nn.Linear(16, 32)\nself.fc2 = nn.Linear(32, 16)")
+    assert "attention" not in [s.family for s in analyze(write(case, tmp_path)).stages]

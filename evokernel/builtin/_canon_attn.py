@@ -64,15 +64,35 @@ def repeat_heads(ctx, ref: Ref, times: int, dim: int) -> Ref:
     dim %= rank
     if times == 1:
         return ref
-    wide = shape[:dim + 1] + (times,) + shape[dim + 1:]
     out = shape[:dim] + (shape[dim] * times,) + shape[dim + 1:]
-    suffix = (f".unsqueeze({dim + 1}).expand({', '.join(map(str, wide))})"
-              f".flatten({dim}, {dim + 1})")
+    suffix = _repeat_suffix(shape, dim, times)
     if ref.kind == "leaf":
         return _view(ctx, ref, suffix, out)
     b: Builder = ctx.b
     return b._add("view", (ref,), {"suffix": suffix, "regroup": None, REPEAT_ATTR: (dim - rank, times)}, out,
                   b.dtypes[ref.value])
+
+
+def _repeat_suffix(shape: tuple[int, ...], dim: int, times: int) -> str:
+    wide = shape[:dim + 1] + (times,) + shape[dim + 1:]
+    return f".unsqueeze({dim + 1}).expand({', '.join(map(str, wide))}).flatten({dim}, {dim + 1})"
+
+
+def repeat_of(b: Builder, ref: Ref) -> tuple[Ref, int, int] | None:
+    """(the unrepeated tensor, dim counted from the end, times) when ``ref`` is repeat_heads' result."""
+    if ref.kind == "node":
+        node = b.nodes[ref.value]
+        rep = node.attr(REPEAT_ATTR) if node.op == "view" else None
+        return (node.args[0], rep[0], rep[1]) if rep else None
+    if ref.kind != "leaf":
+        return None
+    for base in b.leaves.values():  # an input's repeat is a view of it: its source is the input's and a suffix
+        shape = base.spec.shape
+        for dim in range(len(shape)):
+            times = b.leaf_by_name(ref.value).spec.shape[dim] // max(1, shape[dim])
+            if times > 1 and b.leaf_by_name(ref.value).source == base.source + _repeat_suffix(shape, dim, times):
+                return Ref("leaf", base.name), dim - len(shape), times
+    return None
 
 
 def _repeat_interleave(ctx, args, kwargs):
@@ -305,7 +325,8 @@ def fuse_attention(b: Builder, nodes: list[Node], roots: list[Ref]) -> list[Node
         users = _users(nodes)
         if node_id not in users:  # the first matmul of an attention fused before
             continue
-        fused = match_attention(b, b.nodes[node_id], users)
+        live = {a.value for n in nodes for a in n.args if a.kind == "leaf"}
+        fused = match_attention(b, b.nodes[node_id], users, live)
         if fused is not None:
             b.nodes[node_id] = fused
             nodes = _reachable(b, roots)

@@ -108,6 +108,7 @@ _TUNABLE = {
     "pool": ("block_n", "num_warps"),
     "scan": ("block_m", "block_n", "num_warps"),
     "rnn": ("block_m", "block_n", "block_k", "num_warps", "precision"),
+    "attention": ("block_m", "block_n", "num_warps", "num_stages", "precision"),
 }
 
 # (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages), after Triton's matmul tutorial
@@ -207,6 +208,16 @@ def search_space(plan: Plan) -> list[Config]:
     if family == "scan":
         return [Config(family, block_m=bm, block_n=bn, num_warps=w)
                 for bm in (1, 2, 4, 8) for bn in (256, 1024, 4096, 8192) for w in (2, 4, 8, 16)]
+    if family == "attention":
+        # the default first, then its IEEE twin: a 3xTF32 draft not close enough to the reference is redrafted
+        first = default_config(plan)
+        precisions = ("3xtf32", "auto") if first.precision == "3xtf32" else ("auto",)
+        space = [first, Config(family, block_m=first.block_m, block_n=first.block_n, num_warps=first.num_warps,
+                               num_stages=first.num_stages)]
+        space += [Config(family, block_m=bm, block_n=bn, num_warps=w, num_stages=s, precision=p)
+                  for p in precisions for bm in (32, 64, 128) for bn in (16, 32, 64, 128) for w in (4, 8)
+                  for s in (1, 2, 3)]
+        return list(dict.fromkeys(space))
     if family == "rnn":
         # the default tile first in every rounding, as for convolutions: cuDNN's reference may run TF32
         first = default_config(plan)
@@ -264,6 +275,8 @@ def default_config(plan: Plan) -> Config:
         return Config(family, block_n=512, num_warps=4)
     if family == "scan":
         return Config(family, block_m=1, block_n=4096, num_warps=8)
+    if family == "attention":
+        return _attention_default(plan)
     if family == "rnn":
         # one step's programs: batch rows (tl.dot needs 16) by hidden units; small tiles keep many programs
         # busy on a short, latency-bound step
@@ -271,6 +284,20 @@ def default_config(plan: Plan) -> Config:
         block_m = min(64, max(16, _pow2(rnn["batch"])))
         return Config(family, block_m=block_m, block_n=32 if rnn["hidden"] >= 32 else 16, block_k=32, num_warps=4)
     raise ValueError(f"unknown family {family!r}")
+
+
+def _attention_default(plan: Plan) -> Config:
+    """fp32 takes 3xTF32 products (the tensor cores, three products a pair) with tiles small
+    enough for the split parts to stay in registers; half precision takes wider query tiles.
+    Head dims past 128 halve the key tile: the [BLOCK_N, head dim] tiles of k and v grow."""
+    att = plan.node(plan.anchor_id)
+    q, v = (plan.leaf(a.value).spec for a in (att.args[0], att.args[2]))
+    head = max(_pow2(q.shape[-1]), _pow2(v.shape[-1]))
+    if q.dtype == "float32":
+        return Config("attention", block_m=64, block_n=32 if head > 64 else 64, num_warps=8 if head > 64 else 4,
+                      num_stages=1 if head > 128 else 2, precision="3xtf32")
+    return Config("attention", block_m=128 if head <= 128 else 64, block_n=64 if head <= 128 else 32,
+                  num_warps=8 if head >= 128 else 4, num_stages=2)
 
 
 def _ieee_default(plan: Plan) -> Config:

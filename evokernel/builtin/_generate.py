@@ -47,6 +47,10 @@ def stage_code(plan: Plan, config: Config | None, tag: str = "") -> StageCode:
         from ._gen_rnn import generate_rnn
 
         return generate_rnn(plan, config, tag)
+    if plan.family == "attention":
+        from ._gen_attention import generate_attention
+
+        return generate_attention(plan, config, tag)
     raise ValueError(f"unknown family {plan.family!r}")
 
 

@@ -28,8 +28,8 @@ __all__ = [
 ]
 
 # Families a configuration can be for (a pipeline is configured by its main stage).
-FAMILIES = ("elementwise", "rows", "matmul", "conv", "pool", "scan", "rnn")
-ANCHORS = ("matmul", "conv", "pool", "scan", "rnn")  # ops that own their kernel's iteration space
+FAMILIES = ("elementwise", "rows", "matmul", "conv", "pool", "scan", "rnn", "attention")
+ANCHORS = ("matmul", "conv", "pool", "scan", "rnn", "attention")  # ops that own their kernel's iteration space
 
 
 @dataclass(frozen=True)

@@ -264,6 +264,10 @@ def schedule(b: Builder, nodes: list[Node], output: Ref, rules: str = "strict",
     nodes rewritten so operands from earlier stages are buffer leaves), the index
     of the main stage, and the buffer (as a leaf) of every stored node. ``keep``:
     nodes that must be stored (the output's views name them)."""
+    from ._canon_attn import fuse_attention
+
+    # matmul, score chain, softmax, matmul: one attention kernel, the scores never stored
+    nodes = fuse_attention(b, nodes, [output, *(Ref("node", k) for k in keep)])
     g = _Graph(b, nodes, output, keep)
     if rules == "kernelbench":
         _to_library(g)
@@ -380,6 +384,11 @@ def stage_cost(plan: Plan) -> float:
         inputs = r["input_size"] + (r["layers"] - 1) * r["directions"] * r["hidden"] + r["layers"] * r["hidden"]
         gates = {"LSTM": 4, "GRU": 3}.get(r["mode"], 1)
         return 2.0 * r["seq_len"] * r["batch"] * r["directions"] * gates * r["hidden"] * inputs
+    if plan.family == "attention":  # the two products per (query, key) pair
+        att = plan.node(plan.anchor_id)
+        q, k, v = (plan.leaf(a.value).spec.shape for a in att.args[:3])
+        keys = k[-1] if att.attr("k_layout") == "kt" else k[-2]
+        return 2.0 * math.prod(att.shape[:-1]) * keys * (q[-1] + v[-1])
     return float(max([math.prod(leaf.spec.shape) for leaf in plan.leaves] + [math.prod(plan.out_spec.shape)]))
 
 
