@@ -174,7 +174,8 @@ class LLMCall:
 
     @property
     def purpose(self) -> str:
-        return str(self.prompt.get("purpose") or "")
+        # The skill calls tag their purpose; an untagged call is the policy asking for the step's kernel.
+        return str(self.prompt.get("purpose") or "candidate")
 
 
 @dataclasses.dataclass(frozen=True)
