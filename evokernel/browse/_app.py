@@ -8,8 +8,10 @@ would refuse to run it.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -85,8 +87,6 @@ def _step_row(step: Step, traces: dict[int, Any]) -> dict[str, Any]:
 
 
 def _quote(text: str) -> str:
-    from urllib.parse import quote
-
     return quote(text, safe="")
 
 
@@ -109,7 +109,7 @@ def create_app(memory: str | Path) -> Starlette:
 
     def index(request: Request) -> Response:
         with bank.read() as reader:
-            return _page("index.html", stats=reader.stats(), runs=reader.runs())
+            return _page("index.html", stats=reader.stats(), runs=reader.runs(), tasks=reader.tasks())
 
     def run_page(request: Request) -> Response:
         run_id = _int(request, "run_id")
@@ -250,8 +250,6 @@ def _skill(item: Any) -> Any:
 def _masked(call: Any) -> Any:
     """The call with anything that looks like a key masked again on the way out:
     the bank may predate the masking at write time."""
-    import dataclasses
-
     from evokernel.llm import mask_obj
 
     return dataclasses.replace(call, prompt=mask_obj(call.prompt), response_text=mask_obj(call.response_text),

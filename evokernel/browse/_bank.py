@@ -102,7 +102,7 @@ class Bank:
     def read(self) -> Iterator[BankReader]:
         uri = f"file:{urllib.parse.quote(str(self.path))}?mode=ro"
         try:
-            conn = sqlite3.connect(uri, uri=True, check_same_thread=False)
+            conn = sqlite3.connect(uri, uri=True)
         except sqlite3.Error as exc:
             raise BrowseError(f"{self.path}: {exc}") from exc
         try:

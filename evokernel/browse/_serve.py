@@ -7,6 +7,7 @@ import ipaddress
 import socket
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from ._app import create_app
@@ -70,7 +71,8 @@ def url_of(options: ServeOptions, port: int) -> str:
     return f"http://{host}:{port}"
 
 
-def serve(memory: str | Path, options: ServeOptions | None = None, *, on_ready=None) -> None:
+def serve(memory: str | Path, options: ServeOptions | None = None, *,
+          on_ready: Callable[[str], None] | None = None) -> None:
     """Serve until interrupted (Ctrl-C); `on_ready(url)` is called once it listens."""
     options = options or ServeOptions()
     server = _server(memory, options)
