@@ -209,12 +209,38 @@ class Scope:
         for name, ctx in self.reached.items():
             node = self.defs.get(name)
             if isinstance(node, ast.ClassDef):
+                setup = construction_methods(self.tree, node)
                 for item in node.body:
                     if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                        out.append((item, SETUP if item.name in SETUP_METHODS else FORWARD))
+                        out.append((item, SETUP if item.name in setup else FORWARD))
             elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 out.extend((stmt, ctx) for stmt in node.body)
         return out
+
+
+def construction_methods(tree: ast.Module, node: ast.ClassDef) -> set[str]:
+    """The methods that run only while an object is built: the setup methods, and a helper
+    nothing but those calls, as `self._make_layer(...)` (the one mention of its name in the
+    file). Builders carried from a reference (ResNet's `_make_layer`) run as `__init__` does."""
+    methods = {m.name: m for m in node.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    mentions: dict[str, int] = {}
+    for n in ast.walk(tree):
+        name = n.attr if isinstance(n, ast.Attribute) else n.value if isinstance(n, ast.Constant) else None
+        if isinstance(name, str):
+            mentions[name] = mentions.get(name, 0) + 1
+    setup = set(SETUP_METHODS) & set(methods)
+    grew = True
+    while grew:
+        calls: dict[str, int] = {}
+        for name in setup:
+            for n in ast.walk(methods[name]):
+                f = n.func if isinstance(n, ast.Call) else None
+                if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == "self":
+                    calls[f.attr] = calls.get(f.attr, 0) + 1
+        found = {m for m in methods if m not in setup and calls.get(m, 0) == mentions.get(m, 0) > 0}
+        setup |= found
+        grew = bool(found)
+    return setup
 
 
 def _def_header(node: ast.AST) -> list[ast.AST]:
@@ -278,9 +304,10 @@ def scope(tree: ast.Module) -> Scope:
         reached[name] = ctx
         if isinstance(node, ast.ClassDef):
             # A class's methods other than construction run when it is called.
+            setup = construction_methods(tree, node)
             for item in node.body:
                 if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                    reach(_loaded_names(item.body), SETUP if item.name in SETUP_METHODS else FORWARD)
+                    reach(_loaded_names(item.body), SETUP if item.name in setup else FORWARD)
         else:
             reach(_loaded_names(node.body), ctx)
     return Scope(tree, import_time, defs, reached, has_model_new)
