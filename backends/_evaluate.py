@@ -31,6 +31,7 @@ from typing import Any, Callable, Iterator
 import torch
 
 from . import _inputs, _memory, _share, _stress
+from ._oracle import Oracle, float64_model
 from ._backend import Backend, LaunchLog
 from ._compare import compare, flatten, poison_
 from ._dry import dry_check
@@ -227,6 +228,7 @@ def _evaluate(task_path, source, backend, log, device, options, workdir, cache, 
         return task.Model(*init_inputs).to(device).eval()
 
     ref_model = _task_step("building the reference model", build_reference)
+    oracle = Oracle(lambda: float64_model(ref_model), device)  # its float64 copy, built at first use
     _seed(options.seed)
     _progress("candidate")
     try:
@@ -251,14 +253,15 @@ def _evaluate(task_path, source, backend, log, device, options, workdir, cache, 
     seen = _stress.Observations(tolerance)
     stress = None
     try:
-        max_err, mean_errs, warnings = _check_trials(sets, ref_model, new_model, device, log, cand_file, tolerance, seen)
+        max_err, mean_errs, warnings = _check_trials(sets, ref_model, new_model, device, log, cand_file, tolerance, seen,
+                                                     oracle)
         # Degenerate on its own inputs: the candidate must also match on inputs where the reference is not.
         stress = _task_step("looking for stress inputs", lambda: _stress.plan_stress(
             lambda xs: _reference(ref_model, xs, "stress inputs", device), seen,
             [s.draw_probe for s in sets if s.label.startswith("trial")], seed=options.seed, max_sets=options.stress_trials))
         extra = [InputSet(label, draw) for label, draw in stress.sets]
         if extra:
-            e_max, e_means, _ = _check_trials(extra, ref_model, new_model, device, log, cand_file, tolerance, None)
+            e_max, e_means, _ = _check_trials(extra, ref_model, new_model, device, log, cand_file, tolerance, None, oracle)
             max_err, mean_errs, sets = max(max_err, e_max), mean_errs + e_means, sets + extra
     except _Reject as rej:
         if rej.result.status == Verdict.RUNTIME_ERROR:
@@ -281,6 +284,7 @@ def _evaluate(task_path, source, backend, log, device, options, workdir, cache, 
         compile_seconds=report.seconds,
         warnings=warnings,
         trials=len(sets),
+        **oracle.facts(),
     )
     result.launches = list(log.launches)[:20]
     if stress is not None:
@@ -292,8 +296,9 @@ def _evaluate(task_path, source, backend, log, device, options, workdir, cache, 
 
     # 5. timing
     if options.timing:
-        _time(result, ref_model, new_model, task, device, options, backend, cache, task_path, log, tolerance, cand_file)
-    result.feedback = _ok_feedback(result)
+        _time(result, ref_model, new_model, task, device, options, backend, cache, task_path, log, tolerance, cand_file,
+              oracle)
+    result.feedback = _ok_feedback(result, oracle)
     return result
 
 
@@ -357,7 +362,13 @@ def _plan_memory(task: Any, init_inputs: list[Any], device: torch.device, option
         raise _Reject(Verdict.TASK_ERROR, plan.refusal(), memory=plan)
 
 
-def _check_trials(sets, ref_model, new_model, device, log, cand_file, tolerance, seen=None):
+def _exact(oracle: Oracle, inputs: list[Any], expected: Any, label: str) -> Any:
+    """The reference's outputs on `inputs` computed in float64 (None where it cannot run so: the oracle says why)."""
+    _progress("harness", step=f"running the reference in float64 on {label}")
+    return oracle.exact(inputs, expected)
+
+
+def _check_trials(sets, ref_model, new_model, device, log, cand_file, tolerance, seen, oracle: Oracle):
     max_err, mean_errs = 0.0, []
     warnings: list[str] = []
     previous = None  # the candidate's last output, sampled: an output reused on new inputs shows up as equal
@@ -369,8 +380,9 @@ def _check_trials(sets, ref_model, new_model, device, log, cand_file, tolerance,
             _check_reference(ref_model, inputs, expected, device, tolerance)
         if seen is not None and label.startswith("trial"):
             seen.add(expected)
+        exact = _exact(oracle, inputs, expected, label)  # once per input set, beside `expected`
         got = _run_guarded(new_model, inputs, log, label, cand_file, expected)
-        cmp = compare(expected, got, tolerance)
+        cmp = compare(expected, got, tolerance, exact)
         if not cmp.ok:
             now = fingerprint(got)
             if previous is not None and same_fingerprint(now, previous) and not is_constant(now):
@@ -384,7 +396,9 @@ def _check_trials(sets, ref_model, new_model, device, log, cand_file, tolerance,
                 f"Wrong result on {label} (input shapes {_shapes(inputs)}): {cmp.feedback}",
                 max_abs_error=cmp.max_abs_error,
                 mean_abs_error=cmp.mean_abs_error,
+                **oracle.facts(cmp),
             )
+        oracle.note(cmp)
         max_err = max(max_err, cmp.max_abs_error)
         mean_errs.append(cmp.mean_abs_error)
         previous = fingerprint(got)
@@ -396,7 +410,7 @@ def _check_trials(sets, ref_model, new_model, device, log, cand_file, tolerance,
             poison_(got)
             again = _run_guarded(new_model, inputs, log, label + " (re-run after poisoning outputs)", cand_file, expected,
                                  fill_empty=True)
-            cmp2 = compare(expected, again, tolerance)
+            cmp2 = compare(expected, again, tolerance, exact)
             if not cmp2.ok:
                 if _shares_storage(again, got):
                     raise _stale("the re-run returned the output of the first call (its memory was poisoned in between): "
@@ -412,9 +426,11 @@ def _check_trials(sets, ref_model, new_model, device, log, cand_file, tolerance,
                     f"on the same inputs, with fresh allocations filled with NaN, it no longer matched ({100 * unwritten:.1f}% "
                     f"of the output never written): {cmp2.feedback}. Every output element must be written on every call.",
                     max_abs_error=cmp2.max_abs_error,
+                    **oracle.facts(cmp2),
                 )
+            oracle.note(cmp2)
             del again
-        inputs = expected = got = None  # this set is done: free it before the next is drawn
+        inputs = expected = exact = got = None  # this set is done: free it before the next is drawn
     return max_err, mean_errs, warnings
 
 
@@ -565,7 +581,8 @@ def _poison_free_memory(expected: Any) -> None:
             del junk
 
 
-def _time(result, ref_model, new_model, task, device, options, backend, cache, task_path, log, tolerance, cand_file) -> None:
+def _time(result, ref_model, new_model, task, device, options, backend, cache, task_path, log, tolerance, cand_file,
+          oracle: Oracle) -> None:
     _, timing_seed, recheck_seed = options.seeds()
     host = options.kernelbench_seeding
     if device.type == "cuda":
@@ -630,11 +647,14 @@ def _time(result, ref_model, new_model, task, device, options, backend, cache, t
     fresh = _task_step("drawing the re-check inputs",
                        lambda: _inputs.draw(task.get_inputs, device, recheck_seed, host_stream=host))
     expected = _reference(ref_model, fresh, "the re-check after timing", device)
+    exact = _exact(oracle, fresh, expected, "the re-check after timing")
     got = _run_guarded(new_model, fresh, log, "re-check after timing", cand_file, expected)
     _roofline_flag(result, fresh, got, device)
-    cmp = compare(expected, got, tolerance)
+    cmp = compare(expected, got, tolerance, exact)
     if not cmp.ok:
-        raise _Reject(Verdict.WRONG_RESULT, "wrong result on the re-check after timing", cmp.feedback)
+        raise _Reject(Verdict.WRONG_RESULT, "wrong result on the re-check after timing", cmp.feedback, **oracle.facts(cmp))
+    for name, value in oracle.facts(cmp).items():
+        setattr(result, name, value)
 
 
 class _OutOfTime(Exception):
@@ -727,8 +747,8 @@ def _roofline_flag(result: EvalResult, inputs: list[Any], outputs: Any, device: 
         )
 
 
-def _ok_feedback(result: EvalResult) -> str:
-    parts = [f"Correct on {result.trials} input sets (max abs error {result.max_abs_error:.3g})."]
+def _ok_feedback(result: EvalResult, oracle: Oracle) -> str:
+    parts = [f"Correct on {result.trials} input sets (max abs error {result.max_abs_error:.3g}).", oracle.describe()]
     if result.latency_ms is not None:
         parts.append(f"Latency {result.latency_ms:.4f} ms ({result.latency_source}).")
     if result.speedup_eager is not None:

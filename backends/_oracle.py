@@ -21,7 +21,7 @@ from typing import Any, Callable
 
 import torch
 
-from ._compare import flatten
+from ._compare import Comparison, flatten
 
 WIDE = {torch.float16: torch.float64, torch.bfloat16: torch.float64, torch.float32: torch.float64,
         torch.complex32: torch.complex128, torch.complex64: torch.complex128}
@@ -64,6 +64,38 @@ class Oracle:
     device: torch.device
     model: torch.nn.Module | None = None
     unavailable: str = ""  # why there is no float64 reference ("" while there is, or may be)
+    # What the comparisons against it measured, the worst over the input sets (see `note`).
+    reference_error: float | None = None
+    candidate_error: float | None = None
+    by_accuracy: bool = False
+
+    def note(self, cmp: Comparison) -> None:
+        """Keep the worst errors a comparison measured against the float64 output."""
+        if cmp.reference_error is not None:
+            self.reference_error = max(self.reference_error or 0.0, cmp.reference_error)
+        if cmp.candidate_error is not None:
+            self.candidate_error = max(self.candidate_error or 0.0, cmp.candidate_error)
+        self.by_accuracy = self.by_accuracy or cmp.by_accuracy
+
+    def facts(self, cmp: Comparison | None = None) -> dict[str, Any]:
+        """The EvalResult fields of what was measured (`cmp` noted first), by name."""
+        if cmp is not None:
+            self.note(cmp)
+        return {"reference_error": self.reference_error, "candidate_error": self.candidate_error,
+                "by_accuracy": self.by_accuracy, "oracle_unavailable": self.unavailable}
+
+    def describe(self) -> str:
+        """One sentence for the feedback: both errors, or why there is no float64 reference."""
+        if self.unavailable:
+            return f"No float64 reference to measure accuracy against ({self.unavailable}): judged by the tolerance alone."
+        if self.candidate_error is None:
+            return ""
+        text = (f"Against the reference run in float64: RMS error {self.candidate_error:.3g} of the output's RMS "
+                f"(the reference's own {self.reference_error:.3g}).")
+        if self.by_accuracy:
+            text += (" Elements past the tolerance against the reference were accepted because they are within it "
+                     "of the float64 output, where the reference's own rounding is not.")
+        return text
 
     def exact(self, inputs: list[Any], expected: Any) -> Any | None:
         """The reference's outputs on `inputs` computed in float64, or None (then `unavailable` says why)."""

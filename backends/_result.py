@@ -149,6 +149,14 @@ class EvalResult:
     rules: str = "strict"  # the rule set the candidate was judged under (RULE_SETS)
     max_abs_error: float | None = None
     mean_abs_error: float | None = None
+    # Accuracy against the reference run in float64 on the same inputs (backends/_oracle.py):
+    # RMS errors relative to the output's RMS, the worst over the input sets; None without one.
+    reference_error: float | None = None  # the task's own reference
+    candidate_error: float | None = None
+    # Passed on some input set only against the float64 output: the reference's own rounding
+    # put elements past the tolerance that this candidate computes more accurately.
+    by_accuracy: bool = False
+    oracle_unavailable: str = ""  # why there is no float64 reference ("" when there is, or nothing ran)
     latency_ms: float | None = None
     latency_iqr_ms: float | None = None
     latency_samples_ms: list[float] = dataclasses.field(default_factory=list)
