@@ -247,7 +247,8 @@ def _close_leaf(name: str, e: torch.Tensor, g: torch.Tensor, atol: float, rtol: 
         e64, g64 = ef[a:b].double(), gf[a:b].double()
         same_inf = torch.isinf(e64) & (e64 == g64)
         diff = (g64 - e64).abs().masked_fill_(same_inf, 0.0)
-        allowed = e64.abs().mul_(rtol).add_(atol)
+        # An infinite reference element allows only the same infinity (rtol * inf would allow anything).
+        allowed = e64.abs().mul_(rtol).add_(atol).masked_fill_(torch.isinf(e64), 0.0)
         bad = ~(diff <= allowed)  # NaN anywhere compares False, so it is bad
         return diff, allowed, bad & ~same_inf
 
@@ -296,11 +297,10 @@ def _close_leaf(name: str, e: torch.Tensor, g: torch.Tensor, atol: float, rtol: 
             cmp.reference_error, cmp.candidate_error = accuracy.reference_error, accuracy.candidate_error
         return cmp, near_zero
 
-    if accuracy is not None and accuracy.less_accurate and not (bad_v and not math.isfinite(accuracy.candidate_error)):
-        # Less accurate than the reference, inside the tolerance or not: a lower-precision path.
-        within = "although it is within" if not bad_v else "and it misses"
+    if not bad_v and accuracy is not None and accuracy.less_accurate:
+        # Within the tolerance, yet far less accurate than the reference: a lower-precision path.
         return result(False, (
-            f"{name} is less accurate than the reference, {within} atol={atol:g}, rtol={rtol:g} of it: "
+            f"{name} is less accurate than the reference, although within atol={atol:g}, rtol={rtol:g} of it: "
             f"{accuracy.describe()}; more than {LESS_ACCURATE:g}x is what TF32, fp16 or bf16 arithmetic on a "
             f"{str(e.dtype).replace('torch.', '')} task gives: compute and accumulate in the task's precision"))
     if not bad_v:

@@ -57,3 +57,75 @@ def test_partial_tolerance_override_keeps_the_dtype_default():
     assert tolerance_for(torch.float16, None) == (1e-2, 1e-2)
     e = torch.ones(10)
     assert compare(e, e + 5e-3, (1e-2, None)).ok and not compare(e, e + 5e-3).ok
+
+
+# ---------------------------------------------------------------- against the float64 reference
+
+
+def cancelling_sums(rows: int = 64, cols: int = 4096):
+    """Row sums whose fp32 reference is ~1e-3 off (terms ~100, sums ~1): (reference, float64, fp64-accumulated)."""
+    torch.manual_seed(0)
+    x = torch.randn(rows, cols, dtype=torch.float64) * 100
+    x[:, -1] = -x[:, :-1].sum(1) + torch.randn(rows, dtype=torch.float64)
+    x32 = x.float()
+    exact = x32.double().sum(1)
+    return x32.sum(1), exact, exact.float()
+
+
+def test_a_candidate_as_accurate_as_the_reference_passes_where_the_reference_misses_the_tolerance():
+    ref, exact, good = cancelling_sums()
+    assert not compare(ref, good).ok, "the tolerance alone fails the exact sum"
+    cmp = compare(ref, good, exact=exact)
+    assert cmp.ok and cmp.by_accuracy and cmp.reference_error > 1e-4 and cmp.candidate_error < 1e-7
+    # ...but not a candidate off by more than the reference's own worst error allows
+    off = good.clone()
+    off[5] += 1e-4 + 1e-4 * abs(float(exact[5])) + 3 * float((ref.double() - exact).abs().max())
+    assert not compare(ref, off, exact=exact).ok
+    nan = good.clone()
+    nan[0] = float("nan")
+    bad = compare(ref, nan, exact=exact)
+    assert not bad.ok and "NaN" in bad.feedback
+
+
+def test_a_candidate_far_less_accurate_than_the_reference_fails_inside_the_tolerance():
+    torch.manual_seed(0)
+    exact = torch.randn(256, 512, dtype=torch.float64) * 1e-2  # small values: fp16's error hides under atol
+    ref, half = exact.float(), exact.half().float()
+    assert compare(ref, half).ok
+    cmp = compare(ref, half, exact=exact)
+    assert not cmp.ok and "less accurate than the reference, although within atol" in cmp.feedback
+    assert cmp.candidate_error > 1000 * cmp.reference_error
+    # an fp32 result a few roundings off (another summation order) is not
+    near = (exact * (1 + 3e-7 * torch.randn_like(exact))).float()
+    assert compare(ref, near, exact=exact).ok
+
+
+def test_one_output_is_judged_against_several_roundings_of_itself():
+    # One element is one sample of each error: a reference that landed on the float64 value must not
+    # make an honest few-ulp result "less accurate"; fp16 arithmetic still is.
+    exact = torch.tensor([0.123456789], dtype=torch.float64)
+    ref = exact.float()
+    ulps = ref * (1 + 4 * 2.0 ** -23)
+    assert compare(ref, ulps, exact=exact).ok
+    assert not compare(ref, exact.half().float(), exact=exact).ok
+
+
+def test_overflow_in_the_reference_is_no_licence():
+    exact = torch.tensor([1e39, 2.0, 3.0], dtype=torch.float64)  # past fp32's range: the reference says inf
+    ref = exact.float()
+    assert compare(ref, ref.clone(), exact=exact).ok
+    wrong = ref.clone()
+    wrong[0] = 3.4e38
+    assert not compare(ref, wrong, exact=exact).ok
+
+
+@pytest.mark.parametrize("which", ["as accurate", "less accurate", "wrong"])
+def test_chunked_accuracy_says_the_same(monkeypatch, which):
+    ref, exact, good = cancelling_sums(rows=32, cols=1024)
+    got = {"as accurate": good, "less accurate": exact.half().float(), "wrong": good + 1}[which]
+    whole = compare(ref, got, exact=exact)
+    monkeypatch.setattr(_compare, "CHUNK", 7)
+    chunked = compare(ref, got, exact=exact)
+    assert (chunked.ok, chunked.feedback, chunked.by_accuracy) == (whole.ok, whole.feedback, whole.by_accuracy)
+    assert chunked.candidate_error == pytest.approx(whole.candidate_error)
+    assert chunked.reference_error == pytest.approx(whole.reference_error)
