@@ -158,6 +158,45 @@ def test_task_page_shows_plot_lineage_diff_best_and_feedback(client, bank):
     assert "eager PyTorch" in svg and "torch.compile" in svg and "failed" in svg
 
 
+def test_a_long_chain_of_refinements_and_branches_renders_as_a_bounded_tree(tmp_path):
+    """300 refinements, each from the one before (a run that keeps improving), beside a sibling branch:
+    the page renders (no recursion limit), its lists balance, and indentation stops at 12 levels."""
+    from html.parser import HTMLParser
+
+    path = tmp_path / "chain.db"
+    with MemoryStore(path) as store:
+        run = store.start_run({"policy": "builtin"})
+        common = dict(kind="trace", task_key=KEY, backend="triton", key_text="relu", stage="refine", status="ok",
+                      run_id=run)
+        root = store.add_item(content=KERNEL_V1, latency_ms=10.0, **{**common, "stage": "draft"})
+        side = store.add_item(content=KERNEL_V1 + "# side\n", latency_ms=9.0, parent_id=root, **common)
+        chain = [root]
+        for n in range(300):
+            chain.append(store.add_item(content=KERNEL_V1 + f"# step {n}\n", latency_ms=8.0 - n / 100,
+                                        parent_id=chain[-1], **common))
+    page = TestClient(create_app(path)).get("/tasks/" + KEY.replace("@", "%40"))
+    assert page.status_code == 200
+    lineage = page.text[page.text.index('id="lineage"'):page.text.index("<h2>Best kernel")]
+    order = [int(i) for i in re.findall(r'data-item="(\d+)"', lineage)]
+    assert order == [root, side, *chain[1:]]  # depth first, siblings in the order they were made
+
+    class Depth(HTMLParser):
+        depth = deepest = 0
+
+        def handle_starttag(self, tag, attrs):
+            if tag == "ul":
+                self.depth += 1
+                self.deepest = max(self.deepest, self.depth)
+
+        def handle_endtag(self, tag):
+            self.depth -= tag == "ul"
+
+    parser = Depth()
+    parser.feed(lineage)
+    assert parser.depth == 0 and parser.deepest == 13  # the root's list and 12 levels of indentation
+    assert f"diff against #{chain[-2]} (+1 -1 lines)" in lineage
+
+
 def test_values_replayed_from_the_steps_end_at_the_stored_values(bank):
     path, ids = bank
     with Bank(path).read() as reader:

@@ -25,7 +25,7 @@ from ._records import (
     BankStats,
     BrowseError,
     ItemView,
-    LineageNode,
+    LineageRow,
     LLMCall,
     RunSummary,
     SearchHit,
@@ -344,19 +344,21 @@ def _excerpt(body: str, needle: str, width: int = 80) -> tuple[str, ...]:
     return (("..." if start else "") + body[start:at], body[at:end], body[end:end + width] + ("..." if end + width < len(body) else ""))
 
 
-def _lineage(attempts: Sequence[Attempt]) -> tuple[LineageNode, ...]:
-    """The attempts as a forest: a draft is a root, a refinement hangs under its start point.
-    A start point outside the task's traces (an imported or pruned kernel) makes a root too."""
+def _lineage(attempts: Sequence[Attempt]) -> tuple[LineageRow, ...]:
+    """The attempts as a forest, flattened depth first: a draft is a root, a refinement hangs
+    under its start point. Iterative, so a chain of hundreds of refinements is no deeper a call."""
     by_id = {a.item.id: a for a in attempts}
     children: dict[int | None, list[Attempt]] = {}
     for a in attempts:
         parent = a.item.parent_id if a.item.parent_id in by_id else None
         children.setdefault(parent, []).append(a)
-
-    def node(a: Attempt) -> LineageNode:
-        return LineageNode(a, tuple(node(c) for c in children.get(a.item.id, [])))
-
-    return tuple(node(a) for a in children.get(None, []))
+    rows: list[LineageRow] = []
+    stack = [(a, 0) for a in reversed(children.get(None, []))]
+    while stack:
+        attempt, depth = stack.pop()
+        rows.append(LineageRow(attempt, depth))
+        stack.extend((c, depth + 1) for c in reversed(children.get(attempt.item.id, [])))
+    return tuple(rows)
 
 
 def value_history(item: Item, steps: Sequence[Step]) -> tuple[ValuePoint, ...]:

@@ -106,11 +106,12 @@ class TaskSummary:
 
 
 @dataclasses.dataclass(frozen=True)
-class LineageNode:
-    """A kernel in a task's lineage, its children the kernels refined from it."""
+class LineageRow:
+    """A kernel in a task's lineage, in depth-first order: `depth` 0 is a draft (or a kernel whose
+    start point is not among the task's attempts), depth n + 1 a refinement of the row above at n."""
 
     attempt: Attempt
-    children: tuple[LineageNode, ...]
+    depth: int
 
 
 @dataclasses.dataclass(frozen=True)
@@ -118,7 +119,7 @@ class TaskView:
     summary: TaskSummary
     attempts: tuple[Attempt, ...]
     best: Attempt | None
-    lineage: tuple[LineageNode, ...]
+    lineage: tuple[LineageRow, ...]
 
     def attempt(self, item_id: int) -> Attempt | None:
         return next((a for a in self.attempts if a.item.id == item_id), None)
