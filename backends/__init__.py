@@ -5,6 +5,7 @@ GPU machine where the rest of EvoKernel's dependencies are absent.
 """
 
 from ._backend import Backend, CompileReport, LaunchLog, UnknownBackend, backend_names, get_backend
+from ._cache import build_cache, use_build_cache
 from ._check import check
 from ._compare import DEFAULT_TOLERANCE, Comparison, compare
 from ._hardware import HardwareFacts, TaskCost, hardware_facts, measure_hardware, task_cost
@@ -18,7 +19,7 @@ from ._rules import RULES, Rule, describe_rules
 from ._sandbox import SandboxLimits
 from ._static import StaticFinding, static_findings, static_rejection
 from ._stress import DISTRIBUTIONS, StressPlan, assess_task, output_findings, output_reasons
-from ._task import Task, TaskError, load_task, load_task_module
+from ._task import Task, TaskError, load_task, load_task_module, task_size
 from ._timing import Timing, benchmark
 
 __all__ = [
@@ -58,6 +59,7 @@ __all__ = [
     "Verdict",
     "backend_names",
     "benchmark",
+    "build_cache",
     "check",
     "assess_task",
     "describe_rules",
@@ -67,6 +69,7 @@ __all__ = [
     "hardware_facts",
     "load_task",
     "load_task_module",
+    "task_size",
     "plan_devices",
     "measure_hardware",
     "output_findings",
@@ -74,5 +77,6 @@ __all__ = [
     "static_findings",
     "static_rejection",
     "task_cost",
+    "use_build_cache",
     "visible_gpu_count",
 ]

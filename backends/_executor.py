@@ -26,7 +26,9 @@ from typing import Any, Iterable, Iterator
 from ._options import COMPILE_BASELINE_STEP, EvalOptions
 from ._result import EvalResult, MemoryPlan, Verdict
 from ._sandbox import ENV_VAR as SANDBOX_ENV_VAR
-from ._sandbox import SandboxLimits, limit_in_text, limit_signal_message, mask_obj, namespace_wrapper, worker_env
+from ._cache import build_cache
+from ._sandbox import (SandboxLimits, limit_in_text, limit_signal_message, mask_obj, namespace_wrapper,
+                       worker_build_cache, worker_env)
 
 _PROJECT_ROOT = str(Path(__file__).resolve().parent.parent)
 
@@ -72,22 +74,26 @@ class Worker:
         self.limits = sandbox.resolved(device) if sandbox else {}
         self.sandbox_info: dict[str, Any] = {}
         prefix: list[str] = []
+        # The worker is told its device, directory and build cache as arguments; its
+        # environment carries only what the tools it runs read (CUDA, Triton, Python).
+        cache = build_cache()
         if sandbox:
             prefix, mode = ([], "none") if sandbox.network else namespace_wrapper()
-            child_env = worker_env(child_env, self.dir, _PROJECT_ROOT, device, sandbox, mode)
+            cache = worker_build_cache(self.dir, sandbox, cache)
+            child_env = worker_env(child_env, self.dir, _PROJECT_ROOT, device, sandbox, mode, build_cache=cache)
         else:
             child_env.pop(SANDBOX_ENV_VAR, None)  # an outer sandbox's settings must not switch this one on
         child_env["PYTHONPATH"] = os.pathsep.join(p for p in (_PROJECT_ROOT, child_env.get("PYTHONPATH", "")) if p)
-        child_env["EVOKERNEL_WORKER_DIR"] = str(self.dir)
         child_env["PYTHONUNBUFFERED"] = "1"
         if device.startswith("cuda"):
             child_env["CUDA_VISIBLE_DEVICES"] = physical_gpu(device, child_env.get("CUDA_VISIBLE_DEVICES"))
-            child_env["EVOKERNEL_WORKER_DEVICE"] = "cuda:0"
+            worker_device = "cuda:0"
         else:
-            child_env["EVOKERNEL_WORKER_DEVICE"] = "cpu"
+            worker_device = "cpu"
             child_env["TRITON_INTERPRET"] = "1"  # Triton kernels run on the CPU interpreter
         self.proc = subprocess.Popen(
-            [*prefix, sys.executable, "-m", "backends._worker"],
+            [*prefix, sys.executable, "-m", "backends._worker", "--device", worker_device, "--dir", str(self.dir),
+             "--cache-dir", str(cache)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self._stderr,

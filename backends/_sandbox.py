@@ -97,9 +97,15 @@ _ENV_PREFIXES = (
 KEY_LIKE_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH|COOKIE|SESSION|PRIVATE", re.IGNORECASE)
 
 
+def worker_build_cache(worker_dir: Path, limits: SandboxLimits, shared: Path) -> Path:
+    """Where a sandboxed worker builds: the process's shared cache, or its own directory."""
+    return shared if limits.shared_caches else worker_dir / ".cache" / "evokernel"
+
+
 def worker_env(base: dict[str, str], worker_dir: Path, project_root: str, device: str, limits: SandboxLimits,
-               network_mode: str = "none") -> dict[str, str]:
-    """The environment of a sandboxed worker, from an allow-list of `base`."""
+               network_mode: str = "none", *, build_cache: Path | None = None) -> dict[str, str]:
+    """The environment of a sandboxed worker, from an allow-list of `base`; `build_cache`
+    (the worker's `--cache-dir`, default: per `worker_build_cache`) is one of its write roots."""
     env = {
         k: v for k, v in base.items()
         if (k in _ENV_NAMES or k.startswith(_ENV_PREFIXES)) and not KEY_LIKE_NAME.search(k)
@@ -110,16 +116,16 @@ def worker_env(base: dict[str, str], worker_dir: Path, project_root: str, device
     env["HOME"] = str(worker_dir)  # ~/.triton, ~/.nv, torch extensions: per worker
     env["TMPDIR"] = str(tmp)  # not the shared /tmp, where other workers and users keep files
     env["PYTHONDONTWRITEBYTECODE"] = "1"  # the project's __pycache__ is out of bounds
+    if build_cache is None:
+        build_cache = worker_build_cache(worker_dir, limits, Path(real_home) / ".cache" / "evokernel")
     if limits.shared_caches:
-        # Build caches stay shared across workers, as before the sandbox: ours
-        # (CUDA, Ascend C) and Triton's, which HOME would otherwise move.
-        env["EVOKERNEL_CACHE"] = base.get("EVOKERNEL_CACHE") or str(Path(real_home) / ".cache" / "evokernel")
+        # Build caches stay shared across workers, as before the sandbox: ours (CUDA, Ascend C:
+        # `build_cache`, which the worker is given) and Triton's, which HOME would otherwise move.
         env["TRITON_CACHE_DIR"] = base.get("TRITON_CACHE_DIR") or str(Path(base.get("TRITON_HOME") or real_home) / ".triton" / "cache")
     else:
-        env["EVOKERNEL_CACHE"] = str(worker_dir / ".cache" / "evokernel")
         env.pop("TRITON_CACHE_DIR", None)
         env.pop("TRITON_HOME", None)
-    write_roots = [str(worker_dir), env["EVOKERNEL_CACHE"]]
+    write_roots = [str(worker_dir), str(build_cache)]
     write_roots += [env[k] for k in ("TRITON_CACHE_DIR", "TRITON_HOME", "TORCH_EXTENSIONS_DIR", "TORCHINDUCTOR_CACHE_DIR") if env.get(k)]
     for root in write_roots:  # made here, by the trusted parent: the worker may not create their parents
         with contextlib.suppress(OSError):
@@ -368,5 +374,6 @@ __all__ = [
     "limit_signal_message",
     "mask_obj",
     "mask_secrets",
+    "worker_build_cache",
     "worker_env",
 ]

@@ -35,7 +35,20 @@ def _exit_with_parent(parent: int, poll_s: float = 1.0) -> None:
     threading.Thread(target=watch, daemon=True, name="evokernel-parent-watch").start()
 
 
-def main() -> int:
+def _arguments(argv: list[str]) -> tuple[str, Path | None, Path | None]:
+    """`--device`, `--dir` and `--cache-dir`, as the parent (backends/_executor.py) passes them."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="backends._worker")
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--dir", type=Path, default=None)
+    parser.add_argument("--cache-dir", type=Path, default=None)
+    args = parser.parse_args(argv)
+    return args.device, args.dir, args.cache_dir
+
+
+def main(argv: list[str] | None = None) -> int:
+    device_name, workdir_arg, cache_dir = _arguments(sys.argv[1:] if argv is None else argv)
     _exit_with_parent(os.getppid())
     # Sandbox (backends/_sandbox.py): rlimits now; the audit hook once the
     # harness's own imports are done, before the first candidate.
@@ -57,13 +70,16 @@ def main() -> int:
     from ._backend import LaunchLog, get_backend, runs_on
     from ._evaluate import EvalOptions, Progress, TaskCache, evaluate
 
-    device = torch.device(os.environ.get("EVOKERNEL_WORKER_DEVICE", "cpu"))
+    from ._cache import use_build_cache
+
+    use_build_cache(cache_dir)
+    device = torch.device(device_name)
     if device.type == "cpu":
         # CPU workers run side by side, one per core: OpenMP threads on cores
         # that are already busy stall every tensor op (measured: 30 ms instead
         # of 0.4 ms to compare 37k elements on a loaded 2-core machine).
         torch.set_num_threads(1)
-    workdir = Path(os.environ.get("EVOKERNEL_WORKER_DIR") or tempfile.mkdtemp(prefix="evokernel-worker-"))
+    workdir = workdir_arg or Path(tempfile.mkdtemp(prefix="evokernel-worker-"))
     cache = TaskCache()
     backends: dict[str, tuple[object, LaunchLog, bool]] = {}
     sandbox.arm()

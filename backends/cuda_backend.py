@@ -81,8 +81,9 @@ def global_kernels(cuda_source: str) -> list[str]:
 
 
 def cache_root() -> Path:
-    root = Path(os.environ.get("EVOKERNEL_CACHE") or Path.home() / ".cache" / "evokernel")
-    return root / "cuda"
+    from ._cache import build_cache
+
+    return build_cache() / "cuda"
 
 
 def _sources(value: Any) -> str:

@@ -25,6 +25,8 @@ runner = CliRunner()
 @pytest.fixture(autouse=True)
 def _small(monkeypatch, tmp_path_factory):
     monkeypatch.setenv("EVOKERNEL_SIZE", "small")
+    monkeypatch.setattr("backends._cache._root", session_basetemp(tmp_path_factory) / "evk-cache")
+    # the CLI sets the process's build cache from EVOKERNEL_CACHE, as a user's shell would
     monkeypatch.setenv("EVOKERNEL_CACHE", str(session_basetemp(tmp_path_factory) / "evk-cache"))
 
 

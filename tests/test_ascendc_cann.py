@@ -131,7 +131,7 @@ def test_compile_check_uses_bisheng_on_cann_sim(bare, monkeypatch, tmp_path):
                        "echo 'error: no member named Foo in namespace AscendC' >&2\nexit 1\n")
     bisheng.chmod(0o755)
     monkeypatch.setenv("ASCEND_HOME_PATH", str(home))
-    monkeypatch.setenv("EVOKERNEL_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr("backends._cache._root", tmp_path / "cache")
     backend = AscendCBackend()
     assert backend.mode()["mode"] == "cann-sim"
     log = LaunchLog()

@@ -105,17 +105,19 @@ runner = CliRunner()
 
 @pytest.fixture(autouse=True)
 def _cache(tmp_path_factory, monkeypatch):
+    monkeypatch.setattr("backends._cache._root", session_basetemp(tmp_path_factory) / "evk-cache")
+    # `evokernel eval` sets the process's build cache from EVOKERNEL_CACHE, as a user's shell would
     monkeypatch.setenv("EVOKERNEL_CACHE", str(session_basetemp(tmp_path_factory) / "evk-cache"))
 
 
 @pytest.fixture(scope="module")
 def cli_worker(tmp_path_factory):
     """One worker for this module's `evokernel eval` runs (each would start its own), started under
-    the same EVOKERNEL_CACHE as the tests' (_cache), so it builds there."""
+    the same build cache as the tests' (_cache), so it builds there."""
     from backends import Executor
 
     with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("EVOKERNEL_CACHE", str(session_basetemp(tmp_path_factory) / "evk-cache"))
+        mp.setattr("backends._cache._root", session_basetemp(tmp_path_factory) / "evk-cache")
         with Executor(device="cpu", timeout_s=300) as shared:
             yield shared
 
@@ -200,7 +202,7 @@ def _verdicts_for_same_name(executor_factory, concurrently: bool) -> dict[str, s
 def test_same_extension_name_different_sources_get_their_own_verdicts(tmp_path, monkeypatch, concurrently):
     from backends import Executor
 
-    monkeypatch.setenv("EVOKERNEL_CACHE", str(tmp_path / "cache"))  # nothing built yet: both compile now
+    monkeypatch.setattr("backends._cache._root", tmp_path / "cache")  # nothing built yet: both compile now
     verdicts = _verdicts_for_same_name(lambda: Executor(device="cpu", timeout_s=300), concurrently)
     assert verdicts == {"honest": "ok", "wrong": "wrong_result"}
     builds = sorted(p.name for p in (tmp_path / "cache" / "ascendc").iterdir() if p.is_dir())

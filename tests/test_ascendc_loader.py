@@ -92,10 +92,14 @@ def test_compile_cache_hit(cache, probe):
     assert (probe.build_dir / "build.log").exists() and (probe.build_dir / "scalars.cpp").exists()
 
 
-def test_cache_root_follows_evokernel_cache(monkeypatch, tmp_path):
-    monkeypatch.setenv("EVOKERNEL_CACHE", str(tmp_path))
+def test_cache_root_follows_the_process_build_cache(monkeypatch, tmp_path):
+    from backends import use_build_cache
+
+    monkeypatch.setattr("backends._cache._root", None)
+    use_build_cache(tmp_path)
     assert cache_root() == tmp_path / "ascendc"
-    monkeypatch.delenv("EVOKERNEL_CACHE")
+    monkeypatch.setenv("EVOKERNEL_CACHE", str(tmp_path / "elsewhere"))  # the CLI's to read, not the library's
+    use_build_cache(None)
     assert cache_root() == Path.home() / ".cache" / "evokernel" / "ascendc"
 
 
@@ -147,7 +151,7 @@ def import_candidate(path: Path, name: str):
 
 @pytest.fixture
 def candidate_file(tmp_path, cache, monkeypatch) -> Path:
-    monkeypatch.setenv("EVOKERNEL_CACHE", str(cache.parent))  # share the build with the other test modules
+    monkeypatch.setattr("backends._cache._root", cache.parent)  # share the build with the other test modules
     path = tmp_path / "candidate.py"
     path.write_text(CANDIDATE.format(source=(KERNELS / "add_tiled.cpp").read_text()))
     return path
@@ -190,7 +194,7 @@ def test_compile_check_builds_sources_when_nothing_ran(candidate_file):
 
 
 def test_compile_check_reports_unknown_api(tmp_path, monkeypatch):
-    monkeypatch.setenv("EVOKERNEL_CACHE", str(tmp_path))
+    monkeypatch.setattr("backends._cache._root", tmp_path)
     path = tmp_path / "bad.py"
     path.write_text(CANDIDATE.format(source=(KERNELS / "add_tiled.cpp").read_text().replace("Add(z", "AddV(z")))
     backend = AscendCBackend()

@@ -52,11 +52,10 @@ needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not i
 
 @pytest.fixture(scope="module")
 def executor(tmp_path_factory):
-    import os
-
-    os.environ["EVOKERNEL_CACHE"] = str(tmp_path_factory.mktemp("cache"))
-    with Executor(device="cpu", timeout_s=600) as ex:
-        yield ex
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr("backends._cache._root", tmp_path_factory.mktemp("cache"))  # the worker is given it
+        with Executor(device="cpu", timeout_s=600) as ex:
+            yield ex
 
 
 @needs_nvcc
@@ -195,11 +194,10 @@ def test_same_extension_name_different_sources_get_their_own_verdicts(executor):
 
 
 @needs_nvcc
-def test_same_extension_name_concurrently_in_two_workers(tmp_path):
-    import os
+def test_same_extension_name_concurrently_in_two_workers(tmp_path, monkeypatch):
     import threading
 
-    os.environ["EVOKERNEL_CACHE"] = str(tmp_path / "shared-cache")  # both workers build under one cache
+    monkeypatch.setattr("backends._cache._root", tmp_path / "shared-cache")  # both workers build under one cache
     results: dict[str, object] = {}
 
     def run(name: str, source: str) -> None:

@@ -4,7 +4,7 @@ One shared library per (source, header, flags, compiler, entries), in a
 directory named by the extension name and a hash of all of them, so two
 candidates that pick the same name never share (or load) a binary, whether
 they run one after the other in one worker or at once in several; cached under
-`$EVOKERNEL_CACHE/ascendc` (default `~/.cache/evokernel/ascendc`), one
+`<build cache>/ascendc` (backends/_cache.py; default `~/.cache/evokernel/ascendc`), one
 directory per build, a file lock around each build so concurrent workers
 compile a source once."""
 
@@ -46,8 +46,9 @@ class Build:
 
 
 def cache_root() -> Path:
-    env = os.environ.get("EVOKERNEL_CACHE")
-    return Path(env) / "ascendc" if env else Path.home() / ".cache" / "evokernel" / "ascendc"
+    from .._cache import build_cache
+
+    return build_cache() / "ascendc"
 
 
 @functools.lru_cache(maxsize=None)

@@ -23,12 +23,11 @@ flagged.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import copy
 import itertools
 import os
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -50,8 +49,6 @@ __all__ = [
     "tolerance_for",
     "main",
 ]
-
-SIZE_ENV = "EVOKERNEL_SIZE"
 
 # Findings that the executor's stress trials address (the output cannot tell kernels apart on these inputs).
 STRESSABLE = frozenset({"near_zero", "mostly_zero", "constant", "low_variance", "one_value_per_row", "ignores_input"})
@@ -75,17 +72,11 @@ class TaskLoadError(Exception):
     """A task file could not be imported or lacks the names of the task format."""
 
 
-@contextlib.contextmanager
-def _size_env(size: str) -> Iterator[None]:
-    previous = os.environ.get(SIZE_ENV)
-    os.environ[SIZE_ENV] = size
-    try:
-        yield
-    finally:
-        if previous is None:
-            os.environ.pop(SIZE_ENV, None)
-        else:
-            os.environ[SIZE_ENV] = previous
+def _size_env(size: str):
+    """The task size, set as a task file hears it while its code runs (one mechanism: backends')."""
+    from backends import task_size
+
+    return task_size(size)
 
 
 def load_task_module(path: str | os.PathLike[str], *, size: str = "small") -> ModuleType:

@@ -109,9 +109,22 @@ def memory_path(memory: "Path | None", *, must_exist: bool = False) -> "Path":
     return path
 
 
+def use_environment_build_cache() -> None:
+    """CUDA and Ascend C builds go under `$EVOKERNEL_CACHE` when it is set (read here, at
+    the edge; workers are given the root as an argument)."""
+    import os
+
+    from backends import use_build_cache
+
+    use_build_cache(os.environ.get("EVOKERNEL_CACHE") or None)
+
+
 def prepare_device(backend: str, device: str | None) -> str:
-    """Check the backend and pick the device (the first GPU, else the CPU)."""
+    """Check the backend and pick the device (the first GPU, else the CPU); builds go
+    where `$EVOKERNEL_CACHE` says."""
     from backends import backend_names, default_device
+
+    use_environment_build_cache()
 
     if backend not in backend_names():
         raise fail_usage(f"unknown backend {backend!r}; known: {', '.join(backend_names())}")

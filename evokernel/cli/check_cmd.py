@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from ._common import (EXIT_OK, EXIT_REJECTED, BackendOpt, JsonOpt, RulesOpt, err_console, fail_usage, print_json,
-                      print_result_table)
+                      print_result_table, use_environment_build_cache)
 
 
 def register(app: typer.Typer) -> None:
@@ -32,6 +32,7 @@ def check_command(
     from backends import RULE_SETS, TaskError, UnknownBackend, check, get_backend, load_task
     from evokernel.loop import resolve_task_args
 
+    use_environment_build_cache()  # nvcc's checks are cached there
     if rules not in RULE_SETS:
         raise fail_usage(f"unknown rule set {rules!r}; known: {', '.join(RULE_SETS)}")
     try:

@@ -7,7 +7,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from ._common import BackendOpt, RulesOpt, SeedOpt, SizeOpt, TimeoutOpt, TrialsOpt, call, fail_usage, memory_path, run_options
+from ._common import (BackendOpt, RulesOpt, SeedOpt, SizeOpt, TimeoutOpt, TrialsOpt, call, fail_usage, memory_path,
+                      run_options, use_environment_build_cache)
 
 
 def register(app: typer.Typer) -> None:
@@ -36,6 +37,7 @@ def mcp_command(
         from evokernel.mcp import serve
     except ImportError as exc:  # the SDK is a dependency; a broken install says which
         raise fail_usage(f"the MCP server needs the official SDK (pip install 'mcp>=2'): {exc}") from None
+    use_environment_build_cache()
     options = run_options(backend=backend, rules=rules, device=device, size=size, timeout_s=timeout, trials=trials,
                           seed=seed)
     call(serve, options, memory=memory_path(memory), agent=agent)
