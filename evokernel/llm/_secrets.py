@@ -1,6 +1,6 @@
 """Masking of API keys in anything that is logged or stored.
 
-Keys only ever come from the environment, but they leak back through error
+Keys come from the caller (the CLI reads them from the environment), but they leak back through error
 messages (some servers echo the bad key), repr()s of clients and headers. Every
 text the layer writes to the database or a log passes through `mask_secrets`.
 """
