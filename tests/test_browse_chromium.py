@@ -90,10 +90,10 @@ def _run_row(path: Path):
         return None  # the run has not made its schema yet
 
 
-@pytest.fixture(scope="module")
-def live_run(tmp_path_factory):
+@pytest.fixture
+def live_run(tmp_path):
     """A real run writing a fresh bank, started before any page is opened."""
-    path = tmp_path_factory.mktemp("browse-live") / "memory.db"
+    path = tmp_path / "memory.db"
     log = path.with_suffix(".log")
     with log.open("w") as sink:
         writer = subprocess.Popen([sys.executable, "-m", "evokernel.cli", "run", "relu_add", "--budget", "2",
@@ -109,19 +109,24 @@ def live_run(tmp_path_factory):
             writer.wait()
 
 
-@pytest.fixture(scope="module")
-def live_server(live_run):
+def test_a_real_run_followed_live_then_browsed(browser, live_run, tmp_path_factory):
+    """One test, so that pytest-xdist never splits it across processes and pays for the run twice."""
     server = start(live_run[0], ServeOptions(port=0))
-    yield server
-    server.stop()
+    try:
+        shots = tmp_path_factory.mktemp("shots")
+        _follow_the_run(browser, live_run, server.url, shots)
+        _browse_its_pages(browser, server.url, shots)
+    finally:
+        server.stop()
 
 
-def test_a_running_runs_page_follows_the_writer_without_a_reload(browser, live_run, live_server, tmp_path_factory):
+def _follow_the_run(browser, live_run, url: str, shots: Path) -> None:
+    """The run's page, opened while the run writes, follows it to its end without a reload."""
     from selenium.webdriver.common.by import By
 
     path, writer = live_run
     run_id, status = _run_row(path)
-    _open(browser, f"{live_server.url}/runs/{run_id}")
+    _open(browser, f"{url}/runs/{run_id}")
     first = browser.find_element(By.CSS_SELECTOR, '[data-field="steps_done"]').text
     assert status == "running" and writer.poll() is None and int(first) < 2, "the run ended before its page opened"
     browser.execute_script("window.evkSamePage = 'yes';")  # gone if the page were reloaded
@@ -139,16 +144,15 @@ def test_a_running_runs_page_follows_the_writer_without_a_reload(browser, live_r
     assert len(rows) == 2 and "relu_add" in rows[0].text
     assert browser.find_element(By.CSS_SELECTOR, "progress[data-progress]").get_attribute("value") == "2"
     assert _console_errors(browser) == []
-    browser.save_screenshot(str(tmp_path_factory.mktemp("shots") / "run.png"))
+    browser.save_screenshot(str(shots / "run.png"))
+    writer.wait(_RUN_TIMEOUT_S)
 
 
-def test_pages_render_with_lineage_and_plots(browser, live_run, live_server, tmp_path_factory):
+def _browse_its_pages(browser, url: str, shots: Path) -> None:
+    """From the front page to the task: no console error, the plots decoded, the lineage with its diff."""
     from selenium.webdriver.common.by import By
 
-    path, writer = live_run
-    writer.wait(_RUN_TIMEOUT_S)
-    shots = tmp_path_factory.mktemp("shots")
-    _open(browser, live_server.url + "/")
+    _open(browser, url + "/")
     browser.find_element(By.LINK_TEXT, "run 1").click()
     browser.find_element(By.LINK_TEXT, "relu_add").click()
     assert _console_errors(browser) == []
@@ -159,18 +163,19 @@ def test_pages_render_with_lineage_and_plots(browser, live_run, live_server, tmp
     # The lineage: the draft, and the refinement under it with its diff.
     nodes = browser.find_elements(By.CSS_SELECTOR, "#lineage .node")
     assert len(nodes) == 2 and "draft" in nodes[0].text and "refine" in nodes[1].text
+    draft = nodes[0].find_element(By.TAG_NAME, "a").get_attribute("href")
     assert len(browser.find_elements(By.CSS_SELECTOR, "#lineage ul.lineage ul.lineage .node")) == 1
     diff = browser.find_element(By.CSS_SELECTOR, "#lineage details.diff")
     diff.find_element(By.TAG_NAME, "summary").click()
     assert diff.find_element(By.CSS_SELECTOR, ".hl").is_displayed()
     assert "Best kernel" in browser.page_source and browser.find_elements(By.CSS_SELECTOR, "tr.best")
     browser.save_screenshot(str(shots / "task.png"))
-    best = browser.find_element(By.CSS_SELECTOR, "#best a").get_attribute("href")
-    _open(browser, best)
+    _open(browser, draft)  # the refinement's start point: its refine value moved
     values = browser.find_element(By.ID, "values-plot")
+    assert values.tag_name == "img"
     assert browser.execute_script("return arguments[0].complete && arguments[0].naturalWidth", values) > 100
     for page in ("/tasks", "/items", "/items?kind=experience", "/skills", "/calls", "/search?q=relu_add+elementwise"):
-        _open(browser, live_server.url + page)
+        _open(browser, url + page)
     assert browser.find_elements(By.CSS_SELECTOR, "#hits mark")
 
 
