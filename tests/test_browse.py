@@ -263,6 +263,12 @@ def test_run_endpoint_follows_a_writer(tmp_path):
         store.record_step(run_id=ids["run"], task_key=KEY, backend="triton", stage="refine", reward=0.7,
                           context_item_ids=[], result_item_id=item)
         store.finish_run(ids["run"])
+        fresh = store.start_run({"policy": "builtin", "tasks": [{"key": "softmax-abc@small", "name": "softmax"}],
+                                 "signature": {"config": {"budget": 2}}})
+    # A run listed with its tasks before its first step lands.
+    started = client.get(f"/api/runs/{fresh}").json()
+    assert (started["steps_done"], started["steps_planned"]) == (0, 2)
+    assert [(t["name"], t["attempts"], t["best"]) for t in started["tasks"]] == [("softmax", 0, "-")]
     after = client.get(f"/api/runs/{ids['run']}").json()
     assert after["status"] == "done" and after["steps_done"] == 4
     assert after["steps"][0]["item_id"] == item and after["steps"][0]["latency"] == "0.9 ms"

@@ -98,7 +98,7 @@ def _run_state(bank: Bank, run_id: int) -> tuple[RunSummary, list[Any], list[dic
         steps = reader.run_steps(run_id, limit=_RUN_STEPS_SHOWN)
         ids = [s.result_item_id for s in steps if s.result_item_id is not None]
         traces = {i.id: i for i in reader.items_by_id(ids)}
-        return run, reader.run_tasks(run_id), [_step_row(s, traces) for s in steps]
+        return run, reader.run_tasks(run), [_step_row(s, traces) for s in steps]
 
 
 def create_app(memory: str | Path) -> Starlette:

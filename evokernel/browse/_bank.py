@@ -168,11 +168,12 @@ class BankReader:
             tasks = config.get("tasks") or []
             names = tuple(str(t.get("name") or task_name(str(t.get("key", "")))) if isinstance(t, dict) else str(t)
                           for t in tasks)
+            keys = tuple(str(t["key"]) for t in tasks if isinstance(t, dict) and t.get("key"))
             budget = options.get("budget")
             out.append(RunSummary(
                 id=r[0], started_utc=r[1], finished_utc=r[2], status=r[3],
                 policy=str(config.get("policy") or signature.get("policy") or config.get("agent") or ""),
-                task_names=names, budget=budget if isinstance(budget, int) else None, steps_done=r[5],
+                task_names=names, task_keys=keys, budget=budget if isinstance(budget, int) else None, steps_done=r[5],
                 llm_calls=r[6], tokens_in=r[7], tokens_out=r[8], cost_usd=r[9], options=options,
             ))
         return out
@@ -186,10 +187,12 @@ class BankReader:
         tail = "" if limit is None else f" LIMIT {int(limit)}"
         return self._steps(f"run_id = ? ORDER BY id DESC{tail}", (run_id,))
 
-    def run_tasks(self, run_id: int) -> list[TaskSummary]:
-        keys = [r[0] for r in self.conn.execute(
-            "SELECT DISTINCT task_key FROM steps WHERE run_id = ? ORDER BY task_key", (run_id,))]
-        return [self._task_summary(k, run_id=run_id) for k in keys]
+    def run_tasks(self, run: RunSummary) -> list[TaskSummary]:
+        """The run's tasks, those it was given first (listed before their first step lands)."""
+        stepped = [r[0] for r in self.conn.execute(
+            "SELECT DISTINCT task_key FROM steps WHERE run_id = ? ORDER BY task_key", (run.id,))]
+        keys = list(dict.fromkeys([*run.task_keys, *stepped]))
+        return [self._task_summary(k, run_id=run.id) for k in keys]
 
     # -- tasks -----------------------------------------------------------
 

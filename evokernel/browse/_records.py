@@ -22,6 +22,7 @@ class RunSummary:
     status: str
     policy: str
     task_names: tuple[str, ...]
+    task_keys: tuple[str, ...]
     budget: int | None
     steps_done: int
     llm_calls: int
