@@ -224,6 +224,16 @@ def test_item_page_shows_values_usage_and_a_skills_admission(client, bank):
     assert "Halve the block" in client.get("/skills").text
 
 
+def test_the_memory_page_orders_items_by_their_values(client, bank):
+    page = client.get("/items?sort=q_refine").text
+    listed = [int(i) for i in re.findall(r'<tr><td><a href="/items/(\d+)">', page)]
+    with Bank(bank[0]).read() as reader:
+        q_refine = {i.id: i.q_refine for i in reader.items(limit=1000)}
+    assert sorted(listed) == sorted(q_refine)
+    assert [q_refine[i] for i in listed] == sorted(q_refine.values(), reverse=True)
+    assert client.get("/items?sort=nonsense").status_code == 200  # an unknown order is the newest first
+
+
 def test_llm_call_page_links_its_step_and_shows_tokens_and_cost(client, bank):
     _, ids = bank
     page = client.get(f"/calls/{ids['call']}").text

@@ -22,7 +22,7 @@ from starlette.staticfiles import StaticFiles
 
 from . import _plots, _render
 from ._bank import Bank, task_name
-from ._records import RunSummary, Step
+from ._records import ItemOrder, RunSummary, Step
 
 _SECURITY_HEADERS = {
     "content-security-policy": (
@@ -164,9 +164,13 @@ def create_app(memory: str | Path) -> Starlette:
 
     def items_page(request: Request) -> Response:
         kind = request.query_params.get("kind") or None
+        try:
+            order = ItemOrder(request.query_params.get("sort") or ItemOrder.NEWEST.value)
+        except ValueError:
+            order = ItemOrder.NEWEST
         with bank.read() as reader:
-            items = reader.items(kind=kind)
-            return _page("items.html", items=items, kinds=reader.kinds(), kind=kind,
+            items = reader.items(kind=kind, order=order)
+            return _page("items.html", items=items, kinds=reader.kinds(), kind=kind, order=order, orders=list(ItemOrder),
                          usage=reader.usage([i.id for i in items]))
 
     def item_page(request: Request) -> Response:

@@ -24,6 +24,7 @@ from ._records import (
     Attempt,
     BankStats,
     BrowseError,
+    ItemOrder,
     ItemView,
     LineageRow,
     LLMCall,
@@ -227,7 +228,8 @@ class BankReader:
 
     # -- items -----------------------------------------------------------
 
-    def items(self, *, kind: str | None = None, task_key: str | None = None, limit: int = 200) -> list[Item]:
+    def items(self, *, kind: str | None = None, task_key: str | None = None, order: ItemOrder = ItemOrder.NEWEST,
+              limit: int = 200) -> list[Item]:
         clauses, params = ["1"], []
         if kind:
             clauses.append("kind = ?")
@@ -235,7 +237,7 @@ class BankReader:
         if task_key:
             clauses.append("task_key = ?")
             params.append(task_key)
-        return self._items(f"{' AND '.join(clauses)} ORDER BY id DESC LIMIT {int(limit)}", params)
+        return self._items(f"{' AND '.join(clauses)} ORDER BY {order.sql} LIMIT {int(limit)}", params)
 
     def items_by_id(self, item_ids: Sequence[int]) -> list[Item]:
         ids = sorted(set(item_ids))

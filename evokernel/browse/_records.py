@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import enum
 from typing import Any
 
 from memory_store import Item
@@ -10,6 +11,24 @@ from memory_store import Item
 
 class BrowseError(ValueError):
     """The bank cannot be browsed, or the server cannot start as asked; the message says why in one line."""
+
+
+class ItemOrder(str, enum.Enum):
+    """How the memory page orders items; `sql` is the ORDER BY it means."""
+
+    NEWEST = "newest"
+    Q_DRAFT = "q_draft"
+    Q_REFINE = "q_refine"
+    VISITS = "visits"
+
+    @property
+    def sql(self) -> str:
+        return {
+            ItemOrder.NEWEST: "id DESC",
+            ItemOrder.Q_DRAFT: "q_draft DESC, id DESC",
+            ItemOrder.Q_REFINE: "q_refine DESC, id DESC",
+            ItemOrder.VISITS: "visits_draft + visits_refine DESC, id DESC",
+        }[self]
 
 
 @dataclasses.dataclass(frozen=True)
