@@ -248,7 +248,8 @@ def test_search_uses_the_index_and_the_sources_and_takes_any_text(client, bank):
     page = client.get("/search?q=warps").text  # a word of the refinement's key text (FTS5)
     assert f'href="/items/{ids["refined"]}"' in page and "<mark>warps</mark>" in page
     page = client.get("/search?q=zebrafish").text  # only in a failure's feedback
-    assert f'href="/items/{ids["failed"]}"' in page and "feedback" in page
+    assert f'href="/items/{ids["failed"]}"' in page
+    assert "<td>feedback</td>" in page and "while parsing <mark>zebrafish</mark>" in page  # the words, not JSON
     for query in ('"', "AND (", "relu OR", "*", "NEAR(", "x' --"):
         assert client.get("/search", params={"q": query}).status_code == 200, query
 

@@ -28,6 +28,7 @@ from ._records import (
     ItemView,
     LineageRow,
     LLMCall,
+    MatchedIn,
     RunSummary,
     SearchHit,
     Step,
@@ -43,6 +44,10 @@ _ITEM_SELECT = ", ".join(_JSON_COLUMNS.get(f, f) for f in _ITEM_FIELDS)
 _STEP_SELECT = (
     "id, run_id, task_key, backend, stage, reward, normalized_reward, value_target, alpha, "
     "context_item_ids_json, start_point_id, result_item_id, created_utc"
+)
+_CALL_SELECT = (
+    "id, run_id, step_id, provider, model, tokens_in, tokens_out, cost_usd, latency_ms, error, created_utc, "
+    "prompt_json, response_text"
 )
 _NEEDED_TABLES = {"runs", "items", "steps", "llm_calls", "items_fts"}
 # Control characters around FTS5 snippet matches: they cannot occur in the
@@ -74,6 +79,10 @@ def _step(row: Sequence[Any]) -> Step:
     context = json.loads(row[9]) if row[9] else []
     return Step(row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7], row[8],
                 tuple(int(i) for i in context), row[10], row[11], row[12])
+
+
+def _call(row: Sequence[Any]) -> LLMCall:
+    return LLMCall(*row[:11], prompt=_loads(row[11]), response_text=row[12] or "")
 
 
 def task_name(key: str, extra: dict[str, Any] | None = None) -> str:
@@ -286,17 +295,14 @@ class BankReader:
             clauses.append("step_id = ?")
             params.append(step_id)
         rows = self.conn.execute(
-            "SELECT id, run_id, step_id, provider, model, tokens_in, tokens_out, cost_usd, latency_ms, error, "
-            f"created_utc, prompt_json, response_text FROM llm_calls WHERE {' AND '.join(clauses)} "
-            f"ORDER BY id DESC LIMIT {int(limit)}", params,
+            f"SELECT {_CALL_SELECT} FROM llm_calls WHERE {' AND '.join(clauses)} ORDER BY id DESC LIMIT {int(limit)}",
+            params,
         ).fetchall()
-        return [LLMCall(*r[:11], _loads(r[11]), r[12] or "") for r in rows]
+        return [_call(r) for r in rows]
 
     def llm_call(self, call_id: int) -> LLMCall | None:
-        rows = self.conn.execute(
-            "SELECT id, run_id, step_id, provider, model, tokens_in, tokens_out, cost_usd, latency_ms, error, "
-            "created_utc, prompt_json, response_text FROM llm_calls WHERE id = ?", (call_id,)).fetchall()
-        return LLMCall(*rows[0][:11], _loads(rows[0][11]), rows[0][12] or "") if rows else None
+        rows = self.conn.execute(f"SELECT {_CALL_SELECT} FROM llm_calls WHERE id = ?", (call_id,)).fetchall()
+        return _call(rows[0]) if rows else None
 
     def step(self, step_id: int) -> Step | None:
         found = self._steps("id = ?", (step_id,))
@@ -316,7 +322,7 @@ class BankReader:
                 "FROM items_fts JOIN items i ON i.id = items_fts.rowid WHERE items_fts MATCH ? "
                 "ORDER BY bm25(items_fts) LIMIT ?", (query, limit),
             ).fetchall()
-            hits += [SearchHit(r[0], r[1], r[2], r[3], _marked(r[4]), "key text") for r in rows]
+            hits += [SearchHit(r[0], r[1], r[2], r[3], _marked(r[4]), MatchedIn.KEY_TEXT) for r in rows]
         needle = text.strip()
         if needle:
             seen = {h.item_id for h in hits}
@@ -330,7 +336,13 @@ class BankReader:
             for r in rows:
                 if r[0] in seen:
                     continue
-                where, body = ("kernel source", r[4]) if needle.lower() in (r[4] or "").lower() else ("feedback", r[5])
+                if needle.lower() in (r[4] or "").lower():
+                    where, body = MatchedIn.KERNEL_SOURCE, r[4]
+                else:
+                    # The verifier's words when the text is in them, else the executor's whole record.
+                    feedback = _loads(r[5])
+                    words = f"{feedback.get('message') or ''}\n{feedback.get('feedback') or ''}"
+                    where, body = MatchedIn.FEEDBACK, words if needle.lower() in words.lower() else r[5]
                 hits.append(SearchHit(r[0], r[1], r[2], r[3], _excerpt(body or "", needle), where))
         return hits
 

@@ -199,6 +199,17 @@ class LLMCall:
         return str(self.prompt.get("purpose") or "candidate")
 
 
+class MatchedIn(str, enum.Enum):
+    """Where a search found its text."""
+
+    KEY_TEXT = "key text"  # the FTS5 index: what retrieval matches
+    KERNEL_SOURCE = "kernel source"
+    FEEDBACK = "feedback"
+
+    def __str__(self) -> str:
+        return self.value
+
+
 @dataclasses.dataclass(frozen=True)
 class SearchHit:
     """An item matching a search; `snippet` alternates plain text and matched text (odd indices)."""
@@ -208,7 +219,7 @@ class SearchHit:
     task_key: str
     status: str | None
     snippet: tuple[str, ...]
-    where: str
+    where: MatchedIn
 
 
 @dataclasses.dataclass(frozen=True)
