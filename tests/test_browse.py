@@ -118,8 +118,9 @@ def test_every_page_renders_and_escapes_hostile_text(client, bank):
         # Whatever the bank holds, no tag from it reaches the page as markup.
         assert "<img src=x" not in page.text and 'alert("pwned")</script>' not in page.text, url
         assert "onerror=alert(1)>" not in page.text, url
-        # The page's only scripts are this server's files.
+        # The page's only scripts are this server's files, and every asset and link is on this server (no CDN).
         assert re.findall(r"<script(?![^>]*\bsrc=\"/static/)", page.text) == [], url
+        assert re.findall(r'(?:src|href|action)="(?!/)[^"]*"', page.text) == [], url
     # The hostile text is shown, as text, where it was written.
     for url in (f"/items/{ids['refined']}", f"/calls/{ids['call']}", f"/runs/{ids['run']}"):
         assert "&lt;img src=x onerror=alert(1)&gt;" in client.get(url).text, url
