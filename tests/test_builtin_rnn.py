@@ -60,3 +60,20 @@ def test_rnn_candidate_is_correct(results, name):
 @pytest.mark.parametrize("name", KERNELBENCH)
 def test_rnn_candidate_is_correct_under_kernelbench_rules(kernelbench_results, name):
     assert ok(kernelbench_results[name]), explain(kernelbench_results[name])
+
+
+def test_rnn_one_launch_per_step_is_correct(cpu_executor, tmp_path):
+    """The launch-per-step schedule (wide hidden states) on a bidirectional two-layer LSTM."""
+    from dataclasses import replace
+
+    from backends import EvalOptions
+    from builtin_case import write
+    from evokernel.builtin import analyze, default_config, generate
+
+    path = write(next(c for c in CASES if c.name == "lstm_bidirectional"), tmp_path)
+    plan = analyze(path)
+    assert plan, explain(plan)
+    config = replace(default_config(plan), one_pass=False, block_n=16, block_k=16)
+    options = EvalOptions.from_dict({"rules": "strict", "timing": False, "baselines": False, "trials": 1})
+    result = cpu_executor.evaluate(path, generate(plan, config), backend="triton", options=options)
+    assert ok(result), explain(result)

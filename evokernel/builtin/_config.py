@@ -19,8 +19,10 @@ One frozen dataclass serves every family; each family reads only its fields:
   own conversion; "ieee": always IEEE).
 - pool: ``block_n`` (output elements per program), ``num_warps``.
 - scan: ``block_m`` (rows per program), ``block_n`` (chunk), ``num_warps``.
-- rnn (a recurrent step): ``block_m`` (batch rows), ``block_n`` (hidden units),
-  ``block_k``, ``num_warps``, ``precision`` (as conv's: how cuDNN's reference rounds).
+- rnn (recurrent layers): ``one_pass`` (one launch a layer, each program walking
+  every step for its batch rows; else one launch a step), ``block_m`` (batch rows),
+  ``block_n`` (hidden units), ``block_k``, ``num_warps``, ``precision`` (as conv's:
+  how cuDNN's reference rounds).
 
 A pipeline is configured by its main stage (``Plan.main_stage``); the other
 stages take their own defaults, which are sized from their traced shapes.
@@ -107,7 +109,7 @@ _TUNABLE = {
     "conv": ("block_m", "block_n", "block_k", "num_warps", "num_stages", "precision"),
     "pool": ("block_n", "num_warps"),
     "scan": ("block_m", "block_n", "num_warps"),
-    "rnn": ("block_m", "block_n", "block_k", "num_warps", "precision"),
+    "rnn": ("one_pass", "block_m", "block_n", "block_k", "num_warps", "precision"),
     "attention": ("block_m", "block_n", "num_warps", "num_stages", "precision"),
 }
 
@@ -221,11 +223,11 @@ def search_space(plan: Plan) -> list[Config]:
     if family == "rnn":
         # the default tile first in every rounding, as for convolutions: cuDNN's reference may run TF32
         first = default_config(plan)
-        tiles = sorted(((bm, bn, bk, w) for bm in (16, 32, 64) for bn in (16, 32, 64) for bk in (16, 32, 64)
-                        for w in (1, 2, 4, 8)),
-                       key=lambda t: t != (first.block_m, first.block_n, first.block_k, first.num_warps))
-        return [Config(family, block_m=bm, block_n=bn, block_k=bk, num_warps=w, precision=p)
-                for bm, bn, bk, w in tiles for p in CONV_PRECISIONS]
+        tiles = sorted(((one, bm, bn, bk, w) for one in (True, False) for bm in (16, 32, 64) for bn in (16, 32, 64, 128)
+                        for bk in (16, 32, 64) for w in (1, 2, 4, 8)),
+                       key=lambda t: t != (first.one_pass, first.block_m, first.block_n, first.block_k, first.num_warps))
+        return [Config(family, one_pass=one, block_m=bm, block_n=bn, block_k=bk, num_warps=w, precision=p)
+                for one, bm, bn, bk, w in tiles for p in CONV_PRECISIONS]
     raise ValueError(f"unknown family {family!r}")
 
 
@@ -278,11 +280,16 @@ def default_config(plan: Plan) -> Config:
     if family == "attention":
         return _attention_default(plan)
     if family == "rnn":
-        # one step's programs: batch rows (tl.dot needs 16) by hidden units; small tiles keep many programs
-        # busy on a short, latency-bound step
+        # programs own batch rows (tl.dot needs 16). Where one program can do a whole step (W_hh of up to
+        # 2^20 weights a direction), one launch a layer walks all steps; else one launch a step, with
+        # small hidden tiles to keep many programs busy on a short, latency-bound step
         rnn = dict(plan.node(plan.anchor_id).attrs)
         block_m = min(64, max(16, _pow2(rnn["batch"])))
-        return Config(family, block_m=block_m, block_n=32 if rnn["hidden"] >= 32 else 16, block_k=32, num_warps=4)
+        gates = {"LSTM": 4, "GRU": 3}.get(rnn["mode"], 1)
+        if gates * rnn["hidden"] ** 2 <= 1 << 20:
+            tile = min(64, max(16, _pow2(rnn["hidden"])))
+            return Config(family, one_pass=True, block_m=block_m, block_n=tile, block_k=tile, num_warps=4)
+        return Config(family, one_pass=False, block_m=block_m, block_n=32, block_k=32, num_warps=4)
     raise ValueError(f"unknown family {family!r}")
 
 

@@ -104,7 +104,7 @@ def _cell(mode: str) -> list[str]:
                 f"gate_z = {_sigmoid('(x1 + a1)')}",
                 "# b_hn stays inside the reset gate's product, as in PyTorch",
                 f"gate_n = {_tanh('(x2 + gate_r * a2)')}",
-                "h_prev = tl.load(hp_row + hp_offs[:, None] + offs_h[None, :], mask=mask, other=0.0).to(tl.float32)",
+                "h_prev = tl.load(h_read + state[:, None] + offs_h[None, :], mask=mask, other=0.0)",
                 "h_new = (1.0 - gate_z) * gate_n + gate_z * h_prev"]
     if mode == "RNN_TANH":
         return [f"h_new = {_tanh('(x0 + a0)')}"]
@@ -116,40 +116,48 @@ def _cell(mode: str) -> list[str]:
 def _step_kernel(mode: str, gates: int, tag: str) -> str:
     lines = [
         "@triton.jit",
-        f"def _rnn_step_kernel{tag}(xp_ptr, whh_ptr, bhh_ptr, hp_ptr, c_ptr, seq_ptr, hn_ptr, step, T, B, H,",
-        "                       stride_xp_t, stride_xp_b, stride_hp_d, stride_hp_t, stride_hp_b, stride_seq_t,",
-        "                       stride_seq_b, HAS_BIAS: tl.constexpr, PRECISION: tl.constexpr,",
-        "                       BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr):",
+        f"def _rnn_step_kernel{tag}(xp_ptr, whh_ptr, bhh_ptr, hbuf_ptr, c_ptr, seq_ptr, hn_ptr, step0, n_steps, T, B, H,",
+        "                       stride_xp_t, stride_xp_b, stride_seq_t, stride_seq_b, HAS_BIAS: tl.constexpr,",
+        "                       PRECISION: tl.constexpr, BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr,",
+        "                       BLOCK_K: tl.constexpr):",
+        "    # steps [step0, step0 + n_steps) of one direction (grid axis 2) for one tile of batch rows; the",
+        "    # hidden tiles are split over grid axis 1 (one step a launch) or all walked by this program (one",
+        "    # launch a layer, the steps separated by a barrier: no program waits for another)",
         "    d = tl.program_id(2).to(tl.int64)",
-        "    # direction 0 walks time forwards, direction 1 backwards",
-        "    t = step + d * (T - 1 - 2 * step)",
-        "    t_prev = t - 1 + 2 * d",
         "    offs_b = (tl.program_id(0) * BLOCK_B + tl.arange(0, BLOCK_B)).to(tl.int64)",
-        "    offs_h = tl.program_id(1) * BLOCK_H + tl.arange(0, BLOCK_H)",
         "    mask_b = offs_b < B",
-        "    mask_h = offs_h < H",
-        "    mask = mask_b[:, None] & mask_h[None, :]",
-        "    # h_{t-1}: the previous step's row of this layer's output (h0 at the first step, time stride 0)",
-        "    hp_row = hp_ptr + d * stride_hp_d + t_prev * stride_hp_t",
-        "    hp_offs = offs_b * stride_hp_b",
+        "    state = (2 * d * B + offs_b) * H  # h_{t-1} and h_t alternate between two (directions, B, H) halves",
         f"    w_dir = whh_ptr + d * {gates} * H * H",
         f"    b_dir = bhh_ptr + d * {gates} * H",
-        f"    x_tile = xp_ptr + t * stride_xp_t + offs_b[:, None] * stride_xp_b + d * {gates} * H + offs_h[None, :]",
+        "    for step in range(step0, step0 + n_steps):",
+        "        # direction 0 walks time forwards, direction 1 backwards",
+        "        t = step + d * (T - 1 - 2 * step)",
+        "        h_read = hbuf_ptr + (step % 2) * B * H",
+        "        h_write = hbuf_ptr + ((step + 1) % 2) * B * H",
+        "        for j0 in range(tl.program_id(1) * BLOCK_H, H, tl.num_programs(1) * BLOCK_H):",
+        "            offs_h = j0 + tl.arange(0, BLOCK_H)",
+        "            mask_h = offs_h < H",
+        "            mask = mask_b[:, None] & mask_h[None, :]",
+        f"            x_tile = xp_ptr + t * stride_xp_t + offs_b[:, None] * stride_xp_b + d * {gates} * H + offs_h[None, :]",
     ]
     for g in range(gates):
         lines += [
-            f"    a{g} = _rnn_gemm_tile(hp_row, hp_offs, mask_b, w_dir + {g} * H * H, offs_h, mask_h, H,",
-            "                        tl.zeros((BLOCK_B, BLOCK_H), dtype=tl.float32), BLOCK_K, PRECISION)",
-            "    if HAS_BIAS:",
-            f"        a{g} += tl.load(b_dir + {g} * H + offs_h, mask=mask_h, other=0.0).to(tl.float32)[None, :]",
-            f"    x{g} = tl.load(x_tile + {g} * H, mask=mask, other=0.0).to(tl.float32)",
+            f"            a{g} = _rnn_gemm_tile(h_read, state, mask_b, w_dir + {g} * H * H, offs_h, mask_h, H,",
+            "                                tl.zeros((BLOCK_B, BLOCK_H), dtype=tl.float32), BLOCK_K, PRECISION)",
+            "            if HAS_BIAS:",
+            f"                a{g} += tl.load(b_dir + {g} * H + offs_h, mask=mask_h, other=0.0).to(tl.float32)[None, :]",
+            f"            x{g} = tl.load(x_tile + {g} * H, mask=mask, other=0.0).to(tl.float32)",
         ]
-    lines += [f"    {line}" for line in _cell(mode)]
+    lines += [f"            {line}" for line in _cell(mode)]
     lines += [
-        "    h_out = h_new.to(seq_ptr.dtype.element_ty)",
-        "    tl.store(seq_ptr + t * stride_seq_t + offs_b[:, None] * stride_seq_b + d * H + offs_h[None, :], h_out,",
-        "             mask=mask)",
-        "    tl.store(hn_ptr + d * B * H + offs_b[:, None] * H + offs_h[None, :], h_out, mask=mask)",
+        "            tl.store(h_write + state[:, None] + offs_h[None, :], h_new.to(hbuf_ptr.dtype.element_ty), mask=mask)",
+        "            h_out = h_new.to(seq_ptr.dtype.element_ty)",
+        "            tl.store(seq_ptr + t * stride_seq_t + offs_b[:, None] * stride_seq_b + d * H + offs_h[None, :],",
+        "                     h_out, mask=mask)",
+        "            if step == T - 1:",
+        "                tl.store(hn_ptr + d * B * H + offs_b[:, None] * H + offs_h[None, :], h_out, mask=mask)",
+        "        # this step's h_t (written by all of this program's threads) is the next step's input",
+        "        tl.debug_barrier()",
     ]
     return "\n".join(lines) + "\n"
 
@@ -231,10 +239,10 @@ def generate_rnn(plan: Plan, config: Config, tag: str = "") -> StageCode:
     else:
         l += ["    c_n = h_n  # no cell state: the kernel never touches it"]
     l += [
-        "    h_start = torch.zeros_like(h_n) if h0 is None else h0.contiguous()",
         f"    precision = _rnn_precision(x, {c.precision!r})",
         f"    seq_shape = {seq_shape}",
-        f"    grid = (triton.cdiv(n_batch, {c.block_m}), triton.cdiv(hidden, {c.block_n}), dirs)",
+        "    # h_{t-1} and h_t of each direction: two halves a step reads and writes in turn",
+        "    hbuf = torch.empty((dirs, 2, n_batch, hidden), dtype=x.dtype, device=x.device)",
         "    layer_in = x",
         "    for layer, params in enumerate(layers):",
         "        last = layer == len(layers) - 1",
@@ -248,15 +256,23 @@ def generate_rnn(plan: Plan, config: Config, tag: str = "") -> StageCode:
         *_projection(tag, plan.rules == "kernelbench"),
         f"        stride_xp_t, stride_xp_b = {'(xp.shape[1], steps * xp.shape[1])' if spec.batch_first else '(n_batch * xp.shape[1], xp.shape[1])'}",
         "        states = slice(layer * dirs, (layer + 1) * dirs)",
-        "        h_first = h_start[states]",
-        f"        seq_strides = (hidden, seq.stride({t_dim}), seq.stride({b_dim}))",
-        "        for step in range(steps):",
-        "            prev, prev_strides = (h_first, (n_batch * hidden, 0, hidden)) if step == 0 else (seq, seq_strides)",
-        f"            _rnn_step_kernel{tag}[grid](",
-        "                xp, w_hh, w_hh if b_hh is None else b_hh, prev, c_n[states], seq, h_n[states], step, steps,",
-        "                n_batch, hidden, stride_xp_t, stride_xp_b, *prev_strides, seq_strides[1], seq_strides[2],",
-        f"                HAS_BIAS=b_hh is not None, PRECISION=precision, BLOCK_B={c.block_m}, BLOCK_H={c.block_n},",
-        f"                BLOCK_K={c.block_k}, num_warps={c.num_warps})",
+        "        if h0 is None:",
+        "            hbuf[:, 0].zero_()",
+        "        else:",
+        "            hbuf[:, 0].copy_(h0[states])",
+        "        args = (xp, w_hh, w_hh if b_hh is None else b_hh, hbuf, c_n[states], seq, h_n[states])",
+        f"        sizes = (steps, n_batch, hidden, stride_xp_t, stride_xp_b, seq.stride({t_dim}), seq.stride({b_dim}))",
+        f"        meta = dict(HAS_BIAS=b_hh is not None, PRECISION=precision, BLOCK_B={c.block_m}, BLOCK_H={c.block_n},",
+        f"                    BLOCK_K={c.block_k}, num_warps={c.num_warps})",
+    ]
+    if c.one_pass:
+        l += ["        # one launch walks every step: one program per batch tile and direction",
+              f"        _rnn_step_kernel{tag}[(triton.cdiv(n_batch, {c.block_m}), 1, dirs)](*args, 0, steps, *sizes, **meta)"]
+    else:
+        l += ["        for step in range(steps):  # one launch a step, its hidden tiles spread over programs",
+              f"            _rnn_step_kernel{tag}[(triton.cdiv(n_batch, {c.block_m}), triton.cdiv(hidden, {c.block_n}), dirs)](",
+              "                *args, step, 1, *sizes, **meta)"]
+    l += [
         "        layer_in = seq",
         "    return packed",
     ]
