@@ -3,7 +3,7 @@
 ``nn.MultiheadAttention``, ``nn.TransformerEncoderLayer`` and ``nn.TransformerEncoder``
 become projections (matmuls), scaled-dot-product attention (``sdpa_impl``: a matmul,
 the score chain, a softmax and a matmul, which the scheduler fuses into one attention
-kernel, see ``fuse_attention``), layer norms and pointwise ops, all in eval mode
+kernel, see _gen_attention.fuse_attention), layer norms and pointwise ops, all in eval mode
 (dropout is the identity there). ``split``/``chunk`` of computed values and
 ``repeat_interleave`` are views or copies made in ``forward``.
 """
@@ -18,9 +18,9 @@ import torch.nn.functional as F
 from ._build import Builder, ComputedView, Reject
 from ._canon_nn import _leaf_view, sdpa_impl
 from ._canon_util import _bind, _static, matmul, transposed
-from ._ir import Node, Ref
+from ._ir import Ref
 
-__all__ = ["ATTN_HANDLERS", "attention_module", "fuse_attention", "repeat_heads", "REPEAT_ATTR"]
+__all__ = ["ATTN_HANDLERS", "attention_module", "repeat_heads", "repeat_of", "REPEAT_ATTR"]
 
 REPEAT_ATTR = "repeat"  # a view node's (dim, times) when it repeats each slice along dim (repeat_interleave)
 
@@ -219,12 +219,10 @@ def mha_impl(ctx, module: nn.MultiheadAttention, param, query, key, value, key_p
         pad = _view(ctx, pad, f".view({n}, 1, 1, {source})", (n, 1, 1, source))
         mask = pad if mask is None else ctx.b.pw("add", mask, pad)
     out, probs = sdpa_impl(ctx, q, k, v, mask, False, None, with_probs=True)
-    hd = e // heads
     if bf:
         tokens = _view(ctx, out, f".permute(0, 2, 1, 3).reshape({n}, {length}, {e})", (n, length, e))
     else:
         tokens = _view(ctx, out, f".permute(2, 0, 1, 3).reshape({length}, {n}, {e})", (length, n, e))
-    del hd
     result = _linear(ctx, tokens, param("out_proj.weight"), _module_param(ctx, module, param, "out_proj.bias"))
     weights = None
     if _static(need_weights, "need_weights"):
@@ -311,44 +309,3 @@ def attention_module(ctx, module: nn.Module, param, args, kwargs):
 
         return im2col_impl(ctx, args[0], module.kernel_size, module.dilation, module.padding, module.stride)
     return None
-
-
-# ---------------------------------------------------------------- fusing attention
-def fuse_attention(b: Builder, nodes: list[Node], roots: list[Ref]) -> list[Node]:
-    """Rewrite every ``softmax(chain(q @ kt)) @ v`` (or ``chain(q @ kt) @ v`` with no
-    softmax, as ReLU attention) whose intermediates nothing else reads into one
-    "attention" anchor (see _gen_attention), and return the nodes still reachable from
-    ``roots``. The anchor takes the id of the second matmul, so its users are unchanged."""
-    from ._gen_attention import match_attention
-
-    for node_id in [n.id for n in nodes if n.op == "matmul"]:
-        users = _users(nodes)
-        if node_id not in users:  # the first matmul of an attention fused before
-            continue
-        live = {a.value for n in nodes for a in n.args if a.kind == "leaf"}
-        fused = match_attention(b, b.nodes[node_id], users, live)
-        if fused is not None:
-            b.nodes[node_id] = fused
-            nodes = _reachable(b, roots)
-    return nodes
-
-
-def _users(nodes: list[Node]) -> dict[int, list[int]]:
-    out: dict[int, list[int]] = {n.id: [] for n in nodes}
-    for n in nodes:
-        for a in n.args:
-            if a.kind == "node" and a.value in out:
-                out[a.value].append(n.id)
-    return out
-
-
-def _reachable(b: Builder, roots: list[Ref]) -> list[Node]:
-    seen, stack = set(), [r for r in roots if r.kind == "node"]
-    while stack:
-        ref = stack.pop()
-        if ref.value in seen:
-            continue
-        seen.add(ref.value)
-        stack.extend(a for a in b.nodes[ref.value].args if a.kind == "node")
-    return [n for n in b.nodes if n.id in seen]
-

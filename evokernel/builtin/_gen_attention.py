@@ -30,7 +30,7 @@ from ._gen_matmul import EpilogueEmitter
 from ._ir import Node, Plan, Ref
 from ._pointwise import POINTWISE
 
-__all__ = ["match_attention", "generate_attention", "MAX_HEAD_DIM"]
+__all__ = ["fuse_attention", "match_attention", "generate_attention", "MAX_HEAD_DIM"]
 
 MAX_HEAD_DIM = 256  # q/k and v head dims the kernel keeps in registers (one tile each)
 _FLOATS = ("float16", "bfloat16", "float32")
@@ -46,7 +46,7 @@ def match_attention(b: Builder, mm2: Node, users: dict[int, list[int]], live: se
     p_ref, v_ref = mm2.args
     if p_ref.kind != "node" or mm2.id not in users:
         return None
-    softmax = _softmax_of(b, b.nodes[p_ref.value], users)
+    softmax = _softmax_of(b, b.nodes[p_ref.value])
     t_ref, inner = softmax if softmax else (p_ref, ())
     chain, mm1 = _score_chain(b, t_ref)
     if mm1 is None or (not softmax and not chain):
@@ -97,7 +97,7 @@ def match_attention(b: Builder, mm2: Node, users: dict[int, list[int]], live: se
     return Node(id=mm2.id, op="attention", args=tuple(args), attrs=tuple(sorted(attrs.items())), shape=mm2.shape)
 
 
-def _softmax_of(b: Builder, p: Node, users) -> tuple[Ref, tuple[int, ...]] | None:
+def _softmax_of(b: Builder, p: Node) -> tuple[Ref, tuple[int, ...]] | None:
     """(the softmax's input, its own node ids) when ``p`` is softmax over the last dim as
     _canon_util._softmax writes it: exp(t - max(t)) / sum(exp(t - max(t)))."""
     if p.op != "div" or any(a.kind != "node" for a in p.args):
@@ -169,6 +169,43 @@ def _keys_and_values(b: Builder, kt_ref: Ref, v_ref: Ref, live: set[str]) -> tup
     if k_rep and v_rep and k_rep[1:] == v_rep[1:] and k_rep[1] == -3 and bases_live:
         return k_rep[0], "k", k_rep[2], v_rep[0]
     return kt_ref, "kt", 1, v_ref
+
+
+def fuse_attention(b: Builder, nodes: list[Node], roots: list[Ref]) -> list[Node]:
+    """Rewrite every ``softmax(chain(q @ kt)) @ v`` (or ``chain(q @ kt) @ v`` with no
+    softmax, as ReLU attention) whose intermediates nothing else reads into one
+    "attention" anchor (see _gen_attention), and return the nodes still reachable from
+    ``roots``. The anchor takes the id of the second matmul, so its users are unchanged."""
+    for node_id in [n.id for n in nodes if n.op == "matmul"]:
+        users = _users(nodes)
+        if node_id not in users:  # the first matmul of an attention fused before
+            continue
+        live = {a.value for n in nodes for a in n.args if a.kind == "leaf"}
+        fused = match_attention(b, b.nodes[node_id], users, live)
+        if fused is not None:
+            b.nodes[node_id] = fused
+            nodes = _reachable(b, roots)
+    return nodes
+
+
+def _users(nodes: list[Node]) -> dict[int, list[int]]:
+    out: dict[int, list[int]] = {n.id: [] for n in nodes}
+    for n in nodes:
+        for a in n.args:
+            if a.kind == "node" and a.value in out:
+                out[a.value].append(n.id)
+    return out
+
+
+def _reachable(b: Builder, roots: list[Ref]) -> list[Node]:
+    seen, stack = set(), [r for r in roots if r.kind == "node"]
+    while stack:
+        ref = stack.pop()
+        if ref.value in seen:
+            continue
+        seen.add(ref.value)
+        stack.extend(a for a in b.nodes[ref.value].args if a.kind == "node")
+    return [n for n in b.nodes if n.id in seen]
 
 
 # ---------------------------------------------------------------- code generation

@@ -264,7 +264,7 @@ def schedule(b: Builder, nodes: list[Node], output: Ref, rules: str = "strict",
     nodes rewritten so operands from earlier stages are buffer leaves), the index
     of the main stage, and the buffer (as a leaf) of every stored node. ``keep``:
     nodes that must be stored (the output's views name them)."""
-    from ._canon_attn import fuse_attention
+    from ._gen_attention import fuse_attention
 
     # matmul, score chain, softmax, matmul: one attention kernel, the scores never stored
     nodes = fuse_attention(b, nodes, [output, *(Ref("node", k) for k in keep)])
