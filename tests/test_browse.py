@@ -151,6 +151,10 @@ def test_task_page_shows_plot_lineage_diff_best_and_feedback(client, bank):
     assert best.startswith(f'id="best"><a href="/items/{ids["refined"]}">')
     assert '<tr class="best">' in page
     assert "unexpected EOF while parsing zebrafish" in page  # a failed step's feedback
+    refined_row = page[page.index(f'<td><a href="/items/{ids["refined"]}">'):]
+    refined_row = refined_row[:refined_row.index("</tr>")]
+    # The memories its step retrieved, linked.
+    assert f'<a href="/items/{ids["lesson"]}">#{ids["lesson"]}</a> <a href="/items/{ids["draft"]}">' in refined_row
     plot = client.get(f"/plots/tasks/{KEY.replace('@', '%40')}.svg")
     assert plot.status_code == 200 and plot.headers["content-type"] == "image/svg+xml"
     svg = plot.text
