@@ -10,6 +10,7 @@ import contextlib
 from pathlib import Path
 from typing import Any, Callable
 
+from ._gpu_path import OffGpuWatch, off_accelerator_message
 from ._guard import record_ops
 from ._result import EvalResult, Verdict
 from ._rules import explain, verdict_for
@@ -21,13 +22,17 @@ def dry(backend: Any) -> contextlib.AbstractContextManager:
     return enter() if callable(enter) else contextlib.nullcontext()
 
 
-def dry_check(task: Any, import_candidate: Callable[[], tuple[Any, Path]], backend: Any, log: Any, rules: str) -> EvalResult:
-    """Inside a worker: import in dry mode, trace forward on meta tensors, compile what was seen."""
+def dry_check(task: Any, import_candidate: Callable[[], tuple[Any, Path]], backend: Any, log: Any, rules: str,
+              off_gpu: OffGpuWatch | None = None) -> EvalResult:
+    """Inside a worker: import in dry mode, trace forward on meta tensors, compile what was seen.
+    Meta tensors are not on the GPU: a forward that reaches compute only reachable off it (`off_gpu`)
+    is `unverified`, its kernels unseen."""
     import torch
 
     warnings: list[str] = []
     with dry(backend):
-        module, _ = import_candidate()
+        module, cand_file = import_candidate()
+        trace = (off_gpu or OffGpuWatch()).trace(str(cand_file))
         log.clear()
         forbidden: dict[str, int] = {}
         traced = False
@@ -36,7 +41,7 @@ def dry_check(task: Any, import_candidate: Callable[[], tuple[Any, Path]], backe
                 init = list(task.get_init_inputs())
                 model = module.ModelNew(*init)
                 inputs = list(task.get_inputs())
-            with torch.no_grad(), record_ops(log) as ops:
+            with torch.no_grad(), record_ops(log) as ops, trace:
                 model(*inputs)
             forbidden = dict(ops.forbidden)
             traced = True
@@ -45,6 +50,10 @@ def dry_check(task: Any, import_candidate: Callable[[], tuple[Any, Path]], backe
             warnings.append(f"the dry run of ModelNew.forward on meta tensors stopped ({text}); "
                             "kernels launched after that point were not compiled")
     launched = list(log.launches)
+    reached = (off_gpu or OffGpuWatch()).reached(trace)
+    if reached:
+        msg = off_accelerator_message(reached, "meta tensors") + "; its kernels were not compiled"
+        return EvalResult(Verdict.UNVERIFIED, msg, feedback=msg, rules=rules, warnings=warnings)
     if forbidden and verdict_for("torch-compute", rules) is not None:
         names = ", ".join(f"aten.{n} x{c}" for n, c in sorted(forbidden.items()))
         msg = f"ModelNew.forward computes with PyTorch ops outside its own kernels: {names} ({explain('torch-compute', rules)})"

@@ -31,6 +31,7 @@ from typing import Any, Callable, Iterator
 import torch
 
 from . import _inputs, _memory, _share, _stress
+from ._gpu_path import OffGpuWatch, off_accelerator_message
 from ._oracle import Oracle, float64_model
 from ._backend import Backend, LaunchLog
 from ._compare import compare, flatten, poison_
@@ -41,7 +42,7 @@ from ._options import COMPILE_BASELINE_STEP, EvalOptions
 from ._result import Baselines, EvalResult, Roofline, Verdict
 from ._rules import explain
 from ._sandbox import harness
-from ._static import static_rejection
+from ._static import off_accelerator_lines, static_rejection
 from ._task import import_file, load_task_module, task_size
 from ._timing import benchmark, l2_flush_bytes
 
@@ -80,6 +81,7 @@ class Progress:
 
 _progress = Progress()
 _run_rules = RunRules()  # the rule set and the task facts the guard holds this evaluation to
+_off_gpu = OffGpuWatch()  # off the GPU: whether the first run reaches compute only reachable off it
 
 
 class _Reject(Exception):
@@ -203,11 +205,12 @@ def evaluate(
 
 def _evaluate(task_path, source, backend, log, device, options, workdir, cache, compile_only) -> EvalResult:
     # 1. static rules, on what ModelNew runs (backends/_static.py), under the chosen rule set
-    global _run_rules
+    global _run_rules, _off_gpu
     _run_rules = RunRules(options.rules)
     rejected = static_rejection(source, backend, options.rules)
     if rejected is not None:
         return rejected
+    _off_gpu = OffGpuWatch(off_accelerator_lines(source), "meta" if options.check_only else device.type)
 
     task = _task_step("importing the task", lambda: load_task_module(task_path, size=options.size))
     tolerance = getattr(task, "TOLERANCE", None)
@@ -215,7 +218,7 @@ def _evaluate(task_path, source, backend, log, device, options, workdir, cache, 
 
     # 2. import the candidate from a real file (Triton reads kernel source from files)
     if options.check_only:  # `evokernel check`: compile what the candidate builds and launches, run nothing
-        return dry_check(task, lambda: _import_candidate(source, workdir, log), backend, log, options.rules)
+        return dry_check(task, lambda: _import_candidate(source, workdir, log), backend, log, options.rules, _off_gpu)
     module, cand_file = _import_candidate(source, workdir, log)
 
     _seed(options.seed)
@@ -531,15 +534,17 @@ def _run_guarded(model, inputs, log: LaunchLog, label: str, cand_file: Path, exp
     # elements cannot pick up correct values left behind by the reference.
     _poison_free_memory(expected)
     _progress("candidate")
+    trace = _off_gpu.trace(str(cand_file))
     try:
         args = _clone(inputs)
-        with torch.no_grad(), no_side_streams(log), record_ops(log, fill_empty=fill_empty) as ops:
+        with torch.no_grad(), no_side_streams(log), record_ops(log, fill_empty=fill_empty) as ops, trace:
             out = model(*args)
         if inputs and isinstance(inputs[0], torch.Tensor) and inputs[0].is_cuda:
             torch.cuda.synchronize()
     except BaseException as exc:
         if isinstance(exc, KeyboardInterrupt):
             raise
+        _unverified_if_off_gpu(trace)
         if isinstance(exc, SideStreamUsed):
             msg = f"ModelNew.forward used a side stream: {exc} ({explain('stream', _run_rules.rules)})"
             raise _Reject(Verdict.HACK, msg, msg + ". Launch every kernel on the current stream.") from None
@@ -554,6 +559,7 @@ def _run_guarded(model, inputs, log: LaunchLog, label: str, cand_file: Path, exp
         raise rej
     finally:
         _progress("harness")
+    _unverified_if_off_gpu(trace)
     changed = inputs_changed(inputs, args)
     del args
     if expected is not None:
@@ -563,6 +569,14 @@ def _run_guarded(model, inputs, log: LaunchLog, label: str, cand_file: Path, exp
         status, message, feedback = _run_rules.verdict(breaches[0])
         raise _Reject(status, message, feedback)
     return out
+
+
+def _unverified_if_off_gpu(trace: Any) -> None:
+    """A run that reached compute only reachable off the GPU verified nothing about the GPU path."""
+    reached = _off_gpu.reached(trace)
+    if reached:
+        msg = off_accelerator_message(reached, str(_progress.device))
+        raise _Reject(Verdict.UNVERIFIED, msg, msg + ". Off the GPU the candidate's own fallback ran instead of its kernels.")
 
 
 def _poison_free_memory(expected: Any) -> None:

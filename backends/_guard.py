@@ -68,6 +68,17 @@ def op_name(func: Any) -> str:
     return name.split("::")[-1]
 
 
+# Integer host tensors made from Python numbers (`torch.tensor(x.shape)`), and what torch computes from
+# them alone, are shape arithmetic (`torch.prod(torch.tensor(x.shape))`), not compute: at most this many elements.
+SHAPE_TENSOR_NUMEL = 64
+_SHAPE_DTYPES = (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8, torch.bool)
+
+
+def _is_shape_tensor(t: Any) -> bool:
+    return (isinstance(t, torch.Tensor) and t.device.type == "cpu" and t.dtype in _SHAPE_DTYPES
+            and t.numel() <= SHAPE_TENSOR_NUMEL)
+
+
 class OpRecorder(TorchDispatchMode):
     """Records aten ops issued while the candidate runs, except inside its own kernels."""
 
@@ -78,13 +89,27 @@ class OpRecorder(TorchDispatchMode):
         self.forbidden: dict[str, int] = {}
         self.allowed: dict[str, int] = {}
         self.downcasts: dict[str, int] = {}  # "float32->float16": count, outside own kernels
+        self.shape_tensors: set[int] = set()  # ids of live shape tensors (see SHAPE_TENSOR_NUMEL)
+
+    def _shape_arithmetic(self, name: str, args: tuple, kwargs: dict, out: Any) -> bool:
+        """Whether this op only turned Python numbers, or shape tensors, into shape tensors."""
+        tensors = [t for t in flatten([*args, *kwargs.values()]) if isinstance(t, torch.Tensor)]
+        made_from_numbers = name in ("lift_fresh", "lift_fresh_copy", "scalar_tensor") and all(map(_is_shape_tensor, tensors))
+        if not made_from_numbers and not (tensors and all(id(t) in self.shape_tensors and _is_shape_tensor(t) for t in tensors)):
+            return False
+        outs = [t for t in flatten(out) if isinstance(t, torch.Tensor)]
+        if not all(map(_is_shape_tensor, outs)):
+            return False
+        self.shape_tensors.update(id(t) for t in outs)
+        return True
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: D105
         kwargs = kwargs or {}
         out = func(*args, **kwargs)
         if not self.log.paused:
             name = op_name(func)
-            bucket = self.allowed if name in ALLOWED_OPS else self.forbidden
+            shape_only = self._shape_arithmetic(name, args, kwargs, out)
+            bucket = self.allowed if name in ALLOWED_OPS or shape_only else self.forbidden
             bucket[name] = bucket.get(name, 0) + 1
             if name in CAST_OPS:
                 self._note_cast(name, args, kwargs, out)

@@ -30,6 +30,9 @@ class Verdict(str, enum.Enum):
     TIMEOUT = "timeout"
     CRASH = "crash"
     TASK_ERROR = "task_error"  # the task, not the candidate, prevents a verdict (does not fit, non-deterministic)
+    # Not verifiable here: off the GPU the candidate ran code only reachable when its inputs are not on
+    # the GPU (a PyTorch fallback), so its GPU path never ran (backends/_gpu_path.py). Judge it on a GPU.
+    UNVERIFIED = "unverified"
 
     @property
     def feasible(self) -> bool:
@@ -37,8 +40,8 @@ class Verdict(str, enum.Enum):
 
     @property
     def candidate_fault(self) -> bool:
-        """False when the verdict says nothing about the candidate (the task could not be judged)."""
-        return self is not Verdict.TASK_ERROR
+        """False when the verdict says nothing about the candidate (the task or this machine could not judge it)."""
+        return self not in (Verdict.TASK_ERROR, Verdict.UNVERIFIED)
 
     @property
     def compiles(self) -> bool:

@@ -27,6 +27,7 @@ import ast
 import dataclasses
 from typing import TYPE_CHECKING, Any
 
+from ._gpu_path import implied_by_on, is_metadata, metadata_names, requires_off, terminates
 from ._result import Verdict
 from ._rules import DEFAULT_RULES, explain, verdict_for
 
@@ -214,7 +215,7 @@ class Scope:
                     if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
                         out.append((item, SETUP if item.name in setup else FORWARD))
             elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                out.extend((stmt, ctx) for stmt in node.body)
+                out.append((node, ctx))  # checked as its body (the header ran at import: import_time)
         return out
 
 
@@ -375,19 +376,85 @@ def _attribute_rule(attr: str, dotted: str, resolved: str, context: str) -> tupl
     return hit
 
 
+# Rules about computing outside the candidate's kernels: code only reachable off the GPU is exempt.
+COMPUTE_RULES = frozenset({"torch-compute", "host-compute", "library-call"})
+
+
 class _Checker(ast.NodeVisitor):
     def __init__(self, aliases: dict[str, str], local_names: set[str]) -> None:
         self.findings: list[StaticFinding] = []
+        # Compute only reachable when the inputs are not on the GPU (backends/_gpu_path.py): not the
+        # GPU path's, so not a finding; kept to tell a run that reached it off the GPU.
+        self.off_accelerator: list[StaticFinding] = []
         self.module_aliases = aliases
         self.local_names = local_names
         self.context = SETUP
+        self.off_depth = 0  # > 0 inside code only reachable off the accelerator
+        self.metadata: set[str] = set()  # the current function's names that only hold metadata
 
     def run(self, node: ast.AST, context: str) -> None:
         self.context = context
-        self.visit(node)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            self._function_body(node)
+        else:
+            self.visit(node)
 
     def flag(self, rule: str, node: ast.AST, message: str) -> None:
-        self.findings.append(StaticFinding(rule, getattr(node, "lineno", 0), message))
+        finding = StaticFinding(rule, getattr(node, "lineno", 0), message)
+        (self.off_accelerator if self.off_depth and rule in COMPUTE_RULES else self.findings).append(finding)
+
+    # --- blocks and branches: what only runs off the accelerator ------------
+    def generic_visit(self, node: ast.AST) -> None:
+        for _, value in ast.iter_fields(node):
+            if isinstance(value, list) and value and isinstance(value[0], ast.stmt):
+                self._block(value)
+            elif isinstance(value, list):
+                for item in value:
+                    if isinstance(item, ast.AST):
+                        self.visit(item)
+            elif isinstance(value, ast.AST):
+                self.visit(value)
+
+    def _block(self, stmts: list[ast.stmt]) -> None:
+        for i, stmt in enumerate(stmts):
+            self.visit(stmt)
+            # `if x.is_cuda: return launch(x)` leaves the rest of the block to inputs off the GPU
+            if isinstance(stmt, ast.If) and not stmt.orelse and terminates(stmt.body) and implied_by_on(stmt.test):
+                self.off_depth += 1
+                self._block(stmts[i + 1:])
+                self.off_depth -= 1
+                return
+
+    def _branch(self, off: bool, nodes: list[ast.AST] | ast.AST) -> None:
+        self.off_depth += off
+        if isinstance(nodes, list):
+            self._block(nodes)
+        else:
+            self.visit(nodes)
+        self.off_depth -= off
+
+    def visit_If(self, node: ast.If) -> None:
+        self.visit(node.test)
+        self._branch(requires_off(node.test), node.body)
+        self._branch(implied_by_on(node.test), node.orelse)
+
+    def visit_IfExp(self, node: ast.IfExp) -> None:
+        self.visit(node.test)
+        self._branch(requires_off(node.test), node.body)
+        self._branch(implied_by_on(node.test), node.orelse)
+
+    def _function_body(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        outer = self.metadata
+        self.metadata = metadata_names(node)
+        self._block(node.body)
+        self.metadata = outer
+
+    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        for part in _def_header(node):
+            self.visit(part)
+        self._function_body(node)
+
+    visit_AsyncFunctionDef = visit_FunctionDef
 
     def _resolve(self, dotted: str) -> list[str]:
         parts = dotted.split(".")
@@ -501,7 +568,8 @@ class _Checker(ast.NodeVisitor):
                 else:
                     self.flag("dynamic-code", node, "getattr with a computed name can reach anything")
         dotted = _dotted(func) or ""
-        if dotted and self.context == FORWARD:
+        # torch on shapes and sizes (torch.prod(torch.tensor(x.shape))) computes no tensor data
+        if dotted and self.context == FORWARD and not is_metadata(node, self.metadata):
             self._check_compute(node, self._resolve(dotted))
         self.generic_visit(node)
 
@@ -525,13 +593,7 @@ class _Checker(ast.NodeVisitor):
                 self.flag("torch-compute", node, message)
 
 
-def static_findings(source: str, rules: str = DEFAULT_RULES) -> list[StaticFinding]:
-    """Every rule the code ModelNew runs breaks under `rules`; empty when it looks honest.
-
-    A syntax error is not a finding: the caller reports it as a compile error.
-    A missing ModelNew is the finding `no-modelnew`.
-    """
-    tree = ast.parse(source)
+def _checked(tree: ast.Module) -> _Checker:
     s = scope(tree)
     checker = _Checker(_module_aliases(tree), s.local_names())
     for node, context in s.nodes():
@@ -542,6 +604,27 @@ def static_findings(source: str, rules: str = DEFAULT_RULES) -> list[StaticFindi
             checker.check_bases(node)
     if not s.has_model_new:
         checker.flag("no-modelnew", tree, "the candidate must define class ModelNew at module level")
+    return checker
+
+
+def off_accelerator_lines(source: str) -> list[int]:
+    """Lines of compute that ModelNew's code only reaches when its inputs are not on the GPU
+    (backends/_gpu_path.py): set aside by the static rules; a run that reaches one off the GPU
+    never ran the GPU path. [] for a source that does not parse."""
+    try:
+        checker = _checked(ast.parse(source))
+    except SyntaxError:
+        return []
+    return sorted({f.line for f in checker.off_accelerator if f.line})
+
+
+def static_findings(source: str, rules: str = DEFAULT_RULES) -> list[StaticFinding]:
+    """Every rule the code ModelNew runs breaks under `rules`; empty when it looks honest.
+
+    A syntax error is not a finding: the caller reports it as a compile error.
+    A missing ModelNew is the finding `no-modelnew`.
+    """
+    checker = _checked(ast.parse(source))
     # Report each rule once per line, in source order, keeping only what `rules` forbids.
     seen: set[tuple[str, int, str]] = set()
     unique = []
@@ -593,4 +676,5 @@ def static_rejection(source: str, backend: Any, rules: str = DEFAULT_RULES) -> "
     return EvalResult(status, message, feedback=feedback, rules=rules)
 
 
-__all__ = ["StaticFinding", "Scope", "TASK_FUNCTIONS", "scope", "scoped_strings", "static_findings", "static_rejection"]
+__all__ = ["StaticFinding", "Scope", "TASK_FUNCTIONS", "off_accelerator_lines", "scope", "scoped_strings", "static_findings",
+           "static_rejection"]

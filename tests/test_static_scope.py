@@ -1,18 +1,23 @@
-"""The static rules' scope: what ModelNew runs, not what else the file holds.
+"""The static rules' scope: what ModelNew runs, not what else the file holds,
+and of that what the GPU path runs.
 
-No worker here: these are parse-only checks (fast), on small candidates that
-each isolate one question of scope or classification.
+Mostly parse-only checks (fast), on small candidates that each isolate one
+question of scope or classification; the last few run a candidate with a CPU
+fallback in the session's CPU worker, where only the fallback can run.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from backends import Verdict, get_backend, static_findings, static_rejection
-from backends._static import scope
+from backends._static import off_accelerator_lines, scope
 
 from executor_candidates import ADD_RELU_KERNEL, HEADER, HONEST
 
+CASES = Path(__file__).parent / "executor_cases"
 FORWARD = """
 class ModelNew(nn.Module):
     def forward(self, x, y):
@@ -253,3 +258,110 @@ def get_inputs():
 """))
     assert s.reached["build"] == "setup" and s.reached["step"] == "forward" and s.reached["add_relu"] == "forward"
     assert "get_inputs" not in s.reached
+
+
+# ---------------------------------------------------------------- code the GPU path never runs
+
+CPU_FALLBACK = HEADER + ADD_RELU_KERNEL + """
+import torch.nn.functional as F
+
+
+class ModelNew(nn.Module):
+    def forward(self, x, y):
+        if not x.is_cuda:
+            return torch.relu(x + y) * 2
+        return add_relu(x, y)
+"""
+
+
+@pytest.mark.parametrize("forward, off_gpu", [
+    # the body of a test that only holds off the GPU
+    ("if not x.is_cuda:\n            return F.relu(x + y) * 2\n        return add_relu(x, y)", True),
+    ("if x.device.type == 'cpu' or not torch.cuda.is_available():\n            return F.relu(x + y) * 2\n"
+     "        return add_relu(x, y)", True),
+    # the else of a test that always holds on the GPU, and what follows an if that returns
+    ("if x.is_cuda and y.device.type == 'cuda':\n            return add_relu(x, y)\n        else:\n"
+     "            return torch.relu(x + y) * 2", True),
+    ("if x.is_cuda:\n            return add_relu(x, y)\n        z = torch.softmax(x, -1)\n        return z", True),
+    ("return add_relu(x, y) if x.is_cuda else torch.relu(x + y) * 2", True),
+    # ...but not when the GPU may take that way too
+    ("if x.is_cuda and x.numel() > 4096:\n            return add_relu(x, y)\n        return torch.relu(x + y) * 2", False),
+    ("if not x.is_cuda or x.numel() < 8:\n            return torch.relu(x + y) * 2\n        return add_relu(x, y)", False),
+    ("if x.is_cuda:\n            x = x.contiguous()\n        return torch.relu(add_relu(x, y))", False),
+])
+def test_compute_only_reachable_off_the_gpu_is_not_the_gpu_paths(forward, off_gpu):
+    source = HEADER + ADD_RELU_KERNEL + "\nimport torch.nn.functional as F\n\n\nclass ModelNew(nn.Module):\n" \
+        "    def forward(self, x, y):\n        " + forward + "\n"
+    assert (rules_of(source) == set()) is off_gpu, static_findings(source)
+    assert bool(off_accelerator_lines(source)) is off_gpu
+
+
+def test_cheating_off_the_gpu_is_still_cheating():
+    source = CPU_FALLBACK.replace("return torch.relu(x + y) * 2", "torch.manual_seed(0)\n            return torch.relu(x + y) * 2")
+    assert rules_of(source) == {"reseed"}
+
+
+def test_torch_on_shapes_and_sizes_is_not_compute():
+    source = HEADER + ADD_RELU_KERNEL + """
+import math
+
+
+class ModelNew(nn.Module):
+    def forward(self, x, y):
+        n = int(torch.prod(torch.tensor(x.shape[1:])))
+        rows, cols = x.shape[0], math.prod(x.shape[1:])
+        assert n == cols and torch.tensor(rows * cols).item() == x.numel()
+        return add_relu(x, y)
+"""
+    assert static_findings(source) == []
+    for compute in ("torch.prod(x)", "torch.prod(torch.tensor(x.tolist()))", "torch.sum(torch.tensor(x.shape) * x[0, 0])",
+                    "torch.randn(x.shape)"):
+        assert "torch-compute" in rules_of(source.replace("torch.prod(torch.tensor(x.shape[1:]))", compute)), compute
+
+
+def test_shape_arithmetic_is_not_compute_at_run_time_either():
+    import math
+
+    import torch
+
+    from backends._backend import LaunchLog
+    from backends._guard import record_ops
+
+    x = torch.randn(4, 5, 6)
+    with record_ops(LaunchLog()) as ops:
+        assert int(torch.prod(torch.tensor(x.shape[1:]))) == 30 == math.prod(x.shape[1:])
+    assert ops.forbidden == {}
+    with record_ops(LaunchLog()) as ops:
+        torch.tensor([0.5, 2.0]).sum()  # floating data is data, even from Python numbers
+        torch.prod(torch.tensor(x.shape) * x.shape[0])
+        torch.tensor(list(range(1000))).sum()  # larger than any shape
+    assert ops.forbidden == {"sum": 2}
+
+
+@pytest.mark.parametrize("rules", ["strict", "kernelbench"])
+def test_a_cpu_fallback_run_off_the_gpu_is_unverified_not_disallowed(cpu_executor, rules):
+    from backends import EvalOptions, check
+
+    task = CASES / "task_add_relu.py"
+    options = EvalOptions(trials=2, cpu_reps=1, timing=False, rules=rules)
+    clean = cpu_executor.evaluate(task, CPU_FALLBACK, backend="triton", options=options)
+    assert clean.status == Verdict.UNVERIFIED, clean.message
+    fallback_line = CPU_FALLBACK.splitlines().index("            return torch.relu(x + y) * 2") + 1
+    assert "not verifiable here" in clean.message and f"(line {fallback_line})" in clean.message
+    assert not clean.status.feasible and not clean.status.candidate_fault
+    # A partial kernel's GPU path computes with torch too: strict says so without running it.
+    partial = CPU_FALLBACK.replace("return add_relu(x, y)", "return torch.tanh(add_relu(x, y))")
+    expected = Verdict.UNVERIFIED if rules == "kernelbench" else Verdict.DISALLOWED
+    assert cpu_executor.evaluate(task, partial, backend="triton", options=options).status == expected
+    dry = check(task, CPU_FALLBACK, rules=rules, executor=cpu_executor)  # meta tensors are not on the GPU either
+    assert dry.status == Verdict.UNVERIFIED and "were not compiled" in dry.message
+
+
+def test_an_off_gpu_branch_that_computes_nothing_changes_no_verdict(cpu_executor):
+    from backends import EvalOptions
+
+    source = CPU_FALLBACK.replace("        if not x.is_cuda:\n            return torch.relu(x + y) * 2\n",
+                                  "        block = 1024\n        if x.device.type != 'cuda':\n            block = 256\n")
+    result = cpu_executor.evaluate(CASES / "task_add_relu.py", source, backend="triton",
+                                   options=EvalOptions(trials=2, cpu_reps=1, timing=False))
+    assert result.status == Verdict.OK, result.feedback
