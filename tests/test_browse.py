@@ -352,8 +352,10 @@ def test_remote_hosts_need_an_explicit_flag(bank, monkeypatch):
     assert served[0][1] == ServeOptions(host="0.0.0.0", port=8123, allow_remote=True)
     assert allowed.stderr.startswith("warning: serving") and "no login" in allowed.stderr
     assert allowed.stdout == ""
-    local = runner.invoke(cli_app, ["browse", "--memory", str(path), "--port", "0"])
+    monkeypatch.setenv("EVOKERNEL_HOME", str(path.parent))  # the default bank, resolved by the CLI
+    local = runner.invoke(cli_app, ["browse", "--port", "0"])
     assert local.exit_code == 0 and "warning" not in local.stderr and "read-only" in local.stderr
+    assert served[-1] == (path, ServeOptions(port=0))
     missing = runner.invoke(cli_app, ["browse", "--memory", str(path.parent / "none.db")])
     assert missing.exit_code == 2 and "no memory at" in missing.stderr
 

@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from ._common import fail_usage, interrupted
+from ._common import fail_usage, interrupted, memory_path
 
 
 def register(app: typer.Typer) -> None:
@@ -25,13 +25,9 @@ def browse_command(
 ) -> None:
     """Browse the memory in a web browser: runs (live while they write), tasks with their attempts,
     lineage and diffs, memory values, skills, LLM calls and search. Read-only; Ctrl-C stops it."""
-    from memory_store import default_memory_path
-
     from evokernel.browse import BrowseError, ServeOptions, is_loopback, serve
 
-    path = memory or default_memory_path()
-    if not path.exists():
-        raise fail_usage(f"no memory at {path} (pass --memory or set EVOKERNEL_HOME)")
+    path = memory_path(memory, must_exist=True)
     try:
         options = ServeOptions(host=host, port=port, allow_remote=allow_remote)
     except BrowseError as exc:
