@@ -103,3 +103,23 @@ def test_a_two_layer_mlp_is_not_taken_for_attention(tmp_path):
     case = Case("mlp", "x: return self.fc2(torch.relu(self.fc1(x)))", "[torch.randn(4, 6, 16)]",
                 "self.fc1 = nn.Linear(16, 32)\nself.fc2 = nn.Linear(32, 16)")
     assert "attention" not in [s.family for s in analyze(write(case, tmp_path)).stages]
+
+
+def test_causal_attention_stops_at_the_diagonal_over_many_blocks(cpu_executor, tmp_path):
+    """Small tiles over 40 queries and 37 keys: programs past the first skip the key blocks above
+    the diagonal (is_causal) and the result still matches, in 3xTF32 and in IEEE products."""
+    from backends import EvalOptions
+    from evokernel.builtin import Config
+
+    case = Case("causal_blocks", "q, k, v: return F.scaled_dot_product_attention(q, k, v, is_causal=True)",
+                "[torch.randn(1, 2, 40, 16), torch.randn(1, 2, 37, 16), torch.randn(1, 2, 37, 16)]")
+    path = write(case, tmp_path)
+    plan = analyze(path)
+    assert plan.node(plan.anchor_id).attr("causal") == 0
+    options = EvalOptions.from_dict({"rules": "strict", "timing": False, "baselines": False, "trials": 1})
+    for precision in ("3xtf32", "auto"):
+        config = Config("attention", block_m=16, block_n=16, num_warps=4, num_stages=1, precision=precision)
+        source = generate(plan, config)
+        assert "hi = tl.minimum(Tk, (pid_m + 1) * BLOCK_M + 0)" in source
+        result = cpu_executor.evaluate(path, source, backend="triton", options=options)
+        assert ok(result), explain(result)

@@ -93,8 +93,78 @@ def match_attention(b: Builder, mm2: Node, users: dict[int, list[int]], live: se
                 new_args.append(Ref("arg", 3 + args[3:].index(a)))
         rewritten.append(replace(node, args=tuple(new_args)))
     attrs = {"chain": tuple(rewritten), "chain_out": t_ref.value if t_ref.value != mm1.id else -1,
-             "softmax": bool(softmax), "k_layout": layout, "kv_group": group}
+             "softmax": bool(softmax), "k_layout": layout, "kv_group": group,
+             "causal": _causal_offset(b, mm1.id, t_ref, bool(softmax))}
     return Node(id=mm2.id, op="attention", args=tuple(args), attrs=tuple(sorted(attrs.items())), shape=mm2.shape)
+
+
+_KEEPS_MINUS_INF = ("add", "sub", "where", "mul", "div")  # with the score first (and a positive constant)
+
+
+def _causal_offset(b: Builder, score: int, t_ref: Ref, softmax: bool) -> int | None:
+    """c when the chain masks every key past query + c with -inf (F.scaled_dot_product_attention's
+    is_causal: where(key - query <= c, s, -inf)) and nothing after the mask lets those keys
+    contribute again: the kernel then stops at the diagonal. None otherwise."""
+    path, ref = [], t_ref
+    while ref.kind == "node" and ref.value != score:  # the chain from t back to the scores, one score operand a step
+        node = b.nodes[ref.value]
+        inner = [a for a in node.args if a.kind == "node" and (a.value == score or _reads(b, a, score))]
+        if len(inner) != 1:
+            return None
+        path.append(node)
+        ref = inner[0]
+    for i, node in enumerate(path):  # t first
+        offset = _causal_where(b, node)
+        if offset is not None:
+            after = path[:i]
+            if not softmax and after and after[0].op == "relu":  # relu(-inf) = 0: no contribution either
+                after = after[1:]
+            if all(_keeps_minus_inf(b, n) for n in after):
+                return offset
+            return None
+    return None
+
+
+def _reads(b: Builder, ref: Ref, target: int) -> bool:
+    stack, seen = [ref], set()
+    while stack:
+        r = stack.pop()
+        if r.kind != "node" or r.value in seen:
+            continue
+        if r.value == target:
+            return True
+        seen.add(r.value)
+        stack.extend(b.nodes[r.value].args)
+    return False
+
+
+def _causal_where(b: Builder, node: Node) -> int | None:
+    if node.op != "where" or node.args[2] != Ref("const", float("-inf")) or node.args[0].kind != "node":
+        return None
+    keep = b.nodes[node.args[0].value]
+    if keep.op != "le" or keep.args[1].kind != "const" or keep.args[0].kind != "node":
+        return None
+    diff = b.nodes[keep.args[0].value]
+    if diff.op != "sub" or any(a.kind != "node" for a in diff.args):
+        return None
+    key, query = (b.nodes[a.value] for a in diff.args)
+    axes = [n.attr("dim") - len(n.shape) if n.op == "iota" else None for n in (key, query)]
+    if axes != [-1, -2] or keep.args[1].value != int(keep.args[1].value):
+        return None
+    return int(keep.args[1].value)
+
+
+def _keeps_minus_inf(b: Builder, node: Node) -> bool:
+    """The op maps a -inf score to -inf (the score is its first operand)."""
+    if node.op not in _KEEPS_MINUS_INF:
+        return False
+    if node.op == "where":
+        return node.args[2] == Ref("const", float("-inf"))
+    if node.op in ("mul", "div"):
+        other = node.args[1]
+        return other.kind == "const" and other.value > 0 and node.args[0].kind == "node"
+    other = node.args[1]  # add/sub of a mask: finite where the mask is, -inf stays -inf
+    return node.args[0].kind == "node" and not (other.kind == "const" and abs(other.value) == float("inf"))
 
 
 def _softmax_of(b: Builder, p: Node) -> tuple[Ref, tuple[int, ...]] | None:
@@ -308,7 +378,7 @@ _SOFTMAX_INIT = """\
 """
 
 _LOOP_HEAD = """\
-    for start_n in range(0, Tk, BLOCK_N):
+    for start_n in range(0, {hi}, BLOCK_N):
         offs_n = start_n + tl.arange(0, BLOCK_N)
         s_mask = (offs_m[:, None] < Tq) & (offs_n[None, :] < Tk)
         k_tile = tl.load(k_base + offs_e[:, None] * stride_ke + offs_n[None, :] * stride_kn,
@@ -368,7 +438,11 @@ def generate_attention(plan: Plan, config: Config, tag: str = "") -> StageCode:
          "    PRECISION: tl.constexpr, TERMS: tl.constexpr, IDX64: tl.constexpr,", "):", body.rstrip("\n")]
     if softmax:
         k.append(_SOFTMAX_INIT.rstrip("\n"))
-    k.append(_LOOP_HEAD.rstrip("\n"))
+    causal = att.attr("causal")
+    if causal is not None:
+        k.append(f"    # keys past query + {causal} are masked to -inf: stop at the last block before them")
+        k.append(f"    hi = tl.minimum(Tk, (pid_m + 1) * BLOCK_M + {causal})")
+    k.append(_LOOP_HEAD.format(hi="Tk" if causal is None else "hi").rstrip("\n"))
     if score.lines:
         k.append("        # the reference's work on the scores, in fp32 registers")
         k += score.lines
