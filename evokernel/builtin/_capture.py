@@ -198,9 +198,26 @@ def _rebuild(captured: torch.fx.GraphModule, model: nn.Module, names: list[str])
             graph.output(tree_unflatten(flat, captured.graph._codegen.pytree_info.out_spec))
         else:
             env[node] = graph.node_copy(node, lambda n: env[n])
+            _device_from_input(graph, env[node])
         if node.op != "output" and node in env:
             env[node].meta.update({k: v for k, v in node.meta.items() if k in ("example_value", "stack_trace")})
     return graph
+
+
+def _device_from_input(graph: torch.fx.Graph, node: torch.fx.Node) -> None:
+    """dynamo bakes ``device=x.device`` in as the device it traced on (meta): read it from
+    forward's first tensor input again, as torch.fx records it."""
+    found = []
+    torch.fx.node.map_aggregate((node.args, node.kwargs), lambda a: found.append(a) if isinstance(a, torch.device) else a)
+    source = next((n for n in graph.nodes if n.op == "placeholder"
+                   and isinstance(n.meta.get("example_value"), torch.Tensor)), None)
+    if not found or source is None:
+        return
+    with graph.inserting_before(node):
+        device = graph.call_function(getattr, (source, "device"))
+    swap = lambda a: device if isinstance(a, torch.device) else a  # noqa: E731
+    node.args = torch.fx.node.map_aggregate(node.args, swap)
+    node.kwargs = torch.fx.node.map_aggregate(node.kwargs, swap)
 
 
 def _mutated(node: torch.fx.Node) -> bool:

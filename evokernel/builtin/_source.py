@@ -222,8 +222,11 @@ def read_model_source(module: types.ModuleType, cls: type) -> ModelSource:
         if method.name == "__init__":
             method.decorator_list = []
         ast.fix_missing_locations(method)
+    # class-level attributes (ResNet's ``expansion = 1``) that the constructor reads through self
+    attributes = [s for s in classdef.body if not isinstance(s, _FUNCTIONS) and not _is_docstring(s)]
+    carrier.carry(attributes)
     carrier.close(own)
-    init_text = "\n\n".join(textwrap.indent(ast.unparse(m), "    ") for m in own)
+    init_text = "\n\n".join(textwrap.indent(ast.unparse(m), "    ") for m in [*attributes, *own])
     preamble = "\n".join(line for _, line in sorted(carrier.constants.items()))
     carried = carrier.definitions()
     if carried:
