@@ -20,6 +20,7 @@ tensor cores as they are, accumulating in fp32.
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 from ._build import Builder
@@ -94,8 +95,38 @@ def match_attention(b: Builder, mm2: Node, users: dict[int, list[int]], live: se
         rewritten.append(replace(node, args=tuple(new_args)))
     attrs = {"chain": tuple(rewritten), "chain_out": t_ref.value if t_ref.value != mm1.id else -1,
              "softmax": bool(softmax), "k_layout": layout, "kv_group": group,
-             "causal": _causal_offset(b, mm1.id, t_ref, bool(softmax))}
+             "causal": _causal_offset(b, mm1.id, t_ref, bool(softmax)),
+             "out_perm": _consumer_perm(b, mm2, users)}
     return Node(id=mm2.id, op="attention", args=tuple(args), attrs=tuple(sorted(attrs.items())), shape=mm2.shape)
+
+
+_LEADING_PERM = re.compile(r"^\.(permute|transpose)\(([-\d, ]+)\)")
+
+
+def _consumer_perm(b: Builder, mm2: Node, users) -> tuple[int, ...] | None:
+    """The permutation every reader applies first to a (batch, heads, queries, dim) result
+    (heads back beside the dim: .transpose(1, 2), .permute(0, 2, 1, 3)...): the kernel then
+    writes that layout, and the readers' .contiguous() or .reshape copies nothing."""
+    if len(mm2.shape) != 4 or not users.get(mm2.id):
+        return None
+    perms = set()
+    for u in users[mm2.id]:
+        node = b.nodes[u]
+        found = _LEADING_PERM.match(node.attr("suffix") or "") if node.op == "view" else None
+        if found is None:
+            return None
+        dims = [int(d) % 4 for d in found.group(2).split(",")]
+        if found.group(1) == "transpose":
+            if len(dims) != 2:
+                return None
+            perm = [0, 1, 2, 3]
+            perm[dims[0]], perm[dims[1]] = perm[dims[1]], perm[dims[0]]
+            dims = perm
+        perms.add(tuple(dims))
+    if len(perms) != 1:
+        return None
+    perm = perms.pop()
+    return perm if sorted(perm) == [0, 1, 2, 3] and perm[3] == 3 and perm != (0, 1, 2, 3) else None
 
 
 _KEEPS_MINUS_INF = ("add", "sub", "where", "mul", "div")  # with the score first (and a positive constant)
@@ -321,6 +352,14 @@ class _ScoreEmitter(Emitter):
         return super().compute(node, ctx)
 
 
+_OUT_HELPER = '''def _attention_out(shape, dtype, device, perm=None):
+    """An empty result of ``shape`` whose .permute(perm) is contiguous (the readers' layout)."""
+    if perm is None or len(shape) != len(perm):
+        return torch.empty(shape, dtype=dtype, device=device)
+    inverse = [perm.index(d) for d in range(len(perm))]
+    return torch.empty([shape[p] for p in perm], dtype=dtype, device=device).permute(inverse)
+'''
+
 _ATTENTION_DOT = '''@triton.jit
 def _attention_dot(a, b, PRECISION: tl.constexpr, TERMS: tl.constexpr):
     """a @ b in fp32: 3xTF32 on split fp32 tiles, IEEE or TF32 products, or half-precision tensor-core products."""
@@ -425,8 +464,8 @@ def generate_attention(plan: Plan, config: Config, tag: str = "") -> StageCode:
     epi_leaves = list(dict.fromkeys(epi.used))
 
     score_strides = [f"stride_{n}_{d}" for n in score_leaves for d in ("s0", "s1", "sm", "sn")]
-    epi_strides = [f"stride_{n}_{d}" for n in epi_leaves for d in "bmn"] + ["stride_out_b", "stride_out_m",
-                                                                           "stride_out_n"]
+    epi_strides = [f"stride_{n}_{d}" for n in epi_leaves for d in "bmn"] + ["stride_out_0", "stride_out_1",
+                                                                           "stride_out_m", "stride_out_n"]
     params = (["v_q_ptr", "v_k_ptr", "v_v_ptr"] + [f"v_sc_{n}_ptr" for n in score_leaves]
               + [f"{n}_ptr" for n in epi_leaves] + ["out_ptr"] + scalars + ["Tq", "Tk", "E", "DV", "B1", "KV_GROUP"]
               + [f"stride_{r}{d}" for r, dims in (("q", "01me"), ("k", "01ne"), ("v", "01nd")) for d in dims]
@@ -456,11 +495,13 @@ def generate_attention(plan: Plan, config: Config, tag: str = "") -> StageCode:
     if epi.lines:
         k.append("    # fused epilogue, in fp32 registers")
         k += epi.lines
-    k.append(f"    tl.store(out_ptr + pid_b * stride_out_b + offs_m[:, None] * stride_out_m "
+    k.append(f"    tl.store(out_ptr + b0 * stride_out_0 + b1 * stride_out_1 + offs_m[:, None] * stride_out_m "
              f"+ offs_n[None, :] * stride_out_n, {result}.to(out_ptr.dtype.element_ty), mask=mask)")
     kernel = "\n".join(k) + "\n"
 
     group = att.attr("kv_group")
+    # the readers' layout, unless the kernel's own epilogue reads the result
+    perm = att.attr("out_perm") if plan.output == Ref("node", att.id) else None
     c = config
     entry = f"fused_attention{tag}"
     keys = f"{k_name}.transpose(-2, -1)" if att.attr("k_layout") == "kt" else k_name
@@ -473,19 +514,19 @@ def generate_attention(plan: Plan, config: Config, tag: str = "") -> StageCode:
          "    kv_batch = v_k.shape[:-2][:-1] + (v_k.shape[-3] * group,) if group > 1 else v_k.shape[:-2]",
          "    batch = _broadcast_shapes(v_q.shape[:-2], kv_batch, v_v.shape[:-2] if group == 1 else kv_batch)",
          "    out_shape = batch + (Tq, DV)",
-         f"    out = torch.empty(out_shape, dtype={out_dtype_expr(plan)}, device=v_q.device)",
+         f"    out = _attention_out(out_shape, {out_dtype_expr(plan)}, v_q.device, {perm!r})",
          "    if out.numel() == 0:",
          "        return out",
          "    v_q = _attention_view(v_q, batch, Tq, E)",
          "    v_k = _attention_view(v_k, batch, Tk, E, group)",
          "    v_v = _attention_view(v_v, batch, Tk, DV, group)",
          "    n_batch = v_q.shape[0] * v_q.shape[1]",
-         "    out_3d = out.view(n_batch, Tq, DV)"]
+         "    v_out = _attention_view(out, batch, Tq, DV)  # a view: the output is contiguous in some order"]
     for n in score_leaves:
         l.append(f"    v_sc_{n} = _attention_view({n}, batch, Tq, Tk)")
     for n in epi_leaves:
         l.append(f"    v_{n}_3d = {n}.expand(out_shape).reshape(n_batch, Tq, DV)")
-    l += ["    idx64 = _needs_i64(v_q, v_k, v_v, out_3d)",
+    l += ["    idx64 = _needs_i64(v_q, v_k, v_v, v_out)",
           "    if v_q.dtype == torch.float32:",
           "        tf32 = v_q.is_cuda and torch.backends.cuda.matmul.allow_tf32  # the reference's matmuls run TF32 too",
           (f"        modes = dict(PRECISION='3xtf32', TERMS=1 if tf32 else 3)" if c.precision == "3xtf32" else
@@ -494,13 +535,13 @@ def generate_attention(plan: Plan, config: Config, tag: str = "") -> StageCode:
           "        modes = dict(PRECISION='native', TERMS=1)",
           f"    {kernel_name}[(triton.cdiv(Tq, {c.block_m}), n_batch)](",
           f"        v_q, v_k, v_v, {''.join(f'v_sc_{n}, ' for n in score_leaves)}"
-          f"{''.join(f'v_{n}_3d, ' for n in epi_leaves)}out_3d, {''.join(s + ', ' for s in scalars)}"
+          f"{''.join(f'v_{n}_3d, ' for n in epi_leaves)}v_out, {''.join(s + ', ' for s in scalars)}"
           "Tq, Tk, E, DV, v_q.shape[1], group,",
           "        *v_q.stride(), *v_k.stride(), *v_v.stride(),"]
     if score_leaves:
         l.append(f"        {', '.join(f'*v_sc_{n}.stride()' for n in score_leaves)},")
     l += [f"        *({' + '.join(f'list(v_{n}_3d.stride())' for n in epi_leaves)}{' + ' if epi_leaves else ''}"
-          "list(out_3d.stride())),",
+          "list(v_out.stride())),",
           f"        BLOCK_M={c.block_m}, BLOCK_N={c.block_n}, BLOCK_E=max(16, triton.next_power_of_2(E)),",
           "        BLOCK_D=max(16, triton.next_power_of_2(DV)), IDX64=idx64,",
           f"        num_warps={c.num_warps}, num_stages={c.num_stages}, **modes,",
@@ -508,4 +549,4 @@ def generate_attention(plan: Plan, config: Config, tag: str = "") -> StageCode:
           "    return out"]
     launcher = "\n".join(l) + "\n"
     return StageCode(kernels=(kernel,), launcher=launcher, entry=entry,
-                     helpers=(SPAN_HELPER, TF32_ROUND, _ATTENTION_DOT, _BATCH_HELPER))
+                     helpers=(SPAN_HELPER, TF32_ROUND, _ATTENTION_DOT, _BATCH_HELPER, _OUT_HELPER))
