@@ -123,3 +123,11 @@ def test_causal_attention_stops_at_the_diagonal_over_many_blocks(cpu_executor, t
         assert "hi = tl.minimum(Tk, (pid_m + 1) * BLOCK_M + 0)" in source
         result = cpu_executor.evaluate(path, source, backend="triton", options=options)
         assert ok(result), explain(result)
+
+
+def test_attention_writes_the_layout_its_readers_permute_to(tmp_path):
+    """MultiheadAttention reads heads back beside the dim: the kernel writes (L, N, heads, dim) so the
+    out-projection's .permute(2, 0, 1, 3).reshape copies nothing (mha_seq_first runs it)."""
+    plan = analyze(write(next(c for c in CASES if c.name == "mha_seq_first"), tmp_path))
+    att = next(s for s in plan.stages if s.family == "attention")
+    assert att.node(att.anchor_id).attr("out_perm") == (2, 0, 1, 3)
