@@ -270,6 +270,9 @@ def test_run_endpoint_follows_a_writer(tmp_path):
     path = tmp_path / "live.db"
     ids = build_bank(path)
     client = TestClient(create_app(path))
+    assert 'data-live="/api/runs"' in client.get("/").text  # the front page follows running runs too
+    listed = client.get("/api/runs").json()
+    assert listed["status"] == "running" and [r["steps"] for r in listed["runs"]] == ["3 / 3"]
     before = client.get(f"/api/runs/{ids['run']}").json()
     assert before["status"] == "running" and before["steps_done"] == 3 and before["steps_planned"] == 3
     assert [s["id"] for s in before["steps"]] == [3, 2, 1]
@@ -289,6 +292,10 @@ def test_run_endpoint_follows_a_writer(tmp_path):
     assert after["status"] == "done" and after["steps_done"] == 4
     assert after["steps"][0]["item_id"] == item and after["steps"][0]["latency"] == "0.9 ms"
     assert after["tasks"][0]["best"] == "0.9 ms" and after["fields"]["tokens_in"] == 1200
+    listed = client.get("/api/runs").json()
+    assert listed["status"] == "running"  # the run started without a step is still running
+    assert [(r["id"], r["status"], r["steps"]) for r in listed["runs"]] == [(fresh, "running", "0 / 2"),
+                                                                          (ids["run"], "done", "4 / 3")]
 
 
 def test_the_bank_is_opened_read_only(bank, client):

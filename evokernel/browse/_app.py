@@ -109,7 +109,25 @@ def create_app(memory: str | Path) -> Starlette:
 
     def index(request: Request) -> Response:
         with bank.read() as reader:
-            return _page("index.html", stats=reader.stats(), runs=reader.runs(), tasks=reader.tasks())
+            runs = reader.runs()
+            return _page("index.html", stats=reader.stats(), runs=runs, tasks=reader.tasks(),
+                         live=any(r.running for r in runs))
+
+    def runs_json(request: Request) -> Response:
+        with bank.read() as reader:
+            runs = reader.runs()
+        return JSONResponse({
+            "status": "running" if any(r.running for r in runs) else "done",
+            "runs": [
+                {"id": r.id, "href": f"/runs/{r.id}", "status": r.status, "policy": r.policy,
+                 "tasks": ", ".join(r.task_names), "started": _render.fmt_utc(r.started_utc),
+                 "finished": _render.fmt_utc(r.finished_utc),
+                 "steps": f"{r.steps_done} / {r.steps_planned}" if r.steps_planned else str(r.steps_done),
+                 "llm_calls": r.llm_calls, "tokens_in": r.tokens_in, "tokens_out": r.tokens_out,
+                 "cost": _render.fmt_cost(r.cost_usd)}
+                for r in runs
+            ],
+        })
 
     def run_page(request: Request) -> Response:
         run_id = _int(request, "run_id")
@@ -226,6 +244,7 @@ def create_app(memory: str | Path) -> Starlette:
     routes = [
         Route("/", index),
         Route("/runs/{run_id}", run_page),
+        Route("/api/runs", runs_json),
         Route("/api/runs/{run_id}", run_json),
         Route("/tasks", tasks_page),
         Route("/tasks/{key:path}", task_page),

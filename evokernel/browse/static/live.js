@@ -1,4 +1,4 @@
-// Follows a run in progress: polls the page's JSON endpoint (data-live) and
+// Follows runs in progress: polls the page's JSON endpoint (data-live) and
 // redraws the fields and tables it names. Text goes in through textContent
 // only, so nothing from the bank is ever parsed as HTML.
 (function () {
@@ -42,7 +42,7 @@
 
   function fillTable(name, rows, draw) {
     const body = root.querySelector('tbody[data-rows="' + name + '"]');
-    if (!body) return;
+    if (!body || !rows) return;
     const fresh = document.createDocumentFragment();
     for (const r of rows) {
       const tr = document.createElement("tr");
@@ -53,7 +53,7 @@
   }
 
   function render(data) {
-    for (const [name, value] of Object.entries(data.fields)) setText(name, value);
+    for (const [name, value] of Object.entries(data.fields || {})) setText(name, value);
     const bar = root.querySelector("progress[data-progress]");
     if (bar && data.steps_planned) {
       bar.max = data.steps_planned;
@@ -64,6 +64,19 @@
       status.className = "status " + data.status;
       status.textContent = data.status;
     }
+    fillTable("runs", data.runs, function (tr, r) {
+      link(cell(tr, "run " + r.id), r.href);
+      statusCell(tr, r.status);
+      cell(tr, r.policy);
+      cell(tr, r.tasks);
+      cell(tr, r.started, "when");
+      cell(tr, r.finished, "when");
+      cell(tr, r.steps, "num");
+      cell(tr, r.llm_calls, "num");
+      cell(tr, r.tokens_in, "num");
+      cell(tr, r.tokens_out, "num");
+      cell(tr, r.cost, "num");
+    });
     fillTable("tasks", data.tasks, function (tr, t) {
       link(cell(tr, t.name), t.href);
       cell(tr, t.attempts, "num");
