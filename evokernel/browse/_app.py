@@ -22,7 +22,7 @@ from starlette.staticfiles import StaticFiles
 
 from . import _plots, _render
 from ._bank import Bank, task_name
-from ._records import ItemOrder, RunSummary, Step
+from ._records import ItemOrder, RunSummary, Step, TaskSummary
 
 _SECURITY_HEADERS = {
     "content-security-policy": (
@@ -86,11 +86,30 @@ def _step_row(step: Step, traces: dict[int, Any]) -> dict[str, Any]:
     }
 
 
+def _run_row(run: RunSummary) -> dict[str, Any]:
+    """A runs-table row, the same for the first render and each poll."""
+    return {
+        "id": run.id, "href": f"/runs/{run.id}", "status": run.status, "policy": run.policy,
+        "tasks": ", ".join(run.task_names), "started": _render.fmt_utc(run.started_utc),
+        "finished": _render.fmt_utc(run.finished_utc),
+        "steps": f"{run.steps_done} / {run.steps_planned}" if run.steps_planned else str(run.steps_done),
+        "llm_calls": run.llm_calls, "tokens_in": run.tokens_in, "tokens_out": run.tokens_out,
+        "cost": _render.fmt_cost(run.cost_usd),
+    }
+
+
+def _task_row(task: TaskSummary) -> dict[str, Any]:
+    """A run page's task row, the same for the first render and each poll."""
+    return {"name": task.name, "key": task.key, "href": f"/tasks/{_quote(task.key)}", "attempts": task.attempts,
+            "feasible": task.feasible, "best": _render.fmt_ms(task.best_ms), "last_status": task.last_status}
+
+
 def _quote(text: str) -> str:
     return quote(text, safe="")
 
 
-def _run_state(bank: Bank, run_id: int) -> tuple[RunSummary, list[Any], list[dict[str, Any]]] | None:
+def _run_state(bank: Bank, run_id: int) -> tuple[RunSummary, list[dict[str, Any]], list[dict[str, Any]]] | None:
+    """A run, its task rows and its newest step rows."""
     with bank.read() as reader:
         run = reader.run(run_id)
         if run is None:
@@ -98,7 +117,7 @@ def _run_state(bank: Bank, run_id: int) -> tuple[RunSummary, list[Any], list[dic
         steps = reader.run_steps(run_id, limit=_RUN_STEPS_SHOWN)
         ids = [s.result_item_id for s in steps if s.result_item_id is not None]
         traces = {i.id: i for i in reader.items_by_id(ids)}
-        return run, reader.run_tasks(run), [_step_row(s, traces) for s in steps]
+        return run, [_task_row(t) for t in reader.run_tasks(run)], [_step_row(s, traces) for s in steps]
 
 
 def create_app(memory: str | Path) -> Starlette:
@@ -110,7 +129,7 @@ def create_app(memory: str | Path) -> Starlette:
     def index(request: Request) -> Response:
         with bank.read() as reader:
             runs = reader.runs()
-            return _page("index.html", stats=reader.stats(), runs=runs, tasks=reader.tasks(),
+            return _page("index.html", stats=reader.stats(), runs=[_run_row(r) for r in runs], tasks=reader.tasks(),
                          live=any(r.running for r in runs))
 
     def runs_json(request: Request) -> Response:
@@ -118,15 +137,7 @@ def create_app(memory: str | Path) -> Starlette:
             runs = reader.runs()
         return JSONResponse({
             "status": "running" if any(r.running for r in runs) else "done",
-            "runs": [
-                {"id": r.id, "href": f"/runs/{r.id}", "status": r.status, "policy": r.policy,
-                 "tasks": ", ".join(r.task_names), "started": _render.fmt_utc(r.started_utc),
-                 "finished": _render.fmt_utc(r.finished_utc),
-                 "steps": f"{r.steps_done} / {r.steps_planned}" if r.steps_planned else str(r.steps_done),
-                 "llm_calls": r.llm_calls, "tokens_in": r.tokens_in, "tokens_out": r.tokens_out,
-                 "cost": _render.fmt_cost(r.cost_usd)}
-                for r in runs
-            ],
+            "runs": [_run_row(r) for r in runs],
         })
 
     def run_page(request: Request) -> Response:
@@ -150,11 +161,7 @@ def create_app(memory: str | Path) -> Starlette:
                 "tokens_out": run.tokens_out, "cost": _render.fmt_cost(run.cost_usd),
                 "finished": _render.fmt_utc(run.finished_utc),
             },
-            "tasks": [
-                {"name": t.name, "key": t.key, "href": f"/tasks/{_quote(t.key)}", "attempts": t.attempts,
-                 "feasible": t.feasible, "best": _render.fmt_ms(t.best_ms), "last_status": t.last_status}
-                for t in tasks
-            ],
+            "tasks": tasks,
             "steps": steps,
         })
 
