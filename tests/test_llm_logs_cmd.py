@@ -115,4 +115,4 @@ def test_logs_one_call_in_full(tmp_path, monkeypatch):
     assert "in 1000 (cached 800), out 90 (reasoning 40)" in out
     assert out.index("SYSTEM-RULES") < out.index("TASK-PART") < out.index("VARIABLE-PART") < out.index("--- answer ---")
     missing = CliRunner().invoke(_app(), ["logs", "--memory", str(db), "--call", "9"])
-    assert missing.exit_code == 1 and "no LLM call with id 9" in missing.stderr
+    assert missing.exit_code == 2 and missing.stderr.startswith("error: no LLM call with id 9")

@@ -159,3 +159,31 @@ def test_bad_llm_settings_in_the_environment_are_one_line(tmp_path, llm_env):  #
     res = runner.invoke(app, ["run", str(ADD_RELU), "--model", "openai:gpt-5"])
     assert res.exit_code == 2 and res.stderr == "error: EVOKERNEL_LLM_MAX_ATTEMPTS='many' is not an integer\n"
     assert not (tmp_path / "home").exists()
+
+
+def test_found_by_a_new_user_a_bad_device_or_an_export_file_is_one_line(tmp_path, monkeypatch):
+    """`--device foo` ran the whole budget on the CPU; `--export FILE` failed with a traceback after the run."""
+    monkeypatch.setenv("EVOKERNEL_HOME", str(tmp_path / "home"))
+    a_file = tmp_path / "best.py"
+    a_file.write_text("")
+    for args, words in ((["run", str(ADD_RELU), "--device", "foo"], "'foo' is not a device; use cpu, cuda or cuda:N"),
+                        (["eval", str(ADD_RELU), str(ADD_RELU), "--device", "cuda:x"], "'cuda:x' is not a device"),
+                        (["run", str(ADD_RELU), "--export", str(a_file)], f"--export {a_file} is a file")):
+        res = runner.invoke(app, args)
+        assert res.exit_code == 2 and res.stderr.count("\n") == 1 and words in res.stderr, (args, res.output)
+    assert not (tmp_path / "home").exists()
+    with pytest.raises(evokernel.RunError, match="device must be cpu, cuda or cuda:N"):
+        RunOptions(device="gpu0")
+
+
+def test_the_cli_sets_the_build_cache_from_the_environment(tmp_path, monkeypatch):
+    """EVOKERNEL_CACHE is read by the CLI (the library and its workers are given the root)."""
+    import backends
+    from backends.cuda_backend import cache_root
+
+    monkeypatch.setattr("backends._cache._root", None)
+    monkeypatch.setenv("EVOKERNEL_CACHE", str(tmp_path / "builds"))
+    res = runner.invoke(app, ["check", str(ADD_RELU), str(ADD_RELU)])
+    assert res.exit_code in (0, 1), res.output
+    assert backends.build_cache() == tmp_path / "builds"
+    assert cache_root() == tmp_path / "builds" / "cuda"

@@ -172,7 +172,16 @@ def run_options(**fields: Any):
 # Options shared by several commands, so each reads and helps the same way.
 BackendOpt = Annotated[str, typer.Option(help="Executor backend: triton, cuda or ascendc (see `evokernel backends`).")]
 BudgetOpt = Annotated[int, typer.Option(min=1, help="Steps per task.")]
-DeviceOpt = Annotated[Optional[str], typer.Option(help="cuda:N or cpu; default: every visible GPU, else the CPU.")]
+def check_device(value: Optional[str]) -> Optional[str]:
+    """A `--device` value as the backends name devices; anything else is a usage error."""
+    from evokernel.loop import DEVICE_NAME
+
+    if value is not None and not DEVICE_NAME.fullmatch(value):
+        raise typer.BadParameter(f"{value!r} is not a device; use cpu, cuda or cuda:N (npu:N for Ascend C)")
+    return value
+
+
+DeviceOpt = Annotated[Optional[str], typer.Option(callback=check_device, help="cuda:N or cpu; default: every visible GPU, else the CPU.")]
 def _positive(value: float) -> float:
     from evokernel.loop import MAX_SECONDS
 

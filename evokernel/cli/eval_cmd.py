@@ -10,7 +10,7 @@ import typer
 
 from ._common import (EXIT_OK, EXIT_REJECTED, AtolOpt, BaselinesOpt, CompileBaselineOpt, KernelbenchSeedingOpt, RtolOpt,
                       RulesOpt, SizeOpt, TimeoutOpt, TrialsOpt, WarmupOpt, err_console, fail_usage, one_line, out_console,
-                      prepare_device, print_json, print_result_table, size_note)
+                      prepare_device, print_json, print_result_table, size_note, check_device)
 
 
 def register(app: typer.Typer) -> None:
@@ -27,7 +27,7 @@ def eval_command(
              "to the file); a header line and # comments are skipped.")] = None,
     backend: Annotated[str, typer.Option(help="Executor backend (see `evokernel backends`); a manifest row may name its own.")] = "triton",
     timeout: TimeoutOpt = 300.0,
-    device: Annotated[Optional[str], typer.Option(help="cuda:N or cpu; default: the first GPU if any.")] = None,
+    device: Annotated[Optional[str], typer.Option(callback=check_device, help="cuda:N or cpu; default: the first GPU if any.")] = None,
     size: SizeOpt = None,
     trials: TrialsOpt = 5,
     reps: Annotated[int, typer.Option(min=1, help="Timed runs on a GPU (KernelBench: num_perf_trials).")] = 100,

@@ -8,7 +8,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from ._common import err_console, fail_usage, memory_path, out_console
+from ._common import fail_usage, memory_path, out_console
 
 
 def _open_store(path: Path) -> Any:
@@ -69,7 +69,6 @@ def register(app: typer.Typer) -> None:
         """List the LLM calls logged in the memory database, newest first."""
         from evokernel.llm import format_call, mask_obj
 
-        err = err_console()
         path = memory_path(memory, must_exist=True)
         try:
             rows = _open_store(path).llm_calls(run_id=run)  # oldest first
@@ -77,9 +76,8 @@ def register(app: typer.Typer) -> None:
             raise fail_usage(str(exc)) from None
         if call is not None:
             found = [r for r in rows if r.get("id") == call]
-            if not found:
-                err.print(f"no LLM call with id {call} in {path}", style="red", markup=False)
-                raise typer.Exit(1)
+            if not found:  # an id that is not there is bad input, as `memory show` says
+                raise fail_usage(f"no LLM call with id {call} in {path}")
             # Masked again on the way out: the database may predate the masking.
             one = mask_obj(dict(found[0]))
             typer.echo(json.dumps(one, indent=2, default=str) if as_json else format_call(one))

@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from ._common import (BackendOpt, RulesOpt, SeedOpt, SizeOpt, TimeoutOpt, TrialsOpt, call, fail_usage, memory_path,
+from ._common import (BackendOpt, check_device, RulesOpt, SeedOpt, SizeOpt, TimeoutOpt, TrialsOpt, call, fail_usage, memory_path,
                       run_options, use_environment_build_cache)
 
 
@@ -20,7 +20,7 @@ def mcp_command(
         help="Memory file (default: $EVOKERNEL_HOME/memory.db or ~/.local/share/evokernel/memory.db).")] = None,
     backend: BackendOpt = "triton",
     rules: RulesOpt = "strict",
-    device: Annotated[Optional[str], typer.Option(help="cuda:N or cpu; default: every visible GPU, else the CPU.")] = None,
+    device: Annotated[Optional[str], typer.Option(callback=check_device, help="cuda:N or cpu; default: every visible GPU, else the CPU.")] = None,
     size: SizeOpt = None,
     timeout: TimeoutOpt = 300.0,
     trials: TrialsOpt = 5,

@@ -9,13 +9,14 @@ from evokernel._step import FEASIBLE_STATUSES, MemoryNote, Policy, Proposal, Sta
 
 from ._concurrent import RunMonitor, run_all
 from ._loop import Runner, eval_options, export_best
-from ._options import ENGINES, MAX_SECONDS, MEMORY_MODES, SIZES, RunError, RunOptions, default_jobs, resolve_device, resolve_size
+from ._options import DEVICE_NAME, ENGINES, MAX_SECONDS, MEMORY_MODES, SIZES, RunError, RunOptions, default_jobs, resolve_device, resolve_size
 from ._rewards import draft_reward, refine_reward
 from ._run import load_tasks, make_executor, make_policy, refine, run
 from ._tasks import resolve_task_args, tasks_in_bank
 from ._types import Attempt, RunInterrupted, RunResult, TaskOutcome
 
 __all__ = [
+    "DEVICE_NAME",
     "ENGINES",
     "FEASIBLE_STATUSES",
     "MAX_SECONDS",

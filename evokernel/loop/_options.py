@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 from typing import Any
 
 MEMORY_MODES = ("off", "task-only", "similarity", "value")
@@ -17,6 +18,7 @@ SIZES = ("full", "small")  # the sizes a task file's protocol knows (README: "Ta
 # The longest wait a setting may ask for: a week. More is a typo, and inf or 1e12 seconds
 # overflow the OS's timers (select's time_t) deep inside a worker.
 MAX_SECONDS = 7 * 24 * 3600.0
+DEVICE_NAME = re.compile(r"(cpu|cuda|npu)(:\d+)?")  # what the backends run on
 ENGINES = ("local", "ray")
 
 
@@ -97,6 +99,8 @@ class RunOptions:
              f"memory mode must be one of {', '.join(MEMORY_MODES)}, got {self.memory_mode!r}"),
             (self.n_memories >= 1, f"n_memories must be at least 1, got {self.n_memories}"),
             (self.size is None or self.size in SIZES, f"size must be {' or '.join(SIZES)}, got {self.size!r}"),
+            (self.device is None or DEVICE_NAME.fullmatch(self.device) is not None,
+             f"device must be cpu, cuda or cuda:N (npu:N for Ascend C), got {self.device!r}"),
             (self.rules in _rule_sets(), f"rules must be one of {', '.join(_rule_sets())}, got {self.rules!r}"),
             (0.0 <= self.min_own_share <= 1.0, f"min_own_share must be in [0, 1], got {self.min_own_share}"),
             (self.memory_budget_bytes is None or self.memory_budget_bytes > 0,

@@ -58,6 +58,8 @@ def run(
     except KeyError as exc:
         raise RunError(str(exc.args[0])) from None
     loaded, broken = load_tasks(paths, size, skip_broken=skip_broken)
+    if options.export and Path(options.export).exists() and not Path(options.export).is_dir():
+        raise RunError(f"--export {options.export} is a file; give a directory for the tasks' best kernels")
     devices = _plan(options, device, executor)
     with _memory(memory, store) as bank:
         if policy is None:
