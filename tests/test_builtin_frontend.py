@@ -42,12 +42,14 @@ class Block(nn.Module):
 
 
 class Model(nn.Module):
+    growth = 2
+
     def __init__(self, classes):
         super(Model, self).__init__()
         self.cin = WIDTH
         self.stem = conv_bn(3, WIDTH, 1)
         self.stage1 = self._make_stage(WIDTH, 2, 1)
-        self.stage2 = self._make_stage(2 * WIDTH, 1, 2)
+        self.stage2 = self._make_stage(self.growth * WIDTH, 1, 2)
         self.fc = nn.Linear(2 * WIDTH * Block.expansion, classes)
 
     def _make_stage(self, cout, blocks, stride):
@@ -160,7 +162,7 @@ def test_a_model_built_from_its_own_classes_and_helpers_is_correct(cpu_executor,
 def test_the_candidate_carries_the_builders_but_no_reference_forward(tmp_path):
     source = generate(analyze(_task(tmp_path, "tiny_resnet", RESNET), "strict"))
     assert "def conv_bn(" in source and "class Block(nn.Module)" in source and "def _make_stage(self" in source
-    assert "WIDTH = 4" in source and "expansion = 1" in source
+    assert "WIDTH = 4" in source and "expansion = 1" in source and "    growth = 2" in source
     assert source.count("def forward(") == 1  # ModelNew's: Block's is not carried
 
 
@@ -263,3 +265,9 @@ def get_init_inputs():
 """)
     plan = analyze(path, "strict")
     assert isinstance(plan, Unsupported) and "\n" not in plan.reason and needle in plan.reason, plan
+
+
+def test_a_carried_helper_named_like_a_generated_one_is_refused(tmp_path):
+    text = RESNET.replace("conv_bn", "_prod")  # _prod: a shape helper every candidate defines
+    plan = analyze(_task(tmp_path, "clash", text), "strict")
+    assert isinstance(plan, Unsupported) and "_prod has the name of a generated helper" in plan.reason

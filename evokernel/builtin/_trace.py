@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import io
 import os
@@ -57,9 +58,24 @@ def _trial_generation(plan: Plan) -> None:
     from ._generate import generate
 
     try:
-        generate(plan)
+        source = generate(plan)
     except Exception as exc:
         raise Reject(f"code generation failed: {type(exc).__name__}: {exc}") from exc
+    carried = set(_top_level_names(plan.preamble)) if plan.preamble else set()
+    defined = _top_level_names(source) if carried else []
+    clash = sorted(name for name in carried if defined.count(name) > 1)
+    if clash:  # the later definition would silently replace the task's in the candidate
+        raise Reject(f"the task file's {clash[0]} has the name of a generated helper")
+
+
+def _top_level_names(source: str) -> list[str]:
+    names = []
+    for stmt in ast.parse(source).body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.append(stmt.name)
+        elif isinstance(stmt, ast.Assign):
+            names.extend(t.id for t in stmt.targets if isinstance(t, ast.Name))
+    return names
 
 
 def _spec_of(value) -> TensorSpec:
