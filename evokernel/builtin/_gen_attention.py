@@ -21,6 +21,7 @@ tensor cores as they are, accumulating in fp32.
 from __future__ import annotations
 
 import re
+import textwrap
 from dataclasses import replace
 
 from ._build import Builder
@@ -93,9 +94,14 @@ def match_attention(b: Builder, mm2: Node, users: dict[int, list[int]], live: se
                     args.append(a)
                 new_args.append(Ref("arg", 3 + args[3:].index(a)))
         rewritten.append(replace(node, args=tuple(new_args)))
+    masks = _masks(b, mm1.id, t_ref, bool(softmax))
+    causal = _causal_offset(b, masks)
+    # another mask (a tensor): a key block it masks whole is skipped at run time
+    skip = next(((rewritten[chain.index(m.id)].args[0], b.nodes[m.id].args[2] == Ref("const", float("-inf")))
+                 for m in masks if _causal_where(b, m) is None and not _reads(b, m.args[0], mm1.id)), None)
     attrs = {"chain": tuple(rewritten), "chain_out": t_ref.value if t_ref.value != mm1.id else -1,
-             "softmax": bool(softmax), "k_layout": layout, "kv_group": group,
-             "causal": _causal_offset(b, mm1.id, t_ref, bool(softmax)),
+             "softmax": bool(softmax), "k_layout": layout, "kv_group": group, "causal": causal,
+             "skip_unless": skip if causal is None else None,
              "out_perm": _consumer_perm(b, mm2, users)}
     return Node(id=mm2.id, op="attention", args=tuple(args), attrs=tuple(sorted(attrs.items())), shape=mm2.shape)
 
@@ -132,27 +138,48 @@ def _consumer_perm(b: Builder, mm2: Node, users) -> tuple[int, ...] | None:
 _KEEPS_MINUS_INF = ("add", "sub", "where", "mul", "div")  # with the score first (and a positive constant)
 
 
-def _causal_offset(b: Builder, score: int, t_ref: Ref, softmax: bool) -> int | None:
-    """c when the chain masks every key past query + c with -inf (F.scaled_dot_product_attention's
-    is_causal: where(key - query <= c, s, -inf)) and nothing after the mask lets those keys
-    contribute again: the kernel then stops at the diagonal. None otherwise."""
+def _masks(b: Builder, score: int, t_ref: Ref, softmax: bool) -> list[Node]:
+    """The where(cond, s, -inf) / where(cond, -inf, s) nodes on the chain from the scores to t
+    after which nothing lets a -inf score contribute again (a key they mask adds nothing: the
+    kernel may skip it)."""
     path, ref = [], t_ref
     while ref.kind == "node" and ref.value != score:  # the chain from t back to the scores, one score operand a step
         node = b.nodes[ref.value]
         inner = [a for a in node.args if a.kind == "node" and (a.value == score or _reads(b, a, score))]
         if len(inner) != 1:
-            return None
-        path.append(node)
+            return []
+        path.append((node, inner[0]))
         ref = inner[0]
-    for i, node in enumerate(path):  # t first
+    masks = []
+    for i, (node, spine) in enumerate(path):  # t first
+        after = [n for n, _ in path[:i]]
+        if not softmax and after and after[0].op == "relu":  # relu(-inf) = 0: no contribution either
+            after = after[1:]
+        if not all(_keeps_minus_inf(b, n) for n in after):
+            break
+        if _minus_inf_branch(node, spine) is not None:
+            masks.append(node)
+    return masks
+
+
+def _minus_inf_branch(node: Node, spine: Ref) -> int | None:
+    """1 or 2: the branch of a where that is -inf, the other being the scores; else None."""
+    minus_inf = Ref("const", float("-inf"))
+    if node.op != "where" or node.args[0] == spine:
+        return None
+    for branch in (1, 2):
+        if node.args[branch] == minus_inf and node.args[3 - branch] == spine:
+            return branch
+    return None
+
+
+def _causal_offset(b: Builder, masks: list[Node]) -> int | None:
+    """c when a mask is F.scaled_dot_product_attention's is_causal, where(key - query <= c, s, -inf):
+    the kernel then stops at the diagonal."""
+    for node in masks:
         offset = _causal_where(b, node)
         if offset is not None:
-            after = path[:i]
-            if not softmax and after and after[0].op == "relu":  # relu(-inf) = 0: no contribution either
-                after = after[1:]
-            if all(_keeps_minus_inf(b, n) for n in after):
-                return offset
-            return None
+            return offset
     return None
 
 
@@ -170,7 +197,7 @@ def _reads(b: Builder, ref: Ref, target: int) -> bool:
 
 
 def _causal_where(b: Builder, node: Node) -> int | None:
-    if node.op != "where" or node.args[2] != Ref("const", float("-inf")) or node.args[0].kind != "node":
+    if node.args[2] != Ref("const", float("-inf")) or node.args[0].kind != "node":
         return None
     keep = b.nodes[node.args[0].value]
     if keep.op != "le" or keep.args[1].kind != "const" or keep.args[0].kind != "node":
@@ -190,7 +217,7 @@ def _keeps_minus_inf(b: Builder, node: Node) -> bool:
     if node.op not in _KEEPS_MINUS_INF:
         return False
     if node.op == "where":
-        return node.args[2] == Ref("const", float("-inf"))
+        return Ref("const", float("-inf")) in node.args[1:]
     if node.op in ("mul", "div"):
         other = node.args[1]
         return other.kind == "const" and other.value > 0 and node.args[0].kind == "node"
@@ -420,6 +447,9 @@ _LOOP_HEAD = """\
     for start_n in range(0, {hi}, BLOCK_N):
         offs_n = start_n + tl.arange(0, BLOCK_N)
         s_mask = (offs_m[:, None] < Tq) & (offs_n[None, :] < Tk)
+"""
+
+_SCORES = """\
         k_tile = tl.load(k_base + offs_e[:, None] * stride_ke + offs_n[None, :] * stride_kn,
                          mask=(offs_e[:, None] < E) & (offs_n[None, :] < Tk), other=0.0)
         s = _attention_dot(q_tile, k_tile, PRECISION, TERMS)
@@ -456,8 +486,12 @@ def generate_attention(plan: Plan, config: Config, tag: str = "") -> StageCode:
     softmax = att.attr("softmax")
 
     score = _ScoreEmitter(plan, att)
+    skip = att.attr("skip_unless")  # (the mask's condition, whether nonzero keeps a key)
+    keep = score.value(skip[0]) if skip else None
+    mask_lines = score.lines[:]
     chain_out = att.attr("chain_out")
     t = "s" if chain_out < 0 else score.value(Ref("node", chain_out))
+    chain_lines = score.lines[len(mask_lines):]
     score_leaves = list(dict.fromkeys(score.used))
     epi = EpilogueEmitter(plan, att.id)
     result = epi.value(plan.output)
@@ -482,11 +516,18 @@ def generate_attention(plan: Plan, config: Config, tag: str = "") -> StageCode:
         k.append(f"    # keys past query + {causal} are masked to -inf: stop at the last block before them")
         k.append(f"    hi = tl.minimum(Tk, (pid_m + 1) * BLOCK_M + {causal})")
     k.append(_LOOP_HEAD.format(hi="Tk" if causal is None else "hi").rstrip("\n"))
-    if score.lines:
-        k.append("        # the reference's work on the scores, in fp32 registers")
-        k += score.lines
-    k.append((_SOFTMAX_STEP if softmax else _PLAIN_STEP).format(t=t).rstrip("\n"))
-    k.append(_LOOP_TAIL.rstrip("\n"))
+    step = [_SCORES]
+    if chain_lines:
+        step += ["        # the reference's work on the scores, in fp32 registers\n", *(line + "\n" for line in chain_lines)]
+    step += [(_SOFTMAX_STEP if softmax else _PLAIN_STEP).format(t=t), _LOOP_TAIL]
+    if skip is None:
+        k.append("".join(step).rstrip("\n"))
+    else:
+        # a key block the mask hides from every query of this program adds nothing: skip its loads and products
+        k += mask_lines
+        test = f"{keep} != 0.0" if skip[1] else f"{keep} == 0.0"
+        k.append(f"        if tl.sum(tl.where(s_mask & ({test}), 1, 0)) > 0:")
+        k.append(textwrap.indent("".join(step), "    ").rstrip("\n"))
     if softmax:
         k.append("    acc = acc / l_i[:, None]  # a row whose scores were all -inf is 0 / 0 = nan, as in torch")
     k += ["    # the output tile: (batch, query, value dim) positions of the contiguous output",
