@@ -187,3 +187,15 @@ def test_the_cli_sets_the_build_cache_from_the_environment(tmp_path, monkeypatch
     assert res.exit_code in (0, 1), res.output
     assert backends.build_cache() == tmp_path / "builds"
     assert cache_root() == tmp_path / "builds" / "cuda"
+
+
+def test_found_by_a_new_user_a_failed_import_or_report_leaves_nothing_behind(tmp_path):
+    """`memory import` of a file that is not an export left an empty new bank; `report` of a file
+    that is not a result left an empty report folder."""
+    not_an_export = tmp_path / "items.jsonl"
+    not_an_export.write_text('{"x": 1}\n')
+    res = runner.invoke(app, ["memory", "import", str(not_an_export), "--memory", str(tmp_path / "new.db")])
+    assert res.exit_code == 2 and "nothing was imported" in res.stderr
+    res = runner.invoke(app, ["report", str(not_an_export)])
+    assert res.exit_code == 2 and "not an EvoKernel result" in res.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["items.jsonl"]

@@ -3,6 +3,7 @@ suites, the equal-budget comparison of memory and refinement, and the report."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shlex
 from pathlib import Path
@@ -331,9 +332,13 @@ def report_command(
     if not isinstance(data, dict):
         raise fail_usage(f"{results}: not an EvoKernel result")
     out_dir = out or results.with_suffix("")
+    created = not out_dir.exists()
     try:
         files = write_report(data, out_dir)
     except ReportError as exc:
+        if created:  # a report that was not written leaves no folder behind
+            with contextlib.suppress(OSError):
+                out_dir.rmdir()
         raise fail_usage(f"{results}: {exc}")
     console = err_console()
     for s in files.skipped:

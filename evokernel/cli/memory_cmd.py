@@ -228,6 +228,7 @@ def import_(
             fp = open(source, encoding="utf-8")
         except OSError as exc:
             raise _fail(f"cannot read {source}: {exc.strerror}") from None
+    new_bank = not memory_path(memory).exists()
     with _open(memory, must_exist=False) as store:
         try:
             if source == "-":
@@ -236,7 +237,15 @@ def import_(
                 with fp:
                     report = store.import_jsonl_report(fp)
         except MemoryStoreError as exc:
-            raise _fail(f"{source}: {exc}; nothing was imported") from None
+            failed = f"{source}: {exc}; nothing was imported"
+        else:
+            failed = None
+    if failed is not None:
+        if new_bank:  # an import that imported nothing leaves no new bank behind
+            for leftover in (store.path, Path(f"{store.path}-wal"), Path(f"{store.path}-shm")):
+                with contextlib.suppress(OSError):
+                    leftover.unlink()
+        raise _fail(failed)
     if as_json:
         _print_json({"imported": report.imported, "skipped": report.skipped, "lines": report.lines})
     else:
