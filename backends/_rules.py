@@ -123,9 +123,17 @@ CHEATING_TEXT = (
 )
 
 
+ACCURACY_TEXT = (
+    "Outputs are judged against the reference's and against the reference run in float64: a kernel far less "
+    "accurate than the reference (TF32, fp16 or bf16 arithmetic on an fp32 task) is `wrong_result` even within the "
+    "tolerance; one at least as accurate passes where the reference's own rounding misses the tolerance. Off the "
+    "GPU, a PyTorch fallback for inputs not on the GPU is `unverified`: the GPU path is what is judged."
+)
+
+
 def describe_rules(rules: str) -> str:
-    """The rule set in words for an LLM prompt (both paragraphs)."""
-    return RULE_SET_TEXT[check_rule_set(rules)] + "\n" + CHEATING_TEXT
+    """The rule set in words for an LLM prompt (the rule set, cheating, accuracy)."""
+    return RULE_SET_TEXT[check_rule_set(rules)] + "\n" + CHEATING_TEXT + "\n" + ACCURACY_TEXT
 
 
 __all__ = [
