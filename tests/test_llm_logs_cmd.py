@@ -56,6 +56,23 @@ def test_logs_table(tmp_path, monkeypatch):
     assert result.stderr == ""
 
 
+def test_logs_piped_keeps_whole_values(tmp_path, monkeypatch):
+    """`evokernel logs | cat` squeezed the table to 80 columns: stdout is not a terminal here either."""
+    db = tmp_path / "memory.db"
+    db.touch()
+    log = FakeLog()
+    model = "a-model-name-long-enough-that-eighty-columns-would-cut-it-short-v1"
+    log.log_llm_call(provider="openai", model=model, prompt={"messages": []}, response_text="", tokens_in=1,
+                     tokens_out=1, cost_usd=None, latency_ms=1.0, run_id=1, step_id=7,
+                     error="a failure message that says what went wrong in enough words")
+    monkeypatch.setattr(logs_cmd, "_open_store", lambda path: log)
+    monkeypatch.delenv("COLUMNS", raising=False)
+    result = CliRunner().invoke(_app(), ["logs", "--memory", str(db)])
+    assert result.exit_code == 0, result.output
+    assert f"openai:{model}" in result.stdout and "a failure message that says what went wrong" in result.stdout
+    assert "…" not in result.stdout
+
+
 def test_logs_missing_database(tmp_path):
     result = CliRunner().invoke(_app(), ["logs", "--memory", str(tmp_path / "none.db"), "--json"])
     assert result.exit_code == 2

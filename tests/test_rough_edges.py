@@ -199,3 +199,16 @@ def test_found_by_a_new_user_a_failed_import_or_report_leaves_nothing_behind(tmp
     res = runner.invoke(app, ["report", str(not_an_export)])
     assert res.exit_code == 2 and "not an EvoKernel result" in res.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["items.jsonl"]
+
+
+def test_a_table_on_stderr_keeps_whole_values_off_a_terminal(capsys, monkeypatch):
+    """`evokernel eval --json`'s summary goes to stderr, and was squeezed to 80 columns in a log."""
+    from rich.table import Table
+
+    from evokernel.cli._common import err_console
+
+    monkeypatch.delenv("COLUMNS", raising=False)
+    table = Table("task", "message")
+    table.add_row("softmax", "a verifier message " * 10)
+    err_console().print(table)
+    assert "a verifier message " * 10 in capsys.readouterr().err
