@@ -48,7 +48,7 @@ class Model(nn.Module):
         super(Model, self).__init__()
         self.cin = WIDTH
         self.stem = conv_bn(3, WIDTH, 1)
-        self.stage1 = self._make_stage(WIDTH, 2, 1)
+        self.stage1 = self._make_stage(WIDTH, 1, 1)
         self.stage2 = self._make_stage(self.growth * WIDTH, 1, 2)
         self.fc = nn.Linear(2 * WIDTH * Block.expansion, classes)
 
@@ -153,7 +153,8 @@ def _evaluate(executor, path, rules: str):
     return executor.evaluate(path, generate(plan), backend="triton", options=options)
 
 
-@pytest.mark.parametrize("rules", ["strict", "kernelbench"])
+# strict: four convolutions of our own on the interpreter (tens of seconds): end to end, marked slow
+@pytest.mark.parametrize("rules", [pytest.param("strict", marks=pytest.mark.slow), "kernelbench"])
 def test_a_model_built_from_its_own_classes_and_helpers_is_correct(cpu_executor, tmp_path, rules):
     result = _evaluate(cpu_executor, _task(tmp_path, "tiny_resnet", RESNET), rules)
     assert ok(result), explain(result)
