@@ -31,14 +31,14 @@ from typing import Any, Callable, Iterator
 import torch
 
 from . import _inputs, _memory, _share, _stress
-from ._gpu_path import OffGpuWatch, off_accelerator_message
-from ._oracle import Oracle, float64_model
 from ._backend import Backend, LaunchLog
 from ._compare import compare, flatten, poison_
 from ._dry import dry_check
+from ._gpu_path import OffGpuWatch, off_accelerator_message
 from ._guard import (RunRules, SideStreamUsed, fingerprint, inputs_changed, is_constant, no_side_streams, record_ops,
                      same_fingerprint, unwritten_share)
 from ._options import COMPILE_BASELINE_STEP, EvalOptions
+from ._oracle import Oracle, float64_model
 from ._result import Baselines, EvalResult, Roofline, Verdict
 from ._rules import explain
 from ._sandbox import harness
