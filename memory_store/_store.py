@@ -573,7 +573,8 @@ class MemoryStore:
         """Log one agent step and apply its value updates, in one transaction.
 
         Every item of the context and the start point moves its stage value
-        toward the reward (normalised first for refine): Q <- Q + alpha (r - Q).
+        toward the reward (normalised first in the config's `normalized_stages`,
+        none by default): Q <- Q + alpha (r - Q).
         """
         check_id(run_id, "run_id", allow_none=False)
         check_text(task_key, "task_key")

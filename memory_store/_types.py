@@ -45,9 +45,14 @@ class MemoryConfig:
     Learning (the README's "What it does" and "The memory"): `alpha` is the Monte Carlo step size,
     `q_init` the value of a new item, `epsilon` the exploration rate of the
     epsilon-greedy selection, `mix_weight` the `w` of MemRL's mixed score.
-    Refine rewards are normalised PopArt-style with a running mean and second
-    moment (`reward_momentum`), sigma floored at `reward_sigma_floor` so a run of
-    identical rewards cannot blow the normalised reward up.
+    The stages in `normalized_stages` have their rewards normalised PopArt-style
+    with a running mean and second moment (`reward_momentum`), sigma floored at
+    `reward_sigma_floor` so a run of identical rewards cannot blow the normalised
+    reward up. None by default: the running mean moves as the memory improves, so
+    the same outcome moved an item's value by a different amount depending on when
+    it happened, and values stopped ranking what the items were worth (with
+    normalised refine rewards the learned values anti-correlated with the items'
+    utility in benchmarks/learning_sim.py; raw rewards, already in [-1, 1], did not).
 
     Recall pool: K = ceil(lambda * n) with
         lambda = min(recall_factor_max,
@@ -84,7 +89,7 @@ class MemoryConfig:
     recall_max_query_terms: int = 32
     reward_momentum: float = 0.99
     reward_sigma_floor: float = 0.1
-    normalized_stages: tuple[str, ...] = ("refine",)
+    normalized_stages: tuple[str, ...] = ()
     busy_timeout_s: float = 30.0
     write_retries: int = 8
     # NORMAL in WAL mode survives a killed process (the OS keeps the written

@@ -247,3 +247,31 @@ def test_continual_refinement_keeps_the_memory_best_as_the_one_to_beat(tmp_path,
     assert task.first_latency_ms == start.latency_ms and task.started_from_item_id == start.id
     assert task.best_latency_ms <= start.latency_ms, "the best kernel is never worse than the one the run started from"
     assert task.speedup_over_first >= 1.0
+
+
+def test_a_refinement_starts_from_the_fastest_comparable_kernel_not_the_highest_value(tmp_path):
+    """A successful refinement raises its start point's Q_refine while the faster kernel it made
+    starts at zero: the next step must still start from the faster one."""
+    import random
+    import types
+
+    from evokernel.loop import Runner
+
+    with MemoryStore(tmp_path / "m.db") as store:
+        def kernel(latency, q, source="measured-gpu"):
+            item = store.add_item(kind="trace", task_key="t", backend="triton", key_text="k", content="c",
+                                  status="ok", latency_ms=latency, extra={"latency_source": source})
+            store.conn.execute("UPDATE items SET q_refine = ? WHERE id = ?", (q, item))
+            return store.get_item(item)
+
+        parent, child = kernel(2.0, 0.9), kernel(1.0, 0.0)
+        foreign, untimed = kernel(0.5, 0.0, source="interpreted-cpu"), kernel(None, 2.0)
+        loop = types.SimpleNamespace(options=RunOptions(epsilon_start_point=0.0),
+                                     _comparable=lambda i: i.extra.get("latency_source") == "measured-gpu")
+        rng = random.Random(0)
+        assert Runner._choose_start(loop, [parent, child, foreign, untimed], rng).id == child.id
+        # Without a comparable timed kernel, the value decides.
+        assert Runner._choose_start(loop, [foreign, untimed], rng).id == untimed.id
+        explore = types.SimpleNamespace(options=RunOptions(epsilon_start_point=1.0), _comparable=loop._comparable)
+        picks = {Runner._choose_start(explore, [parent, child], random.Random(s)).id for s in range(20)}
+        assert picks == {parent.id, child.id}

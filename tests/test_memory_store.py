@@ -214,7 +214,8 @@ def test_draft_values_follow_hand_computation(store):
     assert store.stats()["value_updates"] == 4
 
 
-def test_refine_rewards_are_normalised_before_the_update(store):
+def test_refine_rewards_are_normalised_before_the_update_when_asked(tmp_path):
+    store = MemoryStore(tmp_path / "m.db", MemoryConfig(normalized_stages=("refine",)))
     run = store.start_run({})
     start, ctx = add(store, "start", kind="trace"), add(store, "ctx")
     # The start point also sits in the context: one memory, one update.
@@ -235,10 +236,33 @@ def test_refine_rewards_are_normalised_before_the_update(store):
     assert store.get_item(start).visits_refine == 1
     assert store.get_item(ctx).q_refine == pytest.approx(q_ctx, rel=1e-12)
     assert store.reward_stats()["refine"]["count"] == 2
+    store.close()
+
+
+def test_rewards_are_not_normalised_by_default_so_a_value_does_not_depend_on_when(store):
+    """The same outcomes give the same value early and late in a bank's life: a running mean
+    that moves as the memory improves would have credited the late item less."""
+    run = store.start_run({})
+    early, late = add(store, "early"), add(store, "late")
+    for _ in range(3):
+        store.record_step(run_id=run, task_key="t", backend="triton", stage="refine", reward=1.0, context_item_ids=[early])
+    for _ in range(40):
+        store.record_step(run_id=run, task_key="t", backend="triton", stage="refine", reward=1.0, context_item_ids=[])
+    for _ in range(3):
+        store.record_step(run_id=run, task_key="t", backend="triton", stage="refine", reward=1.0, context_item_ids=[late])
+    assert store.steps()[0]["normalized_reward"] is None and store.steps()[0]["value_target"] == 1.0
+    assert store.get_item(late).q_refine == store.get_item(early).q_refine == pytest.approx(1 - 0.7 ** 3)
+    with MemoryStore(store.path.parent / "popart.db", MemoryConfig(normalized_stages=("refine",))) as popart:
+        run = popart.start_run({})
+        early, late = add(popart, "early"), add(popart, "late")
+        for ids in [[early]] * 3 + [[]] * 40 + [[late]] * 3:
+            popart.record_step(run_id=run, task_key="t", backend="triton", stage="refine", reward=1.0, context_item_ids=ids)
+        assert popart.get_item(late).q_refine < popart.get_item(early).q_refine - 0.1
 
 
 def test_sigma_floor_bounds_normalised_rewards(tmp_path):
-    with MemoryStore(tmp_path / "m.db", MemoryConfig(reward_momentum=0.0, reward_sigma_floor=0.5)) as s:
+    config = MemoryConfig(reward_momentum=0.0, reward_sigma_floor=0.5, normalized_stages=("refine",))
+    with MemoryStore(tmp_path / "m.db", config) as s:
         run, a = s.start_run({}), add(s, "a")
         s.record_step(run_id=run, task_key="t", backend="triton", stage="refine", reward=0.8, context_item_ids=[a])
         # momentum 0: mean 0.8, variance 0, so sigma is the floor and r_norm = 0.

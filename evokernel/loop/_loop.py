@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import importlib
 import json
-import math
 import random
 import re
 import threading
@@ -165,10 +164,17 @@ class Runner:
         return min(times) if times else None
 
     def _choose_start(self, feasible: list[Item], rng: random.Random) -> Item:
-        """Epsilon-greedy over Q_refine among the task's feasible kernels; ties go to the faster."""
+        """The task's fastest comparable kernel, epsilon-greedy (any feasible one with probability
+        epsilon_start_point); untimed or incomparable kernels come after, by Q_refine.
+
+        Not the highest Q_refine: a refinement that succeeds raises its start point's value while
+        the faster kernel it made starts at zero, so that rule went back to the slower parent
+        (73% of refine steps in benchmarks/learning_sim.py) and the step was judged against a best
+        it did not start from."""
         if len(feasible) > 1 and rng.random() < self.options.epsilon_start_point:
             return rng.choice(feasible)
-        return max(feasible, key=lambda i: (i.q_refine, -(i.latency_ms or math.inf), -i.id))
+        return min(feasible, key=lambda i: (0, i.latency_ms, -i.q_refine, i.id) if i.latency_ms and self._comparable(i)
+                   else (1, 0.0, -i.q_refine, i.id))
 
     def _retrieve(self, st: _TaskState, stage: str, rng: random.Random, as_of: int | None) -> list[MemoryNote]:
         mode = self.options.memory_mode

@@ -1,0 +1,25 @@
+"""The loop's rewards (evokernel/loop/_rewards.py)."""
+
+from __future__ import annotations
+
+import math
+
+from evokernel.loop import draft_reward, refine_reward
+
+
+def test_draft_reward_is_the_verdict():
+    assert draft_reward(True) == 1.0 and draft_reward(False) == -1.0
+
+
+def test_refine_reward_is_whether_the_task_got_faster_not_by_how_much():
+    assert refine_reward(True, 0.9, 1.0) == refine_reward(True, 0.1, 1.0) == 1.0
+    # Slower, or only as fast as the best, is not progress; the size of the loss does not matter either.
+    assert refine_reward(True, 1.0, 1.0) == refine_reward(True, 1.01, 1.0) == refine_reward(True, 50.0, 1.0) == -1.0
+    assert refine_reward(False, 0.1, 1.0) == -1.0
+
+
+def test_a_refinement_without_a_comparable_time_neither_gains_nor_loses():
+    assert refine_reward(True, None, 1.0) == 0.0  # compile-only
+    assert refine_reward(True, 0.5, None) == 0.0  # no timed best to compare with
+    assert refine_reward(True, math.inf, 1.0) == 0.0
+    assert refine_reward(False, None, None) == -1.0
