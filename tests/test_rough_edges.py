@@ -212,3 +212,15 @@ def test_a_table_on_stderr_keeps_whole_values_off_a_terminal(capsys, monkeypatch
     table.add_row("softmax", "a verifier message " * 10)
     err_console().print(table)
     assert "a verifier message " * 10 in capsys.readouterr().err
+
+
+def test_found_by_a_new_user_evokernel_home_naming_a_file_is_one_line(tmp_path, monkeypatch):
+    """EVOKERNEL_HOME pointing at a file made `run` end in a FileExistsError traceback."""
+    a_file = tmp_path / "home"
+    a_file.write_text("")
+    monkeypatch.setenv("EVOKERNEL_HOME", str(a_file))
+    res = runner.invoke(app, ["run", str(ADD_RELU)])
+    assert res.exit_code == 2 and res.stderr == (
+        f"error: the memory {a_file / 'memory.db'} cannot be made: {a_file} is a file, not a folder\n")
+    with pytest.raises(evokernel.RunError, match="cannot open a memory at"):  # the library says so too
+        evokernel.run([ADD_RELU], RunOptions(**CPU), memory=a_file / "memory.db", executor=ScriptedExecutor())

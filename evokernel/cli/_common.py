@@ -104,6 +104,9 @@ def memory_path(memory: "Path | None", *, must_exist: bool = False) -> "Path":
     path = Path(memory).expanduser() if memory is not None else default_memory_path(os.environ)
     if path.is_dir():
         raise fail_usage(f"--memory {path} is a directory; give the database file inside it, e.g. {path / 'memory.db'}")
+    blocking = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
+    if blocking is not None:  # EVOKERNEL_HOME (or --memory) names a file as a folder
+        raise fail_usage(f"the memory {path} cannot be made: {blocking} is a file, not a folder")
     if must_exist and not path.exists():
         raise fail_usage(f"no memory at {path} (pass --memory or set EVOKERNEL_HOME)")
     return path

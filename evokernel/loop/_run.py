@@ -174,8 +174,10 @@ def make_policy(options: RunOptions, store: Any) -> Any:
     from evokernel.policies import get_policy
 
     try:
+        # Independent samples are fresh LLM drafts: the deterministic builtin would write one kernel k times.
         return get_policy(model=options.model, policy=options.policy, log=store, replay=options.replay,
-                          llm=options.llm, hardware=_hardware(options, store) if options.model else None)
+                          llm=options.llm, hardware=_hardware(options, store) if options.model else None,
+                          builtin_first=options.builtin_first and not options.independent_samples)
     except (ValueError, ImportError, LLMError) as exc:
         raise RunError(str(exc)) from None
 
@@ -222,6 +224,9 @@ def _memory(path: str | os.PathLike[str] | None, store: Any) -> Iterator[Any]:
     except MemoryStoreError as exc:
         _remove(created)
         raise RunError(str(exc)) from None
+    except OSError as exc:  # a folder on the way is a file, or cannot be made
+        _remove(created)
+        raise RunError(f"cannot open a memory at {target}: {exc.strerror or exc}") from None
     started = False
     try:
         with bank:
