@@ -67,7 +67,7 @@ def main() -> int:
         for jobs in args.jobs:
             server.reset()
             memory = Path(tmp) / f"memory-jobs{jobs}.db"
-            cmd = [sys.executable, "-m", "evokernel.cli", "run", *tasks, "--model", "openai:standin",
+            cmd = [sys.executable, "-m", "evokernel.cli", "run", *tasks, "--model", "openai:standin", "--llm-only",
                    "--budget", str(args.budget), "--jobs", str(jobs), "--trials", str(args.trials),
                    "--device", args.device, "--memory", str(memory), "--json"]
             print(f"--jobs {jobs}: {args.tasks} tasks x {args.budget} steps, answers after {args.delay:g} s ...",

@@ -272,7 +272,7 @@ def test_bench_with_an_llm_counts_tokens(tmp_path, server, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key-000000")
     server.default = openai_reply("```python\n" + HONEST["add_relu"][1].strip() + "\n```\n", tokens_in=120, tokens_out=30)
     task = Path(__file__).parent / "executor_cases" / "task_add_relu.py"
-    res = runner.invoke(app, ["bench", str(task), "--model", "openai:test-model", "--budget", "1", "--trials", "2", "--json"])
+    res = runner.invoke(app, ["bench", str(task), "--model", "openai:test-model", "--llm-only", "--budget", "1", "--trials", "2", "--json"])
     assert res.exit_code == 0, res.output
     data = _json_line(res)
     assert data["policy_is_llm"] and data["policy"] == "openai:test-model"

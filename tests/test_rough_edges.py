@@ -91,7 +91,7 @@ def test_an_llm_run_links_its_calls_to_steps_and_shows_tokens_and_cost(tmp_path,
         llm_env.setenv(name, value)
     monkeypatch.setattr(run_module, "make_executor", lambda options, devices, jobs: ScriptedExecutor())
     server.default = openai_reply(_answer(), tokens_in=11, tokens_out=7)
-    res = runner.invoke(app, ["run", str(ADD_RELU), "--model", "openai:test-model", "--budget", "2", "--no-skills",
+    res = runner.invoke(app, ["run", str(ADD_RELU), "--model", "openai:test-model", "--llm-only", "--budget", "2", "--no-skills",
                               "--device", "cpu"])
     assert res.exit_code == 0, res.output
     assert f"memory: {home / 'memory.db'}" in res.stderr

@@ -21,6 +21,10 @@ ContextTokensOpt = Annotated[
 MultiTurnOpt = Annotated[
     bool, typer.Option("--multi-turn", help="The steps of a task continue one conversation (default: a fresh prompt per step).")
 ]
+BuiltinFirstOpt = Annotated[
+    bool, typer.Option("--builtin-first/--llm-only", help="With --model: the builtin policy drafts first where it covers "
+                       "the task (no tokens) and the LLM refines past it or drafts where it stops; --llm-only: the LLM writes every step."),
+]
 ReasoningEffortOpt = Annotated[
     Optional[str], typer.Option("--reasoning-effort", help="OpenAI reasoning models: none, minimal, low, medium, high, xhigh.")
 ]

@@ -55,6 +55,7 @@ from ._common import (
     run_options,
     size_note,
 )
+from ._llm_options import BuiltinFirstOpt
 
 SuiteArg = Annotated[str, typer.Argument(
     help="A bundled suite (level1, level2, level3, npu), a bundled task, a directory of task files, or one task file.")]
@@ -127,6 +128,7 @@ def bench_command(
     model: ModelOpt = None,
     context_tokens: ContextTokensOpt = 24_000,
     multi_turn: MultiTurnOpt = False,
+    builtin_first: BuiltinFirstOpt = True,
     reasoning_effort: ReasoningEffortOpt = None,
     thinking_tokens: ThinkingTokensOpt = None,
     backend: BackendOpt = "triton",
@@ -167,7 +169,7 @@ def bench_command(
     """
     from evokernel.bench import BenchInterrupted, run_bench
 
-    options = run_options(policy=policy, model=model, context_tokens=context_tokens, multi_turn=multi_turn,
+    options = run_options(policy=policy, model=model, context_tokens=context_tokens, multi_turn=multi_turn, builtin_first=builtin_first,
                           reasoning_effort=reasoning_effort, thinking_tokens=thinking_tokens, backend=backend, budget=budget, memory_mode=memory_mode,
                           device=device, gpus=parse_gpus(gpus), size=size, rules=rules,
         min_own_share=min_own_share, memory_budget_bytes=parse_bytes(memory_budget), jobs=jobs, engine=engine,
@@ -253,6 +255,7 @@ def ablate_command(
     model: ModelOpt = None,
     context_tokens: ContextTokensOpt = 24_000,
     multi_turn: MultiTurnOpt = False,
+    builtin_first: BuiltinFirstOpt = True,
     reasoning_effort: ReasoningEffortOpt = None,
     thinking_tokens: ThinkingTokensOpt = None,
     backend: BackendOpt = "triton",
@@ -279,7 +282,7 @@ def ablate_command(
     """Compare independent samples, refinement without memory, similarity-only and value-driven retrieval at equal budget."""
     from evokernel.bench import run_ablation
 
-    options = run_options(policy=policy, model=model, context_tokens=context_tokens, multi_turn=multi_turn,
+    options = run_options(policy=policy, model=model, context_tokens=context_tokens, multi_turn=multi_turn, builtin_first=builtin_first,
                           reasoning_effort=reasoning_effort, thinking_tokens=thinking_tokens, backend=backend, budget=budget, device=device,
                           gpus=parse_gpus(gpus), size=size, rules=rules,
         min_own_share=min_own_share, memory_budget_bytes=parse_bytes(memory_budget), jobs=jobs, seed=seed, timeout_s=timeout,

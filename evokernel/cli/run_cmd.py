@@ -45,6 +45,7 @@ from ._common import (
     run_options,
     size_note,
 )
+from ._llm_options import BuiltinFirstOpt
 
 
 def register(app: typer.Typer) -> None:
@@ -66,6 +67,7 @@ def run_command(
     model: ModelOpt = None,
     context_tokens: ContextTokensOpt = 24_000,
     multi_turn: MultiTurnOpt = False,
+    builtin_first: BuiltinFirstOpt = True,
     reasoning_effort: ReasoningEffortOpt = None,
     thinking_tokens: ThinkingTokensOpt = None,
     policy: PolicyOpt = "builtin",
@@ -97,7 +99,7 @@ def run_command(
     import evokernel
 
     options = run_options(
-        backend=backend, model=model, context_tokens=context_tokens, multi_turn=multi_turn,
+        backend=backend, model=model, context_tokens=context_tokens, multi_turn=multi_turn, builtin_first=builtin_first,
         reasoning_effort=reasoning_effort, thinking_tokens=thinking_tokens, policy=policy, budget=budget, memory_mode=memory_mode, device=device,
         gpus=parse_gpus(gpus), size=size, rules=rules,
         min_own_share=min_own_share, memory_budget_bytes=parse_bytes(memory_budget), jobs=jobs, engine=engine, timeout_s=timeout, time_limit_s=time_limit, trials=trials,
@@ -113,6 +115,7 @@ def refine_command(
     model: ModelOpt = None,
     context_tokens: ContextTokensOpt = 24_000,
     multi_turn: MultiTurnOpt = False,
+    builtin_first: BuiltinFirstOpt = True,
     reasoning_effort: ReasoningEffortOpt = None,
     thinking_tokens: ThinkingTokensOpt = None,
     policy: PolicyOpt = "builtin",
@@ -137,7 +140,7 @@ def refine_command(
     import evokernel
 
     options = run_options(
-        backend=backend, model=model, context_tokens=context_tokens, multi_turn=multi_turn,
+        backend=backend, model=model, context_tokens=context_tokens, multi_turn=multi_turn, builtin_first=builtin_first,
         reasoning_effort=reasoning_effort, thinking_tokens=thinking_tokens, policy=policy, budget=budget, device=device, gpus=parse_gpus(gpus), size=size,
         rules=rules,
         min_own_share=min_own_share, memory_budget_bytes=parse_bytes(memory_budget), jobs=jobs, engine=engine, timeout_s=timeout, time_limit_s=time_limit, export=str(export) if export else None,

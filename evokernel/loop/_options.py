@@ -48,6 +48,9 @@ class RunOptions:
     # reasoning): an `evokernel.llm.LLMOptions`; None with `model` means its defaults.
     llm: Any = None
     policy: str = "builtin"
+    # With a model: the builtin policy drafts first where it covers the task (no tokens) and the
+    # LLM refines past it, or drafts where it stops (evokernel/policies/_hybrid.py). False: the LLM alone.
+    builtin_first: bool = True
     memory_mode: str = "value"
     n_memories: int = 5
     skills: bool = True  # the verified skill library (evokernel/skills): proposed, verified, selected

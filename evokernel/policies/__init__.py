@@ -4,13 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from ._hybrid import HybridPolicy
 from ._search import FEASIBLE, ConfigSpace, PlanCache
 
 
 def get_policy(*, model: str | None = None, policy: str | None = None, log: Any = None, replay: bool = False,
-               cache: bool = False, llm: Any = None, hardware: Any = None):
+               cache: bool = False, llm: Any = None, hardware: Any = None, builtin_first: bool = False):
     """`--model PROVIDER:MODEL` (or `llm`, an `evokernel.llm.LLMOptions`: several models,
     budget, multi-turn, reasoning) gives the LLM policy; otherwise the builtin one.
+    With `builtin_first`, the LLM policy comes inside a `HybridPolicy`: the builtin drafts
+    first where it covers the task and the LLM refines past it (or drafts where it stops).
     `hardware` is the device's `backends.HardwareFacts`, stated in every GPU prompt."""
     if model or llm is not None:
         import dataclasses
@@ -21,7 +24,12 @@ def get_policy(*, model: str | None = None, policy: str | None = None, log: Any 
 
         options = llm if llm is not None else LLMOptions.from_specs([model])
         options = dataclasses.replace(options, replay=options.replay or replay, cache=options.cache or cache)
-        return LLMPolicy(options, log=log, hardware=hardware)
+        llm_policy = LLMPolicy(options, log=log, hardware=hardware)
+        if builtin_first:
+            from ._builtin import BuiltinPolicy
+
+            return HybridPolicy(BuiltinPolicy(), llm_policy)
+        return llm_policy
     if policy in (None, "builtin"):
         from ._builtin import BuiltinPolicy
 
@@ -29,4 +37,4 @@ def get_policy(*, model: str | None = None, policy: str | None = None, log: Any 
     raise ValueError(f"unknown policy {policy!r}: use --policy builtin or --model PROVIDER:MODEL")
 
 
-__all__ = ["FEASIBLE", "ConfigSpace", "PlanCache", "get_policy"]
+__all__ = ["FEASIBLE", "ConfigSpace", "HybridPolicy", "PlanCache", "get_policy"]
