@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 from typing import Annotated, Any, Callable, Optional, TypeVar
 
 import typer
@@ -92,12 +93,11 @@ def call(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         raise interrupted("interrupted: every completed step is in the memory; run the same command to resume") from None
 
 
-def memory_path(memory: "Path | None", *, must_exist: bool = False) -> "Path":
+def memory_path(memory: Path | None, *, must_exist: bool = False) -> Path:
     """The memory file a command uses: `--memory`, else the default that `$EVOKERNEL_HOME`
     or `$XDG_DATA_HOME` names (the environment is read here, at the edge, and the library
     gets the path). A directory, or a missing file where one must exist, is a usage error."""
     import os
-    from pathlib import Path
 
     from memory_store import default_memory_path
 
@@ -175,6 +175,8 @@ def run_options(**fields: Any):
 # Options shared by several commands, so each reads and helps the same way.
 BackendOpt = Annotated[str, typer.Option(help="Executor backend: triton, cuda or ascendc (see `evokernel backends`).")]
 BudgetOpt = Annotated[int, typer.Option(min=1, help="Steps per task.")]
+
+
 def check_device(value: Optional[str]) -> Optional[str]:
     """A `--device` value as the backends name devices; anything else is a usage error."""
     from evokernel.loop import DEVICE_NAME
@@ -185,6 +187,8 @@ def check_device(value: Optional[str]) -> Optional[str]:
 
 
 DeviceOpt = Annotated[Optional[str], typer.Option(callback=check_device, help="cuda:N or cpu; default: every visible GPU, else the CPU.")]
+
+
 def _positive(value: float) -> float:
     from evokernel.loop import MAX_SECONDS
 
@@ -210,6 +214,8 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object on 
 SeedOpt = Annotated[int, typer.Option(help="Seed of the loop's random choices.")]
 TrialsOpt = Annotated[int, typer.Option(min=1, help="Correctness trials with fresh seeded inputs.")]
 RepsOpt = Annotated[int, typer.Option(min=1, help="Timed runs per candidate on a GPU.")]
+
+
 def _size(value: Optional[str]) -> Optional[str]:
     from evokernel.loop import SIZES
 
