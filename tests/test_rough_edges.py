@@ -224,3 +224,23 @@ def test_found_by_a_new_user_evokernel_home_naming_a_file_is_one_line(tmp_path, 
         f"error: the memory {a_file / 'memory.db'} cannot be made: {a_file} is a file, not a folder\n")
     with pytest.raises(evokernel.RunError, match="cannot open a memory at"):  # the library says so too
         evokernel.run([ADD_RELU], RunOptions(**CPU), memory=a_file / "memory.db", executor=ScriptedExecutor())
+
+
+def test_an_llm_run_resumes(tmp_path, server):  # noqa: F811
+    """An LLM run's recorded options held its models as a tuple, read back as a list: the same
+    command never matched its unfinished run and started a new one."""
+    from evokernel.policies import get_policy
+
+    from llm_server import local_llm
+
+    server.default = openai_reply(_answer())
+    memory = tmp_path / "m.db"
+    llm = local_llm(server, "openai:test-model")
+    options = RunOptions(budget=2, llm=llm, time_limit_s=0.05, **CPU)
+    with MemoryStore(memory) as store:
+        slow = ScriptedExecutor(delay=lambda n: 0.2)
+        cut = evokernel.run([ADD_RELU], options, policy=get_policy(llm=llm, log=store), store=store, executor=slow)
+        assert not cut.complete and cut.tasks[0].attempts == 1
+        done = evokernel.run([ADD_RELU], options.replace(time_limit_s=None), policy=get_policy(llm=llm, log=store),
+                             store=store, executor=ScriptedExecutor())
+    assert done.resumed and done.run_id == cut.run_id and done.tasks[0].attempts == 2
