@@ -54,7 +54,20 @@ def capture(model: nn.Module, inputs: list, names: list[str]) -> torch.fx.GraphM
         torch._dynamo.reset()
     graph = _rebuild(captured, model, names[:len(inputs)])
     _functionalize(graph)
+    _shapes_from_capture(graph)
     return torch.fx.GraphModule(model, graph)
+
+
+def _shapes_from_capture(graph: torch.fx.Graph) -> None:
+    """ShapeProp's ``tensor_meta`` from the fake values dynamo traced with: no need to run
+    the graph again (on real tensors, where the model could only be built on the CPU)."""
+    from torch.fx.passes.shape_prop import _extract_tensor_metadata
+
+    for node in graph.nodes:
+        value = node.meta.get("example_value")
+        if value is not None:
+            node.meta["tensor_meta"] = torch.fx.node.map_aggregate(
+                value, lambda v: _extract_tensor_metadata(v) if isinstance(v, torch.Tensor) else v)
 
 
 def _first_line(exc: Exception) -> str:

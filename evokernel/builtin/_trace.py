@@ -102,7 +102,7 @@ def _trace(model: torch.nn.Module, inputs: list, names: list[str]):
     except Exception as exc:
         fx_reason = f"torch.fx could not trace forward: {type(exc).__name__}: {exc}".splitlines()[0]
         try:
-            gm = capture(model, inputs, names)
+            return capture(model, inputs, names)  # shapes recorded while capturing
         except Reject as again:
             raise Reject(f"{fx_reason}; {again}") from exc
     with torch.no_grad():
