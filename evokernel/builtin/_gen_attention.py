@@ -480,8 +480,6 @@ _LOOP_TAIL = """\
 
 def generate_attention(plan: Plan, config: Config, tag: str = "") -> StageCode:
     att = plan.node(plan.anchor_id)
-    q_name, k_name, v_name = (a.value for a in att.args[:3])
-    names = [leaf.name for leaf in plan.leaves]
     scalars = [f"s{i}" for i in range(len(scalar_sources(plan)))]
     softmax = att.attr("softmax")
 
@@ -530,7 +528,7 @@ def generate_attention(plan: Plan, config: Config, tag: str = "") -> StageCode:
         k.append(textwrap.indent("".join(step), "    ").rstrip("\n"))
     if softmax:
         k.append("    acc = acc / l_i[:, None]  # a row whose scores were all -inf is 0 / 0 = nan, as in torch")
-    k += ["    # the output tile: (batch, query, value dim) positions of the contiguous output",
+    k += ["    # the output tile at its (batch, head, query, value dim) strides",
           "    offs_n = offs_d",
           "    mask = (offs_m[:, None] < Tq) & (offs_d[None, :] < DV)"]
     if epi.lines:
@@ -539,12 +537,22 @@ def generate_attention(plan: Plan, config: Config, tag: str = "") -> StageCode:
     k.append(f"    tl.store(out_ptr + b0 * stride_out_0 + b1 * stride_out_1 + offs_m[:, None] * stride_out_m "
              f"+ offs_n[None, :] * stride_out_n, {result}.to(out_ptr.dtype.element_ty), mask=mask)")
     kernel = "\n".join(k) + "\n"
+    entry = f"fused_attention{tag}"
+    launcher = _launcher(plan, att, config, entry, kernel_name, score_leaves, epi_leaves)
+    return StageCode(kernels=(kernel,), launcher=launcher, entry=entry,
+                     helpers=(SPAN_HELPER, TF32_ROUND, _ATTENTION_DOT, _BATCH_HELPER, _OUT_HELPER))
 
+
+def _launcher(plan: Plan, att: Node, c: Config, entry: str, kernel_name: str, score_leaves: list[str],
+              epi_leaves: list[str]) -> str:
+    """The stage's Python launcher: (B0, B1, rows, cols) views of every operand, the output in its
+    readers' layout, the precision mode, and the grid (query blocks, batch x heads)."""
+    q_name, k_name, v_name = (a.value for a in att.args[:3])
+    names = [leaf.name for leaf in plan.leaves]
+    scalars = [f"s{i}" for i in range(len(scalar_sources(plan)))]
     group = att.attr("kv_group")
     # the readers' layout, unless the kernel's own epilogue reads the result
     perm = att.attr("out_perm") if plan.output == Ref("node", att.id) else None
-    c = config
-    entry = f"fused_attention{tag}"
     keys = f"{k_name}.transpose(-2, -1)" if att.attr("k_layout") == "kt" else k_name
     # local names start with v_, which no leaf name does (see _build._identifier)
     l = [f"def {entry}({', '.join(names + scalars)}):",
@@ -588,6 +596,4 @@ def generate_attention(plan: Plan, config: Config, tag: str = "") -> StageCode:
           f"        num_warps={c.num_warps}, num_stages={c.num_stages}, **modes,",
           "    )",
           "    return out"]
-    launcher = "\n".join(l) + "\n"
-    return StageCode(kernels=(kernel,), launcher=launcher, entry=entry,
-                     helpers=(SPAN_HELPER, TF32_ROUND, _ATTENTION_DOT, _BATCH_HELPER, _OUT_HELPER))
+    return "\n".join(l) + "\n"
