@@ -41,8 +41,11 @@ that stage), and the success rate per arm over quarters of the task stream.
     python benchmarks/learning_sim.py --out benchmarks/results/learning-sim.json [--jobs 2]
     python benchmarks/learning_sim.py --quick --out /tmp/sim.json      # a smoke run
 
-Rules: 5 seeds, rho in {0, 0.3, 0.7}, every arm on every (seed, rho); the sweeps (alpha,
-epsilon, the similarity/value mix, the refine reward) at rho = 0.3 on the value arm.
+    python benchmarks/learning_sim.py --recorded benchmarks/results/learning-h200.json \
+        --out benchmarks/results/learning-sim.json      # adds the recorded run's refine-step analysis
+
+Rules: 5 seeds, rho in {0, 0.3, 0.7}, every arm on every (seed, rho); then, at rho = 0.3, the
+sweeps of `SWEEPS_RULE`. The method's defaults are the store's and the loop's as they are now.
 """
 
 from __future__ import annotations
@@ -76,6 +79,9 @@ from memory_store import MemoryConfig, MemoryStore  # noqa: E402
 
 KIND = "evokernel-learning-sim"
 REFINE_REWARDS = ("loop", "tanh", "start")
+SWEEPS_RULE = ("at rho = 0.3, 5 seeds each: alpha, epsilon and the similarity/value mix (mode mix) on the value arm; "
+               "the method as it was before (tanh refine reward against the best, start point by Q_refine, refine "
+               "rewards normalised) on every arm; each change undone alone, and beta, on the value and similarity arms")
 START_RULES = ("loop", "value")
 BACKEND = "sim"
 MIN_VISITS = 3
@@ -585,8 +591,7 @@ def results(records: Sequence[tuple[RunSpec, RunRecord]], summary: dict, world: 
                                 f"least {MIN_VISITS} visits in that stage (the store's visit counts: context and start "
                                 f"point); the two stages weighted by how many items each ranked; value arm",
             "paired": "every arm of a seed meets the same world and the same draws per (task, step)",
-            "sweeps": f"alpha, epsilon, the similarity/value mix (mode mix), the refine reward and beta at rho = "
-                      f"{HEADLINE_RHO}, value arm unless named",
+            "sweeps": SWEEPS_RULE,
         },
         "differences": differences,
         "cells": summary,
@@ -661,16 +666,28 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, default=5, help="seeds (default 5)")
     parser.add_argument("--jobs", type=int, default=1, help="processes (default 1)")
     parser.add_argument("--quick", action="store_true", help="a small world and 2 seeds: a smoke run")
+    parser.add_argument("--recorded", type=Path, action="append", default=None,
+                        help="instead of simulating: add the refine-step analysis of these benchmarks/learning.py "
+                             "results (recorded_refinements) to --out under `recorded`, and print it")
     args = parser.parse_args(argv)
     if args.seeds < 1 or args.jobs < 1:
         parser.error("--seeds and --jobs must be >= 1")
+    command = shlex.join(["python", "benchmarks/learning_sim.py", *(argv if argv is not None else sys.argv[1:])])
+    if args.recorded:
+        for path in args.recorded:
+            if not path.is_file():
+                parser.error(f"--recorded: no such file: {path}")
+        data = json.loads(args.out.read_text()) if args.out.is_file() else {"kind": KIND, "version": 1}
+        data["recorded"] = {"command": command, "results": [recorded_refinements(p) for p in args.recorded]}
+        args.out.write_text(json.dumps(data, indent=1) + "\n")
+        print(json.dumps(data["recorded"]))
+        return 0
     world, method = World(), Method()
     seeds = list(range(args.seeds))
     if args.quick:
         world = dataclasses.replace(world, families=2, tasks_per_family=6, items_per_family=12, budget=5)
         seeds = seeds[:2]
     t0 = time.time()
-    command = shlex.join(["python", "benchmarks/learning_sim.py", *(argv if argv is not None else sys.argv[1:])])
     records, summary = experiment(world, method, seeds, RHOS, jobs=args.jobs,
                                   progress=lambda m: print(m, file=sys.stderr, flush=True))
     data = results(records, summary, world, method, seeds, RHOS, environment(command, time.time() - t0, args.jobs))
