@@ -22,8 +22,9 @@ import contextlib
 import sys
 from typing import Any
 
-# torch's device type of the accelerators the executor runs on (NVIDIA and ROCm GPUs alike).
-ACCELERATOR_TYPES = frozenset({"cuda"})
+# torch's device types of accelerators ("cuda" for NVIDIA and ROCm GPUs alike, "npu" for Ascend):
+# a test for any of them guards the accelerator path, a test for another ("cpu", "meta") the fallback.
+ACCELERATOR_TYPES = frozenset({"cuda", "npu", "xpu"})
 ON, OFF = "on", "off"
 
 # Tensor attributes and methods that only read metadata.
