@@ -120,6 +120,47 @@ def terminates(body: list[ast.stmt]) -> bool:
     return bool(body) and isinstance(body[-1], (ast.Return, ast.Raise))
 
 
+def off_accelerator_parts(body: list[ast.stmt]) -> list[ast.AST]:
+    """The statements and expressions of `body` only reachable off the accelerator (the same
+    branches the static checker sets aside), for reachability: what only they name runs off the GPU."""
+    off: list[ast.AST] = []
+
+    def block(stmts: list[ast.stmt]) -> None:
+        for i, stmt in enumerate(stmts):
+            for n in ast.walk(stmt):
+                if isinstance(n, ast.IfExp):
+                    off.extend(part for part, gone in ((n.body, requires_off(n.test)), (n.orelse, implied_by_on(n.test)))
+                               if gone)
+            if isinstance(stmt, ast.If):
+                for branch, gone in ((stmt.body, requires_off(stmt.test)), (stmt.orelse, implied_by_on(stmt.test))):
+                    off.extend(branch) if gone else block(branch)
+                if not stmt.orelse and terminates(stmt.body) and implied_by_on(stmt.test):
+                    off.extend(stmts[i + 1:])
+                    return
+                continue
+            for field in ("body", "orelse", "finalbody"):
+                inner = getattr(stmt, field, None)
+                if isinstance(inner, list) and inner and isinstance(inner[0], ast.stmt):
+                    block(inner)
+            for handler in getattr(stmt, "handlers", []):
+                block(handler.body)
+
+    block(body)
+    return off
+
+
+def split_loaded_names(body: list[ast.stmt]) -> tuple[set[str], set[str]]:
+    """(names loaded where the GPU path runs, names loaded only off the accelerator) in `body`."""
+    off_ids = {id(n) for part in off_accelerator_parts(body) for n in ast.walk(part)}
+    on: set[str] = set()
+    off: set[str] = set()
+    for stmt in body:
+        for n in ast.walk(stmt):
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+                (off if id(n) in off_ids else on).add(n.id)
+    return on, off - on
+
+
 # ---------------------------------------------------------------- metadata
 
 
@@ -252,5 +293,5 @@ def off_accelerator_message(lines: list[int], device: str) -> str:
             f"the GPU (line{'s' if len(lines) > 1 else ''} {where}), so its GPU path never ran; judge it on a GPU")
 
 
-__all__ = ["LineTrace", "OffGpuWatch", "device_test", "implied_by_on", "is_metadata", "metadata_names", "off_accelerator_message",
+__all__ = ["LineTrace", "OffGpuWatch", "device_test", "off_accelerator_parts", "split_loaded_names", "implied_by_on", "is_metadata", "metadata_names", "off_accelerator_message",
            "requires_off", "terminates"]

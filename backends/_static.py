@@ -27,7 +27,7 @@ import ast
 import dataclasses
 from typing import TYPE_CHECKING, Any
 
-from ._gpu_path import implied_by_on, is_metadata, metadata_names, requires_off, terminates
+from ._gpu_path import implied_by_on, is_metadata, metadata_names, requires_off, split_loaded_names, terminates
 from ._result import Verdict
 from ._rules import DEFAULT_RULES, explain, verdict_for
 
@@ -37,6 +37,10 @@ if TYPE_CHECKING:
 TASK_FUNCTIONS = frozenset({"get_inputs", "get_init_inputs", "get_input_groups"})
 SETUP_METHODS = frozenset({"__init__", "__new__", "__init_subclass__", "__set_name__", "__post_init__"})
 SETUP, FORWARD = "setup", "forward"
+# Code only the forward's branches off the accelerator reach (backends/_gpu_path.py): checked as
+# forward code, but its compute is not the GPU path's.
+OFF_GPU = "off-gpu"
+_CONTEXT_RANK = {SETUP: 0, OFF_GPU: 1, FORWARD: 2}  # a def reached in several contexts takes the highest
 
 # Modules a kernel file has no business importing: (rule, why).
 FORBIDDEN_MODULES = {
@@ -213,7 +217,7 @@ class Scope:
                 setup = construction_methods(self.tree, node)
                 for item in node.body:
                     if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                        out.append((item, SETUP if item.name in setup else FORWARD))
+                        out.append((item, SETUP if item.name in setup else _called(ctx)))
             elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 out.append((node, ctx))  # checked as its body (the header ran at import: import_time)
         return out
@@ -256,6 +260,12 @@ def _def_header(node: ast.AST) -> list[ast.AST]:
     return []
 
 
+def _called(class_context: str) -> str:
+    """The context of a class's methods other than construction: the forward's, unless only
+    code off the accelerator reaches the class."""
+    return OFF_GPU if class_context == OFF_GPU else FORWARD
+
+
 def scope(tree: ast.Module) -> Scope:
     import_time: list[ast.AST] = []
     defs: dict[str, ast.AST] = {}
@@ -286,6 +296,14 @@ def scope(tree: ast.Module) -> Scope:
     def reach(names: set[str], ctx: str) -> None:
         work.extend((n, ctx) for n in names)
 
+    def reach_body(body: list[ast.stmt], ctx: str) -> None:
+        if ctx != FORWARD:
+            reach(_loaded_names(body), ctx)
+            return
+        on_gpu, off_gpu_only = split_loaded_names(body)  # a helper only a CPU fallback calls is off the GPU path
+        reach(on_gpu, FORWARD)
+        reach(off_gpu_only, OFF_GPU)
+
     has_model_new = isinstance(defs.get("ModelNew"), ast.ClassDef)
     if has_model_new:
         reach({"ModelNew"}, FORWARD)
@@ -299,7 +317,7 @@ def scope(tree: ast.Module) -> Scope:
                 reach(_loaded_names(aliases[name]), ctx)
             continue
         previous = reached.get(name)
-        ctx = FORWARD if FORWARD in (ctx, previous) else SETUP
+        ctx = max(ctx, previous or SETUP, key=_CONTEXT_RANK.__getitem__)
         if previous == ctx:
             continue
         reached[name] = ctx
@@ -308,9 +326,9 @@ def scope(tree: ast.Module) -> Scope:
             setup = construction_methods(tree, node)
             for item in node.body:
                 if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                    reach(_loaded_names(item.body), SETUP if item.name in setup else FORWARD)
+                    reach_body(item.body, SETUP if item.name in setup else _called(ctx))
         else:
-            reach(_loaded_names(node.body), ctx)
+            reach_body(node.body, ctx)
     return Scope(tree, import_time, defs, reached, has_model_new)
 
 
@@ -393,11 +411,14 @@ class _Checker(ast.NodeVisitor):
         self.metadata: set[str] = set()  # the current function's names that only hold metadata
 
     def run(self, node: ast.AST, context: str) -> None:
-        self.context = context
+        off = context == OFF_GPU
+        self.context = FORWARD if off else context
+        self.off_depth += off
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             self._function_body(node)
         else:
             self.visit(node)
+        self.off_depth -= off
 
     def flag(self, rule: str, node: ast.AST, message: str) -> None:
         finding = StaticFinding(rule, getattr(node, "lineno", 0), message)

@@ -365,3 +365,25 @@ def test_an_off_gpu_branch_that_computes_nothing_changes_no_verdict(cpu_executor
     result = cpu_executor.evaluate(CASES / "task_add_relu.py", source, backend="triton",
                                    options=EvalOptions(trials=2, cpu_reps=1, timing=False))
     assert result.status == Verdict.OK, result.feedback
+
+
+def test_a_helper_only_a_cpu_fallback_calls_is_off_the_gpu_path_too():
+    source = HEADER + ADD_RELU_KERNEL + """
+import torch.nn.functional as F
+
+
+def torch_fallback(x, y):
+    return F.relu(x + y) * 2
+
+
+class ModelNew(nn.Module):
+    def forward(self, x, y):
+        if not x.is_cuda:
+            return torch_fallback(x, y)
+        return add_relu(x, y)
+"""
+    assert static_findings(source) == []
+    assert off_accelerator_lines(source) == [source.splitlines().index("    return F.relu(x + y) * 2") + 1]
+    # called on the GPU path as well, it is the GPU path's
+    both = source.replace("        return add_relu(x, y)", "        return torch_fallback(add_relu(x, y), y)")
+    assert rules_of(both) == {"torch-compute"}
