@@ -57,19 +57,20 @@ def test_a_resumed_runs_progress_count_ends_at_its_budget(tmp_path):
 
 def test_a_task_solved_in_an_earlier_run_says_so_beside_its_first_latency(tmp_path):
     """It showed first correct "-" beside a first latency (and an "x first") from the earlier run."""
-    from evokernel.cli.run_cmd import first_correct_cell
+    from evokernel.cli._common import first_correct_cell
 
     memory = tmp_path / "m.db"
     options = RunOptions(budget=1, **CPU)
     first = evokernel.run([ADD_RELU], options, policy=RecordingPolicy(HONEST["add_relu"][1]),
                           executor=ScriptedExecutor(lambda source, n: ok(2.0)), memory=memory)
-    assert first_correct_cell(first.tasks[0]) == "1"
+    assert first_correct_cell(first.tasks[0].first_correct_attempt, first.tasks[0].started_from_item_id) == "1"
     again = evokernel.run([ADD_RELU], options.replace(resume=False), policy=RecordingPolicy(HONEST["add_relu"][1]),
                           executor=ScriptedExecutor(lambda source, n: ok(1.0)), memory=memory)
     task = again.tasks[0]
     assert task.first_latency_ms == 2.0 and task.speedup_over_first == 2.0, "measured from the earlier run's kernel"
     assert task.first_correct_attempt is None and task.started_from_item_id is not None
-    assert first_correct_cell(task) == "earlier run"
+    assert first_correct_cell(task.first_correct_attempt, task.started_from_item_id) == "earlier run"
+    assert first_correct_cell(None, None) == "-"
 
 
 def _answer() -> str:

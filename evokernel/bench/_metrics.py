@@ -63,6 +63,7 @@ def task_row(outcome: Any) -> dict[str, Any]:
         "compile_rate": outcome.compile_ok_attempts / attempts if attempts else 0.0,
         "correct_rate": sum(s in ("ok", "compiled") for s in outcome.statuses) / attempts if attempts else 0.0,
         "first_correct_attempt": outcome.first_correct_attempt,
+        "started_from_item_id": outcome.started_from_item_id,  # None unless it started from an earlier run's kernel
         "first_latency_ms": outcome.first_latency_ms,
         "best_latency_ms": outcome.best_latency_ms,
         "latency_source": outcome.latency_source,

@@ -57,6 +57,14 @@ def print_result_table(table: Any, result: Any) -> None:
         out.print(result.feedback, highlight=False, markup=False)
 
 
+def first_correct_cell(first_correct_attempt: int | None, started_from_item_id: int | None) -> str:
+    """The attempt that first made a correct kernel; a task this run started from a
+    kernel of an earlier run says so (its "x first" is measured from that kernel too)."""
+    if first_correct_attempt is not None:
+        return str(first_correct_attempt)
+    return "earlier run" if started_from_item_id is not None else "-"
+
+
 def print_json(obj: Any) -> None:
     """One JSON object on one stdout line, nothing else on stdout."""
     sys.stdout.write(json.dumps(obj, default=str) + "\n")

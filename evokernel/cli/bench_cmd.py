@@ -46,6 +46,7 @@ from ._common import (
     TrialsOpt,
     err_console,
     fail_usage,
+    first_correct_cell,
     interrupted,
     memory_path,
     out_console,
@@ -216,7 +217,8 @@ def _render_bench(data: dict[str, Any]) -> None:
     table.add_column("note")
     for r in rows:
         table.add_row(r["name"], "[green]yes[/]" if r["correct"] else "[red]no[/]", str(r["attempts"]),
-                      str(r["first_correct_attempt"] or "–"), f"{r['best_latency_ms']:.4g}" if r["best_latency_ms"] else "–",
+                      first_correct_cell(r["first_correct_attempt"], r.get("started_from_item_id")),
+                      f"{r['best_latency_ms']:.4g}" if r["best_latency_ms"] else "–",
                       _x(r["speedup_over_first"]), *(_x(r[f"speedup_{b}"]) for b in speeds), r["stopped"] or "")
     out = out_console()
     out.print(table)

@@ -37,6 +37,7 @@ from ._common import (
     TrialsOpt,
     call,
     err_console,
+    first_correct_cell,
     memory_path,
     out_console,
     parse_gpus,
@@ -187,7 +188,7 @@ def _final_table(result: Any) -> None:
         cost = (str(t.tokens_in), str(t.tokens_out), f"{t.cost_usd:.4f}" if t.cost_usd else "-") if usage else ()
         table.add_row(
             t.name, "yes" if t.correct else ("stopped: " + t.stopped if t.stopped else "no"), str(t.attempts),
-            first_correct_cell(t), f"{t.best_latency_ms:.4f}" if t.best_latency_ms else "-", t.latency_source,
+            first_correct_cell(t.first_correct_attempt, t.started_from_item_id), f"{t.best_latency_ms:.4f}" if t.best_latency_ms else "-", t.latency_source,
             f"{t.speedup_over_first:.2f}" if t.speedup_over_first else "-",
             f"{t.speedup_eager:.2f}" if t.speedup_eager else "-", f"{t.speedup_compile:.2f}" if t.speedup_compile else "-",
             t.last_status or "-", *cost,
@@ -199,10 +200,3 @@ def _final_table(result: Any) -> None:
                       f"{spent:.4f}" if spent else "-", end_section=True)
     out_console().print(table)
 
-
-def first_correct_cell(task: Any) -> str:
-    """The attempt that first made a correct kernel; a task this run started from a
-    kernel of an earlier run says so (its "x first" is measured from that kernel too)."""
-    if task.first_correct_attempt is not None:
-        return str(task.first_correct_attempt)
-    return "earlier run" if task.started_from_item_id is not None else "-"
