@@ -18,7 +18,7 @@ import torch.nn.functional as F
 from ._build import Builder, ComputedView, Reject
 from ._canon_nn import _leaf_view, sdpa_impl
 from ._canon_util import _bind, _static, matmul, transposed
-from ._ir import Ref
+from ._ir import Ref, TensorSpec
 
 __all__ = ["ATTN_HANDLERS", "attention_module", "repeat_heads", "repeat_of", "REPEAT_ATTR"]
 
@@ -153,7 +153,56 @@ def _chunk(ctx, args, kwargs):
     return _pieces(ctx, x, sizes, int(_static(a["dim"], "dim")))
 
 
-ATTN_HANDLERS = {"repeat_interleave": _repeat_interleave, "split": _split, "chunk": _chunk}
+def _filled(ctx, shape: tuple[int, ...], value: float, dtype: str) -> Ref:
+    """A constant block allocated in forward (a factory, allowed under every rule set)."""
+    from ._canon import _any_leaf_source  # _canon imports this module
+
+    source = f"torch.full({shape!r}, {value!r}, dtype=torch.{dtype}, device={_any_leaf_source(ctx)}.device)"
+    return ctx.b.leaf(source, TensorSpec(shape, dtype), "pad_fill")
+
+
+def _pad(ctx, args, kwargs):
+    """F.pad in constant mode: of an input, torch's own pad made in forward; of a computed value,
+    torch.cat of the value and constant blocks (copies and a fill in forward)
+    and narrow views where a pad is negative (a crop)."""
+    a = _bind(args, kwargs, ["input", "pad", "mode", "value"], {"mode": "constant", "value": None})
+    mode = _static(a["mode"], "mode")
+    if mode != "constant":
+        raise Reject(f"F.pad with mode={mode!r} is not supported (constant padding is)")
+    pads = [int(p) for p in _static(a["pad"], "pad")]
+    value = float(_static(a["value"], "value") or 0.0)
+    x = ctx.ref(a["input"])
+    shape = list(ctx.b.shape(x))
+    if len(pads) % 2 or len(pads) // 2 > len(shape):
+        raise Reject(f"F.pad with {len(pads)} pad sizes for a rank-{len(shape)} tensor")
+    if x.kind == "leaf" and all(p >= 0 for p in pads):
+        out = list(shape)
+        for i in range(len(pads) // 2):
+            out[-1 - i] += pads[2 * i] + pads[2 * i + 1]
+        source = ctx.b.leaf_by_name(x.value).source
+        return ctx.b.leaf(f"torch.nn.functional.pad({source}, {pads!r}, value={value!r})",
+                          TensorSpec(tuple(out), ctx.b.dtype(x)), ctx.b.leaf_by_name(x.value).name + "_pad")
+    for i in range(len(pads) // 2):
+        dim = len(shape) - 1 - i
+        lo, hi = pads[2 * i], pads[2 * i + 1]
+        if lo < 0 or hi < 0:  # a crop: a narrow view
+            start, size = max(0, -lo), shape[dim] + min(0, lo) + min(0, hi)
+            x = _view(ctx, x, f".narrow({dim}, {start}, {size})", shape[:dim] + [size] + shape[dim + 1:])
+            shape[dim] = size
+            lo, hi = max(0, lo), max(0, hi)
+        if lo or hi:
+            parts = []
+            for width in (lo, None, hi):
+                if width is None:
+                    parts.append(x)
+                elif width:
+                    parts.append(_filled(ctx, tuple(shape[:dim] + [width] + shape[dim + 1:]), value, ctx.b.dtype(x)))
+            shape[dim] += lo + hi
+            x = ctx.b.cat(tuple(parts), dim, tuple(shape))
+    return x
+
+
+ATTN_HANDLERS = {"repeat_interleave": _repeat_interleave, "split": _split, "chunk": _chunk, "pad": _pad}
 
 
 # ---------------------------------------------------------------- multi-head attention
