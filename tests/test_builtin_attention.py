@@ -18,6 +18,11 @@ CASES = [
     Case("mha_batch_first_weights", "q, kv: out, w = self.attn(q, kv, kv)\nreturn out.sum(-1, keepdim=True) * w",
          "[torch.randn(2, 5, 16), torch.randn(2, 7, 16)]",
          "self.attn = nn.MultiheadAttention(16, 2, batch_first=True)", slow=True),
+    Case("mha_separate_weights_masks", "q, k, v, pad, m: out, _ = self.attn(q, k, v, key_padding_mask=pad, "
+         "attn_mask=m, need_weights=False)\nreturn out",
+         "[torch.randn(5, 2, 16), torch.randn(7, 2, 12), torch.randn(7, 2, 10), "
+         "torch.tensor([[False] * 6 + [True], [False] * 7]), torch.randn(5, 7)]",
+         "self.attn = nn.MultiheadAttention(16, 2, kdim=12, vdim=10)", slow=True),
     Case("encoder_layer", "x: return self.layer(x)", "[torch.randn(2, 6, 16)]",
          "self.layer = nn.TransformerEncoderLayer(16, 4, 32, dropout=0.0, batch_first=True)", slow=True),
     Case("encoder_norm_first_gelu", "x: return self.enc(x)", "[torch.randn(6, 2, 16)]",
