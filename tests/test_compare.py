@@ -143,3 +143,22 @@ def test_reference_outliers_and_disagreement_widen_nothing():
     # ...and a reference that is not its float64 run rounded (a data-dependent branch) licenses nothing.
     far = (exact * 1.05).float()
     assert not compare(far, exact.float(), exact=exact).ok
+
+
+def test_an_ieee_convolution_passes_against_a_tf32_reference():
+    # cuDNN runs fp32 convolutions with TF32 operands: the exact IEEE kernel is the more accurate one.
+    def tf32(t):
+        bits = t.contiguous().view(torch.int32)
+        return ((bits + 0xFFF + ((bits >> 13) & 1)) & ~0x1FFF).view(torch.float32)
+
+    torch.manual_seed(0)
+    x, w = torch.randn(2, 32, 16, 16), torch.randn(16, 32, 3, 3)
+    conv = torch.nn.functional.conv2d
+    exact = conv(x.double(), w.double())
+    reference, ieee = conv(tf32(x), tf32(w)), conv(x, w)
+    assert not compare(reference, ieee).ok
+    cmp = compare(reference, ieee, exact=exact)
+    assert cmp.ok and cmp.by_accuracy and cmp.candidate_error < cmp.reference_error / 100
+    # a kernel that rounds its operands as cuDNN does (accumulating in another order) is as accurate: it passes too
+    same_rounding = conv(tf32(x).double(), tf32(w).double()).float()
+    assert not torch.equal(same_rounding, reference) and compare(reference, same_rounding, exact=exact).ok
