@@ -195,6 +195,31 @@ def test_a_forward_sliced_by_its_input_size_is_captured_and_correct(cpu_executor
     assert ok(result), explain(result)
 
 
+def test_an_optional_parameter_get_inputs_leaves_out_keeps_its_default(cpu_executor, tmp_path):
+    """Traced as a proxy, `if hidden is None` would take the branch the reference never takes."""
+    path = _task(tmp_path, "optional", '''
+        import torch
+        import torch.nn as nn
+
+
+        class Model(nn.Module):
+            def forward(self, x, hidden=None):
+                if hidden is None:
+                    return torch.relu(x) * 2
+                return torch.sigmoid(x + hidden)
+
+
+        def get_inputs():
+            return [torch.randn(3, 5)]
+
+
+        def get_init_inputs():
+            return []
+        ''')
+    result = _evaluate(cpu_executor, path, "strict")
+    assert ok(result), explain(result)
+
+
 def test_a_carried_forward_is_never_run_and_the_static_rules_agree(cpu_executor, tmp_path):
     from backends._static import static_findings
 

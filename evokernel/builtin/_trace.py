@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import inspect
 import io
 import os
 import types
@@ -96,8 +97,14 @@ def _trace(model: torch.nn.Module, inputs: list, names: list[str]):
     from torch.fx.passes.shape_prop import ShapeProp
 
     state = [(module, dict(vars(module))) for module in model.modules()]
+    # forward's optional parameters get_inputs() leaves out keep their defaults: traced as
+    # proxies, `if h0 is None` would take the branch the reference never takes
+    left_out = {name: p.default for name, p in list(inspect.signature(model.forward).parameters.items())[len(inputs):]
+                if p.default is not inspect.Parameter.empty}
     try:
-        gm = symbolic_trace(model)
+        gm = symbolic_trace(model, concrete_args=left_out or None)
+        if left_out:
+            _drop_specialised_inputs(gm, len(inputs))
         _check_state_kept(state)
     except Exception as exc:
         fx_reason = f"torch.fx could not trace forward: {type(exc).__name__}: {exc}".splitlines()[0]
@@ -108,6 +115,18 @@ def _trace(model: torch.nn.Module, inputs: list, names: list[str]):
     with torch.no_grad():
         ShapeProp(gm).propagate(*inputs)
     return gm
+
+
+def _drop_specialised_inputs(gm, supplied: int) -> None:
+    """torch.fx keeps a placeholder and a check for each concrete argument; forward's
+    candidate takes them at their defaults, so neither belongs in the plan."""
+    for node in list(gm.graph.nodes):
+        if node.op == "call_function" and getattr(node.target, "__name__", "") == "_assert_is_none":
+            gm.graph.erase_node(node)
+    for node in [n for n in gm.graph.nodes if n.op == "placeholder"][supplied:]:
+        if not node.users:
+            gm.graph.erase_node(node)
+    gm.recompile()
 
 
 def _check_state_kept(state: list) -> None:
