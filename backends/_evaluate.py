@@ -231,7 +231,7 @@ def _evaluate(task_path, source, backend, log, device, options, workdir, cache, 
         return task.Model(*init_inputs).to(device).eval()
 
     ref_model = _task_step("building the reference model", build_reference)
-    oracle = Oracle(lambda: float64_model(ref_model), device)  # its float64 copy, built at first use
+    oracle = Oracle(lambda: float64_model(ref_model), device, ref_model)  # its float64 copy, built at first use
     _seed(options.seed)
     _progress("candidate")
     try:

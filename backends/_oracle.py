@@ -62,6 +62,7 @@ class Oracle:
 
     build: Callable[[], torch.nn.Module]  # the float64 model
     device: torch.device
+    reference: torch.nn.Module | None = None  # the model `build` widens (for the memory it will take)
     model: torch.nn.Module | None = None
     unavailable: str = ""  # why there is no float64 reference ("" while there is, or may be)
     # What the comparisons against it measured, the worst over the input sets (see `note`).
@@ -105,6 +106,10 @@ class Oracle:
         if why:
             self.unavailable = why
             return None
+        crowded = self.crowds_out(inputs, expected)
+        if crowded:
+            self.drop(crowded)
+            return None
         try:
             if self.model is None:
                 self.model = self.build()
@@ -122,6 +127,29 @@ class Oracle:
             self.drop("the reference's float64 run returns outputs of other shapes than its own")
             return None
         return out
+
+    def crowds_out(self, inputs: list[Any], expected: Any) -> str:
+        """Why a float64 run now would leave the candidate too little device memory ("" when it would not).
+
+        The memory plan (backends/_memory.py) counts the candidate's share, not this run's: its
+        float64 inputs and outputs (and weights, the first time) must fit beside the candidate's
+        output and input clones, or the candidate would be blamed for running out."""
+        if self.device.type != "cuda":
+            return ""
+        tensors = [t for t in flatten(inputs) if isinstance(t, torch.Tensor)]
+        outputs = [t for t in flatten(expected) if isinstance(t, torch.Tensor)]
+        weights = [] if self.model is not None else self.base_tensors()
+        wide = sum(t.numel() * WIDE.get(t.dtype, t.dtype).itemsize for t in (*tensors, *outputs, *weights))
+        reserve = sum(t.numel() * t.element_size() for t in (*tensors, *outputs))
+        free, _ = torch.cuda.mem_get_info(self.device)
+        if wide + reserve <= free:
+            return ""
+        return (f"too little free device memory for the float64 reference: {wide / 2**30:.2f} GiB for it beside "
+                f"{reserve / 2**30:.2f} GiB the candidate needs, {free / 2**30:.2f} GiB free")
+
+    def base_tensors(self) -> list[torch.Tensor]:
+        """The reference model's parameters and buffers, which the float64 copy widens."""
+        return list(self.reference.parameters()) + list(self.reference.buffers()) if self.reference is not None else []
 
     def drop(self, why: str) -> None:
         """No float64 reference from here on, for this reason; its model's memory is freed."""

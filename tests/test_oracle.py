@@ -227,3 +227,16 @@ def test_the_oracle_runs_the_model_in_float64_or_says_why_not():
     assert wide.exact([x.double()], x.double()) is None and "float64 already" in wide.unavailable
     ints = Oracle(lambda: float64_model(_FixedDtype()), torch.device("cpu"))
     assert ints.exact([x], torch.arange(3)) is None and "not floating point" in ints.unavailable
+
+
+def test_the_oracle_leaves_the_candidate_its_device_memory(monkeypatch):
+    # On a GPU the float64 run must fit beside what the candidate needs, or the candidate would be blamed.
+    model, x = _Scaled(), torch.randn(1000, 4)
+    expected = model(x, torch.arange(3))
+    oracle = Oracle(lambda: float64_model(model), torch.device("cuda"), model)
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (40_000, 1 << 30))
+    assert oracle.exact([x, torch.arange(3)], expected) is None
+    assert oracle.unavailable.startswith("too little free device memory for the float64 reference")
+    roomy = Oracle(lambda: float64_model(model), torch.device("cuda"), model)
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (1 << 30, 1 << 30))
+    assert roomy.crowds_out([x, torch.arange(3)], expected) == ""
