@@ -104,8 +104,9 @@ def _leaf_call(node: torch.fx.Node, model: nn.Module, paths: dict[int, str]):
                     return None
             except AttributeError:
                 return None
+        # which call of the module: two calls of one module are two groups, never one
         calls = [name for name, source in node.meta.get("source_fn_stack") or [] if source is cls]
-        return (path, calls[0] if calls else "")
+        return (path, calls[0]) if calls else None
     return None
 
 
@@ -130,10 +131,7 @@ def _flat(text: str) -> str:
 
 
 def _attribute_path(captured: torch.fx.GraphModule, target: str, by_id, flat) -> str:
-    value = captured
-    for part in target.split("."):
-        value = getattr(value, part)
-    path = by_id.get(id(value))
+    path = by_id.get(id(_resolve(captured, target)))
     if path is None:  # a tensor attribute dynamo lifted as a copy: its name still says where it lives
         stripped = _flat(re.sub(r"^(getattr_)?L__self__", "", target))
         path = flat.get(stripped)
@@ -149,7 +147,7 @@ def _module_groups(captured: torch.fx.GraphModule, model: nn.Module) -> dict:
     paths = {id(module): path for path, module in model.named_modules() if path}
     order = {node: k for k, node in enumerate(captured.graph.nodes)}
     for node in captured.graph.nodes:
-        if node.op in ("call_function", "call_method", "get_attr"):
+        if node.op in ("call_function", "call_method"):
             key = _leaf_call(node, model, paths)
             if key is not None:
                 members.setdefault(key, []).append(node)
@@ -169,7 +167,7 @@ def _module_groups(captured: torch.fx.GraphModule, model: nn.Module) -> dict:
                 outputs.append(node)
         # the call's output is its last op: nothing of the module runs after what it returns
         last = max(nodes, key=lambda n: order[n]) if nodes else None
-        if len(inputs) == 1 and len(outputs) == 1 and outputs[0] is last and last.op != "get_attr":
+        if len(inputs) == 1 and len(outputs) == 1 and outputs[0] is last:
             groups[last] = (path, inputs[0], inside)
     return groups
 
@@ -195,8 +193,6 @@ def _rebuild(captured: torch.fx.GraphModule, model: nn.Module, names: list[str])
             env[node] = graph.placeholder(names[placeholder])
             placeholder += 1
         elif node.op == "get_attr":
-            if node in grouped and node not in groups:
-                continue
             path = _attribute_path(captured, str(node.target), by_id, flat)
             if path not in attrs:
                 attrs[path] = graph.get_attr(path)
@@ -207,13 +203,16 @@ def _rebuild(captured: torch.fx.GraphModule, model: nn.Module, names: list[str])
         elif node in grouped:
             continue
         elif node.op == "output":  # dynamo returns the outputs flattened; forward's structure is its out_spec
-            flat = [env[n] if isinstance(n, torch.fx.Node) else n for n in node.args[0]]
-            graph.output(tree_unflatten(flat, captured.graph._codegen.pytree_info.out_spec))
+            outputs = [env[n] if isinstance(n, torch.fx.Node) else n for n in node.args[0]]
+            graph.output(tree_unflatten(outputs, captured.graph._codegen.pytree_info.out_spec))
         else:
             env[node] = graph.node_copy(node, lambda n: env[n])
             _device_from_input(graph, env[node])
         if node.op != "output" and node in env:
             env[node].meta.update({k: v for k, v in node.meta.items() if k in ("example_value", "stack_trace")})
+    for node in attrs.values():  # the parameters a regrouped module now reads itself
+        if not node.users:
+            graph.erase_node(node)
     return graph
 
 
