@@ -195,6 +195,30 @@ def test_a_forward_sliced_by_its_input_size_is_captured_and_correct(cpu_executor
     assert ok(result), explain(result)
 
 
+def test_a_captured_graph_calls_each_torch_nn_module_as_torch_fx_would():
+    """Dynamo inlines torch.nn modules; the capture makes each call a call_module again (two
+    calls of one module stay two), and parameters and buffers read as the model's own paths."""
+    from evokernel.builtin._capture import capture
+
+    class Twice(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = torch.nn.Linear(6, 6)
+            self.norm = torch.nn.LayerNorm(6)
+            self.register_buffer("shift", torch.zeros(8, 6))
+
+        def forward(self, x):
+            B, C = x.shape
+            return self.norm(self.fc(torch.relu(self.fc(x))) + self.shift[:B])
+
+    with torch.device("meta"):
+        gm = capture(Twice(), [torch.empty(3, 6)], ["x"])
+    calls = [(n.op, n.target) for n in gm.graph.nodes if n.op in ("placeholder", "call_module", "get_attr")]
+    assert calls == [("placeholder", "x"), ("call_module", "fc"), ("call_module", "fc"), ("get_attr", "shift"),
+                     ("call_module", "norm")]
+    assert all("tensor_meta" in n.meta for n in gm.graph.nodes if n.op not in ("output",))
+
+
 def test_an_optional_parameter_get_inputs_leaves_out_keeps_its_default(cpu_executor, tmp_path):
     """Traced as a proxy, `if hidden is None` would take the branch the reference never takes."""
     path = _task(tmp_path, "optional", '''
