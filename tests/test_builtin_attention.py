@@ -62,6 +62,8 @@ CASES = [
     Case("pad_computed_and_input", "x: y = F.pad(torch.relu(x), [0, 0, 2, 1, -1, 1], value=0.5)\n"
          "return y[:, 1:] + F.pad(x, [0, 0, 2, 1, 0, 0])[:, 1:].narrow(1, 0, 4)",
          "[torch.randn(2, 5, 3, 4)]"),
+    Case("stack_live_buffers", "x, y: return torch.stack([torch.relu(x), y * 2.0, x], dim=1).sum(-1)",
+         "[torch.randn(3, 5, 4), torch.randn(3, 5, 4)]"),
     Case("channel_shuffle_chunk", "x: x = torch.relu(x)\nb, c, h, w = x.size()\n"
          "x = x.view(b, 2, c // 2, h, w).transpose(1, 2).contiguous().view(b, c, h, w)\n"
          "l, r = x.chunk(2, dim=1)\nreturn l * r.repeat_interleave(2, dim=2)[:, :, :h]",

@@ -202,7 +202,21 @@ def _pad(ctx, args, kwargs):
     return x
 
 
-ATTN_HANDLERS = {"repeat_interleave": _repeat_interleave, "split": _split, "chunk": _chunk, "pad": _pad}
+def _stack(ctx, args, kwargs):
+    """torch.stack: torch.cat of the tensors, each with the new dim (a view), a copy in forward."""
+    a = _bind(args, kwargs, ["tensors", "dim"], {"dim": 0})
+    parts = [ctx.ref(t) for t in a["tensors"]]
+    shape = tuple(ctx.b.shape(parts[0]))
+    if any(tuple(ctx.b.shape(p)) != shape for p in parts):
+        raise Reject("torch.stack of tensors of different shapes")
+    dim = int(_static(a["dim"], "dim")) % (len(shape) + 1)
+    wide = shape[:dim] + (1,) + shape[dim:]
+    pieces = tuple(_view(ctx, p, f".unsqueeze({dim})", wide) for p in parts)
+    return ctx.b.cat(pieces, dim, shape[:dim] + (len(parts),) + shape[dim:])
+
+
+ATTN_HANDLERS = {"repeat_interleave": _repeat_interleave, "split": _split, "chunk": _chunk, "pad": _pad,
+                 "stack": _stack}
 
 
 # ---------------------------------------------------------------- multi-head attention
