@@ -22,7 +22,8 @@ from typing import Callable
 
 import torch
 
-from backends._compare import AS_ACCURATE, FEW_FLOOR_ROUNDOFF, FLOOR_ROUNDOFF, LESS_ACCURATE, SLACK, compare
+from backends._compare import (AS_ACCURATE, FEW_FLOOR_ROUNDOFF, FLOOR_ROUNDOFF, LESS_ACCURATE, OUTLIER_RMS, SLACK,
+                               TRUSTED_REFERENCE_ERROR, compare)
 
 Fn = Callable[..., torch.Tensor]
 
@@ -242,7 +243,8 @@ def main() -> None:
         "torch": torch.__version__, "python": platform.python_version(),
         "command": "python benchmarks/probes/accuracy_oracle.py " + " ".join(sys.argv[1:]),
         "rule": {"LESS_ACCURATE": LESS_ACCURATE, "AS_ACCURATE": AS_ACCURATE, "SLACK": SLACK,
-                 "FLOOR_ROUNDOFF": FLOOR_ROUNDOFF, "FEW_FLOOR_ROUNDOFF": FEW_FLOOR_ROUNDOFF},
+                 "FLOOR_ROUNDOFF": FLOOR_ROUNDOFF, "FEW_FLOOR_ROUNDOFF": FEW_FLOOR_ROUNDOFF, "OUTLIER_RMS": OUTLIER_RMS,
+                 "TRUSTED_REFERENCE_ERROR": TRUSTED_REFERENCE_ERROR},
         "cudnn_allow_tf32": torch.backends.cudnn.allow_tf32,
         "errors": "RMS of (output - float64 output) over RMS of the float64 output"}}
     for name, (fn, draw, variants) in cases(dev).items():
