@@ -79,9 +79,10 @@ from memory_store import MemoryConfig, MemoryStore  # noqa: E402
 
 KIND = "evokernel-learning-sim"
 REFINE_REWARDS = ("loop", "tanh", "start")
-SWEEPS_RULE = ("at rho = 0.3, 5 seeds each: alpha, epsilon and the similarity/value mix (mode mix) on the value arm; "
-               "the method as it was before (tanh refine reward against the best, start point by Q_refine, refine "
-               "rewards normalised) on every arm; each change undone alone, and beta, on the value and similarity arms")
+SWEEPS_RULE = ("at rho = 0.3, 5 seeds each: alpha (0.03 and 0.3 beside the default 0.1), epsilon and the "
+               "similarity/value mix (mode mix) on the value arm; the method as it was before (tanh refine reward "
+               "against the best, start point by Q_refine, refine rewards normalised, alpha 0.3) on every arm; "
+               "each change undone alone, and beta, on the value and similarity arms")
 START_RULES = ("loop", "value")
 BACKEND = "sim"
 MIN_VISITS = 3
@@ -134,8 +135,8 @@ class Method:
     kernel with the highest Q_refine); `normalized_stages` ("refine",) (the default before).
     """
 
-    alpha: float = 0.3
-    epsilon: float = 0.1
+    alpha: float = MemoryConfig().alpha
+    epsilon: float = MemoryConfig().epsilon
     mix_weight: float = 0.5
     mode: str = "value"
     n: int = 5
@@ -500,7 +501,7 @@ def plan(world: World, method: Method, seeds: Sequence[int], rhos: Sequence[floa
              for rho in rhos for arm in Arm for seed in seeds]
     at = dataclasses.replace(world, rho=HEADLINE_RHO)
     sweeps: list[tuple[str, str, World, Method, tuple[Arm, ...]]] = []
-    for alpha in (0.1, 0.6):
+    for alpha in sorted({0.03, 0.1, 0.3} - {method.alpha}):
         sweeps.append(("alpha", f"alpha={alpha}", at, dataclasses.replace(method, alpha=alpha), (Arm.VALUE,)))
     for epsilon in (0.0, 0.3):
         sweeps.append(("epsilon", f"epsilon={epsilon}", at, dataclasses.replace(method, epsilon=epsilon), (Arm.VALUE,)))
@@ -508,7 +509,8 @@ def plan(world: World, method: Method, seeds: Sequence[int], rhos: Sequence[floa
         sweeps.append(("mix", f"mix_weight={weight}", at, dataclasses.replace(method, mode="mix", mix_weight=weight),
                        (Arm.VALUE,)))
     # The method before this work, and each of its three changes undone alone.
-    before = dataclasses.replace(method, refine_reward="tanh", start_rule="value", normalized_stages=("refine",))
+    before = dataclasses.replace(method, refine_reward="tanh", start_rule="value", normalized_stages=("refine",),
+                                 alpha=0.3)
     sweeps.append(("before", "as built before", at, before, tuple(Arm)))
     for setting, undone in (("refine_reward=tanh", dict(refine_reward="tanh")),
                             ("refine_reward=start", dict(refine_reward="start")),

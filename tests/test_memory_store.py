@@ -38,7 +38,8 @@ REPO = Path(__file__).resolve().parents[1]
 
 @pytest.fixture
 def store(tmp_path):
-    s = MemoryStore(tmp_path / "memory.db", MemoryConfig(seed=0))
+    # alpha pinned: the tests below compute values by hand with it.
+    s = MemoryStore(tmp_path / "memory.db", MemoryConfig(seed=0, alpha=0.3))
     yield s
     s.close()
 
@@ -215,7 +216,7 @@ def test_draft_values_follow_hand_computation(store):
 
 
 def test_refine_rewards_are_normalised_before_the_update_when_asked(tmp_path):
-    store = MemoryStore(tmp_path / "m.db", MemoryConfig(normalized_stages=("refine",)))
+    store = MemoryStore(tmp_path / "m.db", MemoryConfig(normalized_stages=("refine",), alpha=0.3))
     run = store.start_run({})
     start, ctx = add(store, "start", kind="trace"), add(store, "ctx")
     # The start point also sits in the context: one memory, one update.
@@ -252,7 +253,7 @@ def test_rewards_are_not_normalised_by_default_so_a_value_does_not_depend_on_whe
         store.record_step(run_id=run, task_key="t", backend="triton", stage="refine", reward=1.0, context_item_ids=[late])
     assert store.steps()[0]["normalized_reward"] is None and store.steps()[0]["value_target"] == 1.0
     assert store.get_item(late).q_refine == store.get_item(early).q_refine == pytest.approx(1 - 0.7 ** 3)
-    with MemoryStore(store.path.parent / "popart.db", MemoryConfig(normalized_stages=("refine",))) as popart:
+    with MemoryStore(store.path.parent / "popart.db", MemoryConfig(normalized_stages=("refine",), alpha=0.3)) as popart:
         run = popart.start_run({})
         early, late = add(popart, "early"), add(popart, "late")
         for ids in [[early]] * 3 + [[]] * 40 + [[late]] * 3:
@@ -637,7 +638,8 @@ def test_concurrent_writers_lose_nothing(tmp_path):
         assert all(len(s.list_items(task_key=f"w{w}", limit=None)) == 40 for w in range(4))
         assert s.integrity_check() == []
         values = s.values_from_steps()
-        assert all(values[i.id].q_draft == i.q_draft == pytest.approx(0.3) for i in s.list_items(limit=None))
+        alpha = MemoryConfig().alpha
+        assert all(values[i.id].q_draft == i.q_draft == pytest.approx(alpha) for i in s.list_items(limit=None))
 
 
 _KILL_WRITER = textwrap.dedent(

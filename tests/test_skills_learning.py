@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from backends import load_task_module
-from memory_store import MemoryStore
+from memory_store import MemoryConfig, MemoryStore
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -84,7 +84,7 @@ def test_each_arm_best_is_re_timed_against_the_empty_arms_in_one_worker():
 
 
 def test_value_pairs_are_replayed_to_the_values_before_each_step(tmp_path):
-    with MemoryStore(tmp_path / "m.db") as store:
+    with MemoryStore(tmp_path / "m.db", MemoryConfig(alpha=0.3)) as store:  # the values below are computed with 0.3
         run = store.start_run({})
         good = store.add_item(kind="experience", task_key="a", backend="triton", key_text="good", content="g")
         bad = store.add_item(kind="best_practice", task_key="a", backend="triton", key_text="bad", content="b")
