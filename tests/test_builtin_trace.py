@@ -51,7 +51,7 @@ def test_describe_names_the_pattern(name, pattern):
     assert f"pattern: {pattern}" in describe(analyze(TASKS / f"{name}.py"))
 
 
-@pytest.mark.parametrize("name,needle", [("unsupported_lstm", "LSTM")])
+@pytest.mark.parametrize("name,needle", [("unsupported_fft", "fft")])
 def test_unsupported_task_files(name, needle):
     plan = analyze(TASKS / f"{name}.py")
     assert isinstance(plan, Unsupported)

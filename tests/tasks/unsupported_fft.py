@@ -3,13 +3,13 @@ import torch.nn as nn
 
 
 class Model(nn.Module):
+    """A spectrum: no builtin family computes an FFT."""
+
     def __init__(self):
         super().__init__()
-        self.rnn = nn.LSTM(8, 16, batch_first=True)
 
     def forward(self, x):
-        out, _ = self.rnn(x)
-        return out
+        return torch.fft.rfft(x, dim=-1).abs()
 
 
 def get_inputs():
