@@ -39,7 +39,8 @@ NUMBER_FUNCTIONS = frozenset({"len", "int", "float", "bool", "tuple", "list", "r
 RANDOM_PREFIXES = ("rand", "normal", "bernoulli", "multinomial", "poisson")
 
 
-def _dotted(node: ast.AST) -> str:
+def dotted_name(node: ast.AST) -> str:
+    """`torch.nn.functional.relu` for that attribute chain, '' for anything else."""
     parts = []
     while isinstance(node, ast.Attribute):
         parts.append(node.attr)
@@ -57,7 +58,7 @@ def _device_literal(node: ast.AST) -> bool | None:
     """True for an accelerator device ("cuda", "cuda:0", torch.device("cuda")), False for another, None if not one."""
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return node.value.split(":")[0] in ACCELERATOR_TYPES
-    if isinstance(node, ast.Call) and _dotted(node.func).split(".")[-1] == "device" and node.args:
+    if isinstance(node, ast.Call) and dotted_name(node.func).split(".")[-1] == "device" and node.args:
         return _device_literal(node.args[0])
     return None
 
@@ -66,7 +67,7 @@ def _is_device(node: ast.AST) -> bool:
     """x.device, x.device.type, device, device.type, str(x.device)."""
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "str" and node.args:
         return _is_device(node.args[0])
-    parts = _dotted(node).split(".")
+    parts = dotted_name(node).split(".")
     return parts[-1] == "device" or parts[-2:] == ["device", "type"]
 
 
@@ -75,7 +76,7 @@ def device_test(node: ast.AST) -> str | None:
     `torch.cuda.is_available()`), OFF for one that holds exactly off it (`x.is_cpu`, `... == "cpu"`), else None."""
     if isinstance(node, ast.Attribute) and node.attr in ("is_cuda", "is_cpu"):
         return ON if node.attr == "is_cuda" else OFF
-    if isinstance(node, ast.Call) and _dotted(node.func).endswith("cuda.is_available"):
+    if isinstance(node, ast.Call) and dotted_name(node.func).endswith("cuda.is_available"):
         return ON
     if not (isinstance(node, ast.Compare) and len(node.ops) == 1):
         return None
@@ -197,7 +198,7 @@ def is_metadata(node: ast.AST, names: set[str]) -> bool:
     if isinstance(node, ast.Name):
         return node.id in names
     if isinstance(node, ast.Attribute):
-        return node.attr in META_ATTRIBUTES or _dotted(node).startswith("torch.")  # torch.float32, torch.int64...
+        return node.attr in META_ATTRIBUTES or dotted_name(node).startswith("torch.")  # torch.float32, torch.int64...
     if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
         return all(is_metadata(e, names) for e in node.elts)
     if isinstance(node, ast.Starred):
@@ -224,7 +225,7 @@ def _metadata_call(node: ast.Call, names: set[str]) -> bool:
     func = node.func
     if isinstance(func, ast.Attribute) and func.attr in META_METHODS:
         return all(is_metadata(a, names) for a in node.args)  # x.size(1): the receiver's values are not read
-    dotted = _dotted(func)
+    dotted = dotted_name(func)
     root, last = dotted.split(".")[0], dotted.split(".")[-1]
     numbers = (isinstance(func, ast.Name) and func.id in NUMBER_FUNCTIONS) or root == "math"
     torch_on_metadata = root == "torch" and not last.startswith(RANDOM_PREFIXES)

@@ -27,7 +27,7 @@ import ast
 import dataclasses
 from typing import TYPE_CHECKING, Any
 
-from ._gpu_path import implied_by_on, is_metadata, metadata_names, requires_off, split_loaded_names, terminates
+from ._gpu_path import dotted_name, implied_by_on, is_metadata, metadata_names, requires_off, split_loaded_names, terminates
 from ._result import Verdict
 from ._rules import DEFAULT_RULES, explain, verdict_for
 
@@ -161,17 +161,6 @@ class StaticFinding:
     def verdict(self, rules: str = DEFAULT_RULES) -> Verdict | None:
         """HACK, DISALLOWED, or None where `rules` allows it."""
         return verdict_for(self.rule, rules)
-
-
-def _dotted(node: ast.AST) -> str | None:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
-    return None
 
 
 def _is_main_guard(stmt: ast.stmt) -> bool:
@@ -525,7 +514,7 @@ class _Checker(ast.NodeVisitor):
 
     def check_bases(self, node: ast.ClassDef) -> None:
         for base in node.bases:
-            dotted = _dotted(base) or ""
+            dotted = dotted_name(base)
             if dotted.split(".")[-1] == "Model" and "Model" not in self.local_names:
                 self.flag("reference", node, f"class {node.name} inherits from the reference Model")
             if dotted.split(".")[-1] == "Tensor":
@@ -548,7 +537,7 @@ class _Checker(ast.NodeVisitor):
             self.flag("global-state", node, f"uses {dotted}: changes torch state the reference depends on")
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
-        self._attribute(node, node.attr, _dotted(node) or "")
+        self._attribute(node, node.attr, dotted_name(node))
         self.generic_visit(node)
 
     def visit_Assign(self, node: ast.Assign) -> None:
@@ -566,7 +555,7 @@ class _Checker(ast.NodeVisitor):
                 self._check_target(t)
             return
         if isinstance(target, ast.Attribute):
-            dotted = _dotted(target) or ""
+            dotted = dotted_name(target)
             root = dotted.split(".")[0]
             if root in self.module_aliases:
                 rule = "reduced-precision" if "allow_tf32" in dotted or "allow_fp16" in dotted or "allow_bf16" in dotted else "monkey-patch"
@@ -584,11 +573,11 @@ class _Checker(ast.NodeVisitor):
                 name = node.args[1]
                 if isinstance(name, ast.Constant) and isinstance(name.value, str):
                     # getattr(torch.cuda, "Stream") is torch.cuda.Stream
-                    base = _dotted(node.args[0]) or ""
+                    base = dotted_name(node.args[0])
                     self._attribute(node, name.value, f"{base}.{name.value}" if base else name.value)
                 else:
                     self.flag("dynamic-code", node, "getattr with a computed name can reach anything")
-        dotted = _dotted(func) or ""
+        dotted = dotted_name(func)
         # torch on shapes and sizes (torch.prod(torch.tensor(x.shape))) computes no tensor data
         if dotted and self.context == FORWARD and not is_metadata(node, self.metadata):
             self._check_compute(node, self._resolve(dotted))
