@@ -76,11 +76,19 @@ def _task(tmp_path, body: str, inputs: str, init: str = "[]", name: str = "t") -
     ("def forward(self, x):\n    if x.sum() > 0:\n        return x\n    return -x\n", "[torch.randn(4)]",
      "could not trace"),
     ("def forward(self, x):\n    return x * 2\n", "[torch.randint(0, 4, (4,))]", "int64"),
+    ("def forward(self, x):\n    return F.dropout(x, 0.1, True, False)\n", "[torch.randn(4)]", "training mode"),
 ])
 def test_unsupported_reasons(tmp_path, body, inputs, needle):
     plan = analyze(_task(tmp_path, body, inputs))
     assert isinstance(plan, Unsupported), plan
     assert needle in plan.reason
+
+
+def test_dropout_takes_every_positional_argument(tmp_path):
+    """F.dropout(input, p, training, inplace) written out in full: off in eval, so an identity."""
+    plan = analyze(_task(tmp_path, "def forward(self, x):\n    return F.relu(F.dropout(x, 0.1, False, False))\n",
+                         "[torch.randn(4, 8)]"))
+    assert plan and plan.family == "elementwise", plan
 
 
 # graphs no single kernel covers: a pipeline of kernels with buffers between them

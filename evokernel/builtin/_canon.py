@@ -243,7 +243,7 @@ def _caster(dtype_name):
 
 
 def _dropout(ctx, args, kwargs):
-    a = _bind(args, kwargs, ["input", "p", "training"], {"p": 0.5, "training": True})
+    a = _bind(args, kwargs, ["input", "p", "training", "inplace"], {"p": 0.5, "training": True, "inplace": False})
     if a["training"] and a["p"] != 0:
         raise Reject("dropout in training mode is random; only p=0 or eval mode is supported")
     return a["input"]
