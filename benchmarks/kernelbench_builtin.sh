@@ -11,7 +11,10 @@
 #   environment: LEVELS (default "1 2"; "3" is level3 under kernelbench rules, "3s" under
 #   strict), BUDGET (default 2), TIME_LIMIT (seconds per level and call: bench
 #   --time-limit, so a call cut short still writes its results), BENCH_OPTS (more bench
-#   options for every level, e.g. "--jobs 8 --timeout 120")
+#   options for every level, e.g. "--jobs 8 --timeout 120"), STOP_AFTER (seconds: the bench
+#   of each level is sent SIGINT after that long and writes its results so far, "complete":
+#   false; --time-limit alone lets the steps in flight finish, up to one --timeout more, so a
+#   leased call that ends first would lose the results file)
 #
 # Restartable: each level's memory is OUT_DIR/levelN.db, so the same command
 # after a kill or a time limit resumes the level where it stopped, and a level
@@ -61,7 +64,9 @@ bench() {  # KEY LEVEL RULES GPU_LIST [EXTRA OPTIONS]; KEY is how LEVELS names t
     if [ -n "${TIME_LIMIT:-}" ]; then gpu_opt+=(--time-limit "$TIME_LIMIT"); fi
     # shellcheck disable=SC2206  # BENCH_OPTS is a list of options: split on spaces
     gpu_opt+=(${BENCH_OPTS:-})
-    python3 -m evokernel.cli bench "$kb/level$level" --policy builtin --budget "$budget" --rules "$rules" \
+    local stop=()
+    if [ -n "${STOP_AFTER:-}" ]; then stop=(timeout -s INT "$STOP_AFTER"); fi
+    "${stop[@]}" python3 -m evokernel.cli bench "$kb/level$level" --policy builtin --budget "$budget" --rules "$rules" \
         --reps "$reps" --warmup 3 --memory "$out/level$level$tag.db" "${gpu_opt[@]}" "$@" --json --out "$results" \
         >"$out/level$level$tag.stdout" 2>>"$out/level$level$tag.log"
     echo "level$level$tag ($rules) exit $? in $((SECONDS - start)) s" >>"$out/status.txt"
