@@ -16,9 +16,11 @@ import torch
 import torch.nn as nn
 
 from ._build import Builder, ComputedView, Flipped, PyVal, Reject, ValuesTuple, py_source
-from ._canon_attn import ATTN_HANDLERS
+from ._canon_attn import ATTN_HANDLERS, attention_module
 from ._canon_nn import NN_HANDLERS, call_nn_module
-from ._canon_util import RSIZE, _bind, _dims, _norm_of, _row_max, _softmax, _softmax_parts, _static, matmul, transposed
+from ._canon_rnn import rnn_module
+from ._canon_util import (RSIZE, _affine, _any_leaf_source, _bind, _dims, _layer_norm_impl, _norm_dims, _norm_of, _row_max,
+                          _softmax, _softmax_parts, _static, matmul, transposed)
 from ._ir import Ref, TensorSpec
 
 __all__ = ["Context", "call_function", "call_method", "call_module", "VIEW_METHODS"]
@@ -340,33 +342,6 @@ def _normalize(ctx, args, kwargs):
     return ctx.b.pw("div", x, ctx.b.pw("clamp", nrm, lo=float(_static(a["eps"], "eps"))))
 
 
-def _norm_dims(ctx, x, normalized_shape):
-    shape = ctx.b.shape(x)
-    ns = _static(normalized_shape, "normalized_shape")
-    ns = (ns,) if isinstance(ns, int) else tuple(ns)
-    if tuple(shape[len(shape) - len(ns):]) != ns:
-        raise Reject(f"normalized_shape {ns} does not match input shape {shape}")
-    return tuple(range(len(shape) - len(ns), len(shape)))
-
-
-def _affine(ctx, y, weight, bias):
-    if weight is not None:
-        y = ctx.b.pw("mul", y, ctx.ref(weight))
-    if bias is not None:
-        y = ctx.b.pw("add", y, ctx.ref(bias))
-    return y
-
-
-def _layer_norm_impl(ctx, x, normalized_shape, weight, bias, eps):
-    x = ctx.ref(x)
-    dims = _norm_dims(ctx, x, normalized_shape)
-    mean = ctx.b.pw("div", ctx.b.reduce("sum", x, dims, True), RSIZE)
-    centred = ctx.b.pw("sub", x, mean)
-    var = ctx.b.pw("div", ctx.b.reduce("sum", ctx.b.pw("square", centred), dims, True), RSIZE)
-    inv = ctx.b.pw("rsqrt", ctx.b.pw("add", var, Ref("const", float(_static(eps, "eps")))))
-    return _affine(ctx, ctx.b.pw("mul", centred, inv), weight, bias)
-
-
 def _layer_norm(ctx, args, kwargs):
     a = _bind(args, kwargs, ["input", "normalized_shape", "weight", "bias", "eps"],
               {"weight": None, "bias": None, "eps": 1e-5})
@@ -519,14 +494,6 @@ def _size_of(ctx, value, args, attr: str):
     raise Reject(f"unsupported attribute {attr}")
 
 
-def _any_leaf_source(ctx) -> str:
-    """x.device of a computed x: every tensor of a task lives on one device."""
-    for leaf in ctx.b.leaves.values():
-        if leaf.source.isidentifier() or leaf.source.startswith("self."):
-            return leaf.source
-    raise Reject("device of a computed value with no input to take it from")
-
-
 def _known(value):
     return value.value if isinstance(value, PyVal) else value
 
@@ -657,6 +624,10 @@ def call_module(ctx: Context, module: nn.Module, path: str, args, kwargs):
     if hasattr(nn, "RMSNorm") and isinstance(module, nn.RMSNorm):
         return _rms_norm_impl(ctx, x, module.normalized_shape, param("weight"), module.eps)
     handled = call_nn_module(ctx, module, param, args, kwargs)
+    if handled is None:
+        handled = attention_module(ctx, module, param, args, kwargs)
+    if handled is None and isinstance(module, nn.RNNBase):
+        handled = rnn_module(ctx, module, param, args, kwargs)
     if handled is not None:
         return handled
     raise Reject(f"module {type(module).__name__} ({path}) is outside the builtin families "

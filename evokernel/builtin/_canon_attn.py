@@ -16,11 +16,11 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from ._build import Builder, ComputedView, Reject
-from ._canon_nn import _leaf_view, sdpa_impl
-from ._canon_util import _bind, _static, matmul, transposed
+from ._canon_nn import _leaf_view, im2col_impl
+from ._canon_util import _any_leaf_source, _bind, _layer_norm_impl, _softmax, _static, matmul, transposed
 from ._ir import Ref, TensorSpec
 
-__all__ = ["ATTN_HANDLERS", "attention_module", "repeat_heads", "repeat_of", "REPEAT_ATTR"]
+__all__ = ["ATTN_HANDLERS", "attention_module", "repeat_heads", "repeat_of", "REPEAT_ATTR", "sdpa_impl"]
 
 REPEAT_ATTR = "repeat"  # a view node's (dim, times) when it repeats each slice along dim (repeat_interleave)
 
@@ -155,8 +155,6 @@ def _chunk(ctx, args, kwargs):
 
 def _filled(ctx, shape: tuple[int, ...], value: float, dtype: str) -> Ref:
     """A constant block allocated in forward (a factory, allowed under every rule set)."""
-    from ._canon import _any_leaf_source  # _canon imports this module
-
     source = f"torch.full({shape!r}, {value!r}, dtype=torch.{dtype}, device={_any_leaf_source(ctx)}.device)"
     return ctx.b.leaf(source, TensorSpec(shape, dtype), "pad_fill")
 
@@ -215,7 +213,48 @@ def _stack(ctx, args, kwargs):
     return ctx.b.cat(pieces, dim, shape[:dim] + (len(parts),) + shape[dim:])
 
 
-ATTN_HANDLERS = {"repeat_interleave": _repeat_interleave, "split": _split, "chunk": _chunk, "pad": _pad,
+# ---------------------------------------------------------------- scaled dot-product attention
+def _sdpa(ctx, args, kwargs):
+    a = _bind(args, kwargs, ["query", "key", "value", "attn_mask", "dropout_p", "is_causal", "scale", "enable_gqa"],
+              {"attn_mask": None, "dropout_p": 0.0, "is_causal": False, "scale": None, "enable_gqa": False})
+    if _static(a["dropout_p"], "dropout_p"):
+        raise Reject("attention dropout is random")
+    q, k, v = (ctx.ref(a[n]) for n in ("query", "key", "value"))
+    mask = None if a["attn_mask"] is None else ctx.ref(a["attn_mask"])
+    return sdpa_impl(ctx, q, k, v, mask, bool(_static(a["is_causal"], "is_causal")), _static(a["scale"], "scale"),
+                     bool(_static(a["enable_gqa"], "enable_gqa")))
+
+
+def sdpa_impl(ctx, q: Ref, k: Ref, v: Ref, mask: Ref | None, causal: bool, scale, gqa: bool = False,
+              with_probs: bool = False):
+    """softmax(q @ k^T * scale + mask) @ v as matmul, score chain, softmax and matmul: the
+    scheduler fuses them into one attention kernel (see _gen_attention.fuse_attention).
+    ``mask``: bool (True keeps a score) or additive; ``gqa``: k and v have fewer heads
+    (dim -3), each shared by a group of query heads. With ``with_probs``, (output, probs)."""
+    hq, hk = ctx.b.shape(q)[-3] if len(ctx.b.shape(q)) > 2 else 1, ctx.b.shape(k)[-3] if len(ctx.b.shape(k)) > 2 else 1
+    if gqa and hq != hk:
+        if hq % hk:
+            raise Reject(f"grouped-query attention: {hq} query heads do not split into {hk} key/value heads")
+        k, v = repeat_heads(ctx, k, hq // hk, -3), repeat_heads(ctx, v, hq // hk, -3)
+    e = ctx.b.shape(q)[-1]
+    scale = 1.0 / math.sqrt(e) if scale is None else float(scale)
+    scores = ctx.b.pw("mul", matmul(ctx, q, transposed(ctx, k)), _const(scale))
+    plane = tuple(ctx.b.shape(scores)[-2:])
+    if causal:
+        keep = ctx.b.pw("le", ctx.b.pw("sub", ctx.b.iota(1, plane), ctx.b.iota(0, plane)), _const(0))
+        scores = ctx.b.pw("where", keep, scores, _const(-math.inf))
+    if mask is not None:
+        if ctx.b.dtype(mask) == "bool":
+            scores = ctx.b.pw("where", mask, scores, _const(-math.inf))
+        else:
+            scores = ctx.b.pw("add", scores, mask)
+    probs = _softmax(ctx, [scores], {"dim": -1})
+    out = matmul(ctx, probs, v)
+    return (out, probs) if with_probs else out
+
+
+
+ATTN_HANDLERS = {"scaled_dot_product_attention": _sdpa, "repeat_interleave": _repeat_interleave, "split": _split, "chunk": _chunk, "pad": _pad,
                  "stack": _stack}
 
 
@@ -316,8 +355,6 @@ def _activation(ctx, activation, x: Ref) -> Ref:
 
 
 def _layer_norm(ctx, norm: nn.LayerNorm, param, prefix: str, x: Ref) -> Ref:
-    from ._canon import _layer_norm_impl  # _canon imports the nn handlers, which import this module lazily
-
     return _layer_norm_impl(ctx, x, norm.normalized_shape, _module_param(ctx, norm, lambda n: param(f"{prefix}.{n}"),
                                                                          "weight"),
                             _module_param(ctx, norm, lambda n: param(f"{prefix}.{n}"), "bias"), norm.eps)
@@ -368,7 +405,5 @@ def attention_module(ctx, module: nn.Module, param, args, kwargs):
             x = _layer_norm(ctx, module.norm, param, "norm", x)
         return x
     if isinstance(module, nn.Unfold):
-        from ._canon_nn import im2col_impl
-
         return im2col_impl(ctx, args[0], module.kernel_size, module.dilation, module.padding, module.stride)
     return None

@@ -13,8 +13,8 @@ import math
 
 import torch.nn as nn
 
-from ._build import ComputedView, Flipped, PyVal, Reject, py_source
-from ._canon_util import RSIZE, Diag, _bind, _dims, _norm_of, _softmax, _static, matmul, transposed, unsqueezed
+from ._build import ComputedView, Flipped, Reject, py_source
+from ._canon_util import RSIZE, Diag, _bind, _dims, _norm_of, _static, unsqueezed
 from ._ir import Ref, TensorSpec
 
 __all__ = ["NN_HANDLERS", "call_nn_module", "Diag"]
@@ -679,47 +679,6 @@ def _einsum(ctx, args, kwargs):
     return ComputedView(prod, (suffix,), tuple(size[c] for c in out))
 
 
-def _sdpa(ctx, args, kwargs):
-    a = _bind(args, kwargs, ["query", "key", "value", "attn_mask", "dropout_p", "is_causal", "scale", "enable_gqa"],
-              {"attn_mask": None, "dropout_p": 0.0, "is_causal": False, "scale": None, "enable_gqa": False})
-    if _static(a["dropout_p"], "dropout_p"):
-        raise Reject("attention dropout is random")
-    q, k, v = (ctx.ref(a[n]) for n in ("query", "key", "value"))
-    mask = None if a["attn_mask"] is None else ctx.ref(a["attn_mask"])
-    return sdpa_impl(ctx, q, k, v, mask, bool(_static(a["is_causal"], "is_causal")), _static(a["scale"], "scale"),
-                     bool(_static(a["enable_gqa"], "enable_gqa")))
-
-
-def sdpa_impl(ctx, q: Ref, k: Ref, v: Ref, mask: Ref | None, causal: bool, scale, gqa: bool = False,
-              with_probs: bool = False):
-    """softmax(q @ k^T * scale + mask) @ v as matmul, score chain, softmax and matmul: the
-    scheduler fuses them into one attention kernel (see _canon_attn.fuse_attention).
-    ``mask``: bool (True keeps a score) or additive; ``gqa``: k and v have fewer heads
-    (dim -3), each shared by a group of query heads. With ``with_probs``, (output, probs)."""
-    from ._canon_attn import repeat_heads
-
-    hq, hk = ctx.b.shape(q)[-3] if len(ctx.b.shape(q)) > 2 else 1, ctx.b.shape(k)[-3] if len(ctx.b.shape(k)) > 2 else 1
-    if gqa and hq != hk:
-        if hq % hk:
-            raise Reject(f"grouped-query attention: {hq} query heads do not split into {hk} key/value heads")
-        k, v = repeat_heads(ctx, k, hq // hk, -3), repeat_heads(ctx, v, hq // hk, -3)
-    e = ctx.b.shape(q)[-1]
-    scale = 1.0 / math.sqrt(e) if scale is None else float(scale)
-    scores = ctx.b.pw("mul", matmul(ctx, q, transposed(ctx, k)), _const(scale))
-    plane = tuple(ctx.b.shape(scores)[-2:])
-    if causal:
-        keep = ctx.b.pw("le", ctx.b.pw("sub", ctx.b.iota(1, plane), ctx.b.iota(0, plane)), _const(0))
-        scores = ctx.b.pw("where", keep, scores, _const(-math.inf))
-    if mask is not None:
-        if ctx.b.dtype(mask) == "bool":
-            scores = ctx.b.pw("where", mask, scores, _const(-math.inf))
-        else:
-            scores = ctx.b.pw("add", scores, mask)
-    probs = _softmax(ctx, [scores], {"dim": -1})
-    out = matmul(ctx, probs, v)
-    return (out, probs) if with_probs else out
-
-
 # ---------------------------------------------------------------- patches
 def im2col_impl(ctx, x, kernel_size, dilation, padding, stride):
     """F.unfold (im2col) of an (N, C, H, W) or (C, H, W) tensor: (N, C*kh*kw, L) patches, as
@@ -827,7 +786,7 @@ NN_HANDLERS = {
     "zeros_like": _factory("zeros_like"), "ones_like": _factory("ones_like"), "full_like": _factory("full_like"),
     "zeros": _factory("zeros"), "ones": _factory("ones"), "full": _factory("full"), "tensor": _tensor,
     "scalar_tensor": _tensor, "cat": _cat, "concat": _cat, "concatenate": _cat, "einsum": _einsum,
-    "scaled_dot_product_attention": _sdpa, "softsign": _softsign, "tanhshrink": _tanhshrink,
+    "softsign": _softsign, "tanhshrink": _tanhshrink,
     "hardshrink": _shrink(True), "softshrink": _shrink(False), "celu": _celu, "threshold": _threshold,
     "prelu": _prelu, "im2col": _im2col,
 }
@@ -923,13 +882,4 @@ def call_nn_module(ctx, module: nn.Module, param, args, kwargs):
         return _threshold(ctx, [x], {"threshold": module.threshold, "value": module.value})
     if type(module) is nn.PReLU:
         return _prelu(ctx, [x, param("weight")], {})
-    from ._canon_attn import attention_module  # it lowers through this module's handlers
-
-    handled = attention_module(ctx, module, param, args, kwargs)
-    if handled is not None:
-        return handled
-    if isinstance(module, nn.RNNBase):
-        from ._canon_rnn import rnn_module
-
-        return rnn_module(ctx, module, param, args, kwargs)
     return None

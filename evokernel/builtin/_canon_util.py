@@ -136,3 +136,38 @@ def matmul(ctx, a: Ref, b: Ref) -> Ref:
     if sa[-2] == 1 and len(sa) == 2:  # vector-matrix: out[n] = sum_k a[k] * b[k, n]
         return ctx.b.reduce("sum", ctx.b.pw("mul", transposed(ctx, a), b), (-2,), True)
     return ctx.b.matmul(a, b)
+
+
+def _norm_dims(ctx, x, normalized_shape):
+    shape = ctx.b.shape(x)
+    ns = _static(normalized_shape, "normalized_shape")
+    ns = (ns,) if isinstance(ns, int) else tuple(ns)
+    if tuple(shape[len(shape) - len(ns):]) != ns:
+        raise Reject(f"normalized_shape {ns} does not match input shape {shape}")
+    return tuple(range(len(shape) - len(ns), len(shape)))
+
+
+def _affine(ctx, y, weight, bias):
+    if weight is not None:
+        y = ctx.b.pw("mul", y, ctx.ref(weight))
+    if bias is not None:
+        y = ctx.b.pw("add", y, ctx.ref(bias))
+    return y
+
+
+def _layer_norm_impl(ctx, x, normalized_shape, weight, bias, eps):
+    x = ctx.ref(x)
+    dims = _norm_dims(ctx, x, normalized_shape)
+    mean = ctx.b.pw("div", ctx.b.reduce("sum", x, dims, True), RSIZE)
+    centred = ctx.b.pw("sub", x, mean)
+    var = ctx.b.pw("div", ctx.b.reduce("sum", ctx.b.pw("square", centred), dims, True), RSIZE)
+    inv = ctx.b.pw("rsqrt", ctx.b.pw("add", var, Ref("const", float(_static(eps, "eps")))))
+    return _affine(ctx, ctx.b.pw("mul", centred, inv), weight, bias)
+
+
+def _any_leaf_source(ctx) -> str:
+    """x.device of a computed x: every tensor of a task lives on one device."""
+    for leaf in ctx.b.leaves.values():
+        if leaf.source.isidentifier() or leaf.source.startswith("self."):
+            return leaf.source
+    raise Reject("device of a computed value with no input to take it from")

@@ -16,11 +16,7 @@ import typer
 
 from ._llm_options import ContextTokensOpt, MultiTurnOpt, ReasoningEffortOpt, ThinkingTokensOpt, llm_options
 from ._llm_options import ModelsOpt as ModelOpt
-
-EXIT_OK = 0
-EXIT_REJECTED = 1  # a domain failure: the candidate or run did not succeed
-EXIT_USAGE = 2  # bad usage or bad input file
-EXIT_INTERRUPTED = 130
+from ._exit import EXIT_INTERRUPTED, EXIT_OK, EXIT_REJECTED, EXIT_USAGE, fail_usage, interrupted, one_line  # noqa: F401 (re-exported)
 
 T = TypeVar("T")
 
@@ -69,23 +65,6 @@ def print_json(obj: Any) -> None:
     """One JSON object on one stdout line, nothing else on stdout."""
     sys.stdout.write(json.dumps(obj, default=str) + "\n")
     sys.stdout.flush()
-
-
-def one_line(message: str) -> str:
-    return " ".join(part.strip() for part in str(message).splitlines() if part.strip())
-
-
-def fail_usage(message: str) -> "typer.Exit":
-    """Say what is wrong on one stderr line; the exit to raise (code 2)."""
-    sys.stderr.write(f"error: {one_line(message)}\n")
-    sys.stderr.flush()
-    return typer.Exit(EXIT_USAGE)
-
-
-def interrupted(what: str = "interrupted") -> "typer.Exit":
-    sys.stderr.write(f"{what}\n")
-    sys.stderr.flush()
-    return typer.Exit(EXIT_INTERRUPTED)
 
 
 def call(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:

@@ -10,6 +10,8 @@ from typing import Annotated, Optional
 
 import typer
 
+from ._exit import fail_usage
+
 ModelsOpt = Annotated[
     Optional[list[str]],
     typer.Option("--model", metavar="PROVIDER:MODEL", help="PROVIDER:MODEL, optionally @WEIGHT; repeat for an ensemble "
@@ -53,6 +55,4 @@ def llm_options(models: list[str] | None, *, context_tokens: int = 24_000, multi
     try:
         return from_environment(options, os.environ)
     except ValueError as exc:  # a bad EVOKERNEL_LLM_* value or price file: not a flag's fault
-        from ._common import fail_usage
-
         raise fail_usage(str(exc)) from None
