@@ -47,8 +47,8 @@ DEFAULT_TASKS = (
 )
 
 
-def measure(tasks: list[Path], *, budget: int, trials: int, size: str, builtin_first: bool, server: StandIn,
-            memory: Path) -> dict[str, Any]:
+def measure(tasks: list[Path], *, budget: int, trials: int, size: str, jobs: int | None, builtin_first: bool,
+            server: StandIn, memory: Path) -> dict[str, Any]:
     """One setting over the tasks: what the bench reports, and the requests the stand-in answered."""
     from evokernel.bench import run_bench
     from evokernel.llm import LLMOptions, ProviderAccess
@@ -56,7 +56,8 @@ def measure(tasks: list[Path], *, budget: int, trials: int, size: str, builtin_f
 
     llm = LLMOptions.from_specs(["openai:standin"], access={
         "openai": ProviderAccess(base_url=server.url + "/v1", api_key="sk-standin-not-a-key")})
-    options = RunOptions(llm=llm, builtin_first=builtin_first, budget=budget, trials=trials, size=size, device="cpu")
+    options = RunOptions(llm=llm, builtin_first=builtin_first, budget=budget, trials=trials, size=size, device="cpu",
+                         jobs=jobs)
     suite = memory.parent / ("suite-" + memory.stem)
     suite.mkdir()
     for task in tasks:
@@ -93,6 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget", type=int, default=6, help="steps per task")
     parser.add_argument("--trials", type=int, default=2)
     parser.add_argument("--size", default="small", choices=("small", "full"))
+    parser.add_argument("--jobs", type=int, help="steps at once (default: the run's choice)")
     parser.add_argument("--out", type=Path, help="also write the JSON here")
     args = parser.parse_args(argv)
     tasks = [p if p.is_absolute() else ROOT / p for p in map(Path, args.tasks)]
@@ -104,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="evokernel-hybrid-") as tmp, StandIn(delay_s=0.0) as server:
         for builtin_first in (True, False):
             print(f"builtin_first={builtin_first}: {len(tasks)} tasks x {args.budget} steps", file=sys.stderr, flush=True)
-            settings.append(measure(tasks, budget=args.budget, trials=args.trials, size=args.size,
+            settings.append(measure(tasks, budget=args.budget, trials=args.trials, size=args.size, jobs=args.jobs,
                                     builtin_first=builtin_first, server=server,
                                     memory=Path(tmp) / f"builtin-first-{builtin_first}.db"))
     result = {
