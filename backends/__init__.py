@@ -12,6 +12,7 @@ from ._hardware import HardwareFacts, TaskCost, hardware_facts, measure_hardware
 from ._evaluate import KERNELBENCH_SEED
 from ._executor import EvalJob, Executor, default_device
 from ._options import EvalOptions
+from ._pyast import parse_python
 from ._pool import DevicePlanError, ExecutorPool, MemoryWatch, PoolStats, plan_devices, visible_gpu_count
 from ._ray import RayPool, RayUnavailable
 from ._result import RULE_SETS, Baselines, EvalResult, KernelFacts, MemoryPlan, Roofline, Verdict
@@ -58,6 +59,7 @@ __all__ = [
     "UnknownBackend",
     "Verdict",
     "backend_names",
+    "parse_python",
     "benchmark",
     "build_cache",
     "check",

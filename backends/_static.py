@@ -28,6 +28,7 @@ import dataclasses
 from typing import TYPE_CHECKING, Any
 
 from ._gpu_path import dotted_name, implied_by_on, is_metadata, metadata_names, requires_off, split_loaded_names, terminates
+from ._pyast import parse_python
 from ._result import Verdict
 from ._rules import DEFAULT_RULES, explain, verdict_for
 
@@ -324,7 +325,7 @@ def scope(tree: ast.Module) -> Scope:
 def scoped_strings(source: str) -> str:
     """Every string constant in the code ModelNew runs: the C++/CUDA it builds."""
     try:
-        s = scope(ast.parse(source))
+        s = scope(parse_python(source))
     except SyntaxError:
         return ""
     parts = []
@@ -622,7 +623,7 @@ def off_accelerator_lines(source: str) -> list[int]:
     (backends/_gpu_path.py): set aside by the static rules; a run that reaches one off the GPU
     never ran the GPU path. [] for a source that does not parse."""
     try:
-        checker = _checked(ast.parse(source))
+        checker = _checked(parse_python(source))
     except SyntaxError:
         return []
     return sorted({f.line for f in checker.off_accelerator if f.line})
@@ -634,7 +635,7 @@ def static_findings(source: str, rules: str = DEFAULT_RULES) -> list[StaticFindi
     A syntax error is not a finding: the caller reports it as a compile error.
     A missing ModelNew is the finding `no-modelnew`.
     """
-    checker = _checked(ast.parse(source))
+    checker = _checked(parse_python(source))
     # Report each rule once per line, in source order, keeping only what `rules` forbids.
     seen: set[tuple[str, int, str]] = set()
     unique = []

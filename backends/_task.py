@@ -26,6 +26,7 @@ import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
+from ._pyast import parse_python
 
 REQUIRED_NAMES = ("Model", "get_inputs", "get_init_inputs")
 SIZE_VARIABLE = "EVOKERNEL_SIZE"  # what a task file reads at import to pick its size
@@ -75,7 +76,7 @@ def _parse_tolerance(path: Path, value: Any) -> tuple[float, float] | None:
 
 def _static_names(path: Path, source: str) -> set[str]:
     try:
-        tree = ast.parse(source, filename=str(path))
+        tree = parse_python(source, filename=str(path))
     except SyntaxError as exc:
         raise TaskError(path, f"syntax error at line {exc.lineno}: {exc.msg}") from None
     names: set[str] = set()

@@ -20,6 +20,7 @@ from typing import Any, Iterator
 
 from ._backend import CompileReport, LaunchLog
 from ._static import StaticFinding
+from ._pyast import parse_python
 
 _DTYPE_CODES = {
     "torch.float32": "fp32", "torch.float16": "fp16", "torch.bfloat16": "bf16", "torch.float64": "fp64",
@@ -93,7 +94,7 @@ Triton rules:
         return "measured-gpu" if device.startswith("cuda") else "interpreted-cpu"
 
     def static_problems(self, source: str) -> list[StaticFinding]:
-        tree = ast.parse(source)
+        tree = parse_python(source)
         jitted = []
         for node in ast.walk(tree):
             if isinstance(node, ast.FunctionDef):

@@ -19,6 +19,8 @@ import inspect
 import textwrap
 import types
 
+from backends import parse_python
+
 from ._build import Reject
 
 __all__ = ["ModelSource", "read_model_source"]
@@ -202,7 +204,7 @@ def read_model_source(module: types.ModuleType, cls: type) -> ModelSource:
         text = inspect.getsource(module)
     except (OSError, TypeError) as exc:
         raise Reject(f"cannot read the task's source: {exc}") from exc
-    tree = ast.parse(text)
+    tree = parse_python(text)
     classdef = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls.__name__), None)
     if classdef is None:
         raise Reject(f"the task source has no class {cls.__name__}")
@@ -213,7 +215,7 @@ def read_model_source(module: types.ModuleType, cls: type) -> ModelSource:
     if forward.args.vararg or forward.args.kwarg:
         raise Reject("forward with *args/**kwargs is not supported")
     if "__init__" not in methods:
-        classdef.body.insert(0, ast.parse("def __init__(self):\n    super().__init__()").body[0])
+        classdef.body.insert(0, parse_python("def __init__(self):\n    super().__init__()").body[0])
 
     carrier = _Carrier(module, tree, classdef)
     own = _model_methods(classdef)

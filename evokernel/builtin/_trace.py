@@ -14,6 +14,8 @@ import torch
 
 from dataclasses import replace
 
+from backends import parse_python
+
 from ._build import Builder, ComputedView, PyVal, Reject
 from ._canon import Context, call_function, call_method, call_module
 from ._capture import capture
@@ -71,7 +73,7 @@ def _trial_generation(plan: Plan) -> None:
 
 def _top_level_names(source: str) -> list[str]:
     names = []
-    for stmt in ast.parse(source).body:
+    for stmt in parse_python(source).body:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             names.append(stmt.name)
         elif isinstance(stmt, ast.Assign):

@@ -23,6 +23,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+from backends import parse_python
+
 from ._views import MemoryView, StartPoint
 
 
@@ -52,7 +54,7 @@ def source_key(code: str) -> str:
     """The identity of a kernel's source: the same code reformatted or recommented has the same key."""
     text = _unfence(code).strip()
     try:
-        norm = ast.unparse(ast.parse(text))
+        norm = ast.unparse(parse_python(text))
     except (SyntaxError, ValueError, RecursionError):
         norm = "\n".join(re.sub(r"\s+", " ", line.split("#", 1)[0]).strip() for line in text.splitlines())
         norm = "\n".join(line for line in norm.splitlines() if line)

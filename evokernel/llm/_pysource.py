@@ -15,6 +15,8 @@ import re
 import symtable
 from dataclasses import dataclass
 
+from backends import parse_python
+
 _BUILTINS = frozenset(dir(builtins)) | {"__file__", "__name__", "__doc__", "__spec__", "__builtins__"}
 # Calls and statements that only exercise the model: test scaffolding, never part of the file.
 _USAGE_CALLS = frozenset({"ModelNew", "Model", "get_inputs", "get_init_inputs", "print", "benchmark", "main"})
@@ -105,7 +107,7 @@ def _usage_only(body: list[ast.stmt], has_defs: bool) -> bool:
 
 def summarize(code: str) -> PySummary:
     try:
-        tree = ast.parse(code)
+        tree = parse_python(code)
         table = symtable.symtable(code, "<block>", "exec")
     except (SyntaxError, ValueError) as exc:  # ValueError: null bytes
         line = getattr(exc, "lineno", None)
@@ -166,7 +168,7 @@ def bare_code(text: str) -> tuple[str, int, int] | None:
             if not chunk:
                 break
             try:
-                tree = ast.parse(chunk)
+                tree = parse_python(chunk)
             except SyntaxError as exc:
                 bad = (exc.lineno or 1) - 1  # first line the parser rejects, relative to start
                 if bad <= 0:
