@@ -29,7 +29,7 @@ from ._types import (
     Retrieved,
     default_memory_path,
 )
-from ._values import RewardStats, ValueState, q_update
+from ._values import RewardStats, ValueState, q_update, updated_ids
 
 __all__ = [
     "KINDS",
@@ -50,4 +50,5 @@ __all__ = [
     "default_memory_path",
     "q_update",
     "schema_sql",
+    "updated_ids",
 ]

@@ -18,7 +18,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from memory_store import Item, q_update
+from memory_store import Item, ValueState
 
 from ._records import (
     Attempt,
@@ -381,14 +381,11 @@ def _lineage(attempts: Sequence[Attempt]) -> tuple[LineageRow, ...]:
 def value_history(item: Item, steps: Sequence[Step]) -> tuple[ValuePoint, ...]:
     """The item's values replayed from its start values through the steps that updated it
     (the same update the store applies), one point per step."""
-    q_draft, q_refine = item.q_draft_init, item.q_refine_init
+    state = ValueState(item.q_draft_init, item.q_refine_init, 0, 0)
     points = []
     for s in steps:
         if item.id not in s.updated_item_ids:
             continue
-        if s.stage == "draft":
-            q_draft = q_update(q_draft, s.value_target, s.alpha)
-        else:
-            q_refine = q_update(q_refine, s.value_target, s.alpha)
-        points.append(ValuePoint(s.id, s.created_utc, s.stage, s.value_target, q_draft, q_refine))
+        state = state.stepped(s.stage, s.value_target, s.alpha)
+        points.append(ValuePoint(s.id, s.created_utc, s.stage, s.value_target, state.q_draft, state.q_refine))
     return tuple(points)

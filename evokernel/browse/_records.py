@@ -6,7 +6,7 @@ import dataclasses
 import enum
 from typing import Any
 
-from memory_store import Item
+from memory_store import Item, updated_ids
 
 
 class BrowseError(ValueError):
@@ -79,12 +79,8 @@ class Step:
 
     @property
     def updated_item_ids(self) -> tuple[int, ...]:
-        """The items this step updated: its context and its start point, each once
-        (the store's rule, checked against the stored values by the tests)."""
-        ids = dict.fromkeys(self.context_item_ids)
-        if self.start_point_id is not None:
-            ids.setdefault(self.start_point_id, None)
-        return tuple(ids)
+        """The items this step updated: its context and its start point, each once (the store's rule)."""
+        return updated_ids(self.context_item_ids, self.start_point_id)
 
 
 @dataclasses.dataclass(frozen=True)
