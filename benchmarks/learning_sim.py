@@ -3,7 +3,7 @@
 A simulated policy and executor drive the project's real memory (memory_store.MemoryStore:
 its retrieval, `record_step` with its Monte Carlo updates and reward normalisation), the
 loop's real rewards (evokernel.loop.draft_reward / refine_reward) and the loop's own
-start-point rule (Runner._choose_start). Only the world is simulated; nothing of the
+start-point rule (evokernel.loop.choose_start). Only the world is simulated; nothing of the
 method is re-implemented here.
 
 The generative model (every number is a field of `World`, recorded in the results):
@@ -62,7 +62,6 @@ import statistics
 import sys
 import tempfile
 import time
-import types
 import zlib
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -74,7 +73,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from evokernel.loop import FEASIBLE_STATUSES, RunOptions, Runner, draft_reward, refine_reward  # noqa: E402
+from evokernel.loop import FEASIBLE_STATUSES, RunOptions, choose_start, draft_reward, refine_reward  # noqa: E402
 from memory_store import MemoryConfig, MemoryStore  # noqa: E402
 
 KIND = "evokernel-learning-sim"
@@ -272,11 +271,6 @@ def _refine_reward(rule: str, feasible: bool, latency_ms: float, best_ms: float,
     return refine_reward(feasible, latency_ms if feasible else None, best_ms if rule == "loop" else start_ms)
 
 
-# The loop's own start-point rule, called as the loop calls it (it reads only the options).
-# Every simulated latency is comparable (one simulated device).
-_LOOP = types.SimpleNamespace(options=RunOptions(), _comparable=lambda item: True)
-
-
 def _choose_start(feasible: list, rng: random.Random, rule: str):
     """The loop's rule (`loop`: its fastest kernel, epsilon-greedy), or the what-if `value`: the
     rule before commit "start points: the fastest kernel", the highest Q_refine (ties to the faster)."""
@@ -284,7 +278,8 @@ def _choose_start(feasible: list, rng: random.Random, rule: str):
         return None
     if rule == "value":
         return max(feasible, key=lambda i: (i.q_refine, -(i.latency_ms or math.inf), -i.id))
-    return Runner._choose_start(_LOOP, feasible, rng)  # type: ignore[arg-type]
+    # every simulated latency is comparable (one simulated device)
+    return choose_start(feasible, rng, RunOptions().epsilon_start_point, lambda item: True)
 
 
 def spearman(xs: Sequence[float], ys: Sequence[float]) -> float | None:

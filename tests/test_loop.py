@@ -253,9 +253,8 @@ def test_a_refinement_starts_from_the_fastest_comparable_kernel_not_the_highest_
     """A successful refinement raises its start point's Q_refine while the faster kernel it made
     starts at zero: the next step must still start from the faster one."""
     import random
-    import types
 
-    from evokernel.loop import Runner
+    from evokernel.loop import choose_start
 
     with MemoryStore(tmp_path / "m.db") as store:
         def kernel(latency, q, source="measured-gpu"):
@@ -266,12 +265,12 @@ def test_a_refinement_starts_from_the_fastest_comparable_kernel_not_the_highest_
 
         parent, child = kernel(2.0, 0.9), kernel(1.0, 0.0)
         foreign, untimed = kernel(0.5, 0.0, source="interpreted-cpu"), kernel(None, 2.0)
-        loop = types.SimpleNamespace(options=RunOptions(epsilon_start_point=0.0),
-                                     _comparable=lambda i: i.extra.get("latency_source") == "measured-gpu")
+        def on_gpu(item):
+            return item.extra.get("latency_source") == "measured-gpu"
+
         rng = random.Random(0)
-        assert Runner._choose_start(loop, [parent, child, foreign, untimed], rng).id == child.id
+        assert choose_start([parent, child, foreign, untimed], rng, 0.0, on_gpu).id == child.id
         # Without a comparable timed kernel, the value decides.
-        assert Runner._choose_start(loop, [foreign, untimed], rng).id == untimed.id
-        explore = types.SimpleNamespace(options=RunOptions(epsilon_start_point=1.0), _comparable=loop._comparable)
-        picks = {Runner._choose_start(explore, [parent, child], random.Random(s)).id for s in range(20)}
+        assert choose_start([foreign, untimed], rng, 0.0, on_gpu).id == untimed.id
+        picks = {choose_start([parent, child], random.Random(s), 1.0, on_gpu).id for s in range(20)}
         assert picks == {parent.id, child.id}

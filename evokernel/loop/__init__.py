@@ -8,7 +8,7 @@ from one `Attempt` per step.
 from evokernel._step import FEASIBLE_STATUSES, MemoryNote, Policy, Proposal, StartPointView, StepContext, StepPlan
 
 from ._concurrent import RunMonitor, run_all
-from ._loop import Runner, eval_options, export_best
+from ._loop import Runner, choose_start, eval_options, export_best
 from ._options import DEVICE_NAME, ENGINES, MAX_SECONDS, MEMORY_MODES, SIZES, RunError, RunOptions, default_jobs, resolve_device, resolve_size
 from ._rewards import draft_reward, refine_reward
 from ._run import load_tasks, make_executor, make_policy, refine, run
@@ -36,6 +36,7 @@ __all__ = [
     "StepContext",
     "StepPlan",
     "TaskOutcome",
+    "choose_start",
     "default_jobs",
     "draft_reward",
     "eval_options",

@@ -71,6 +71,21 @@ class _TaskState:
         self.feedback: str | None = None
 
 
+def choose_start(feasible: list[Item], rng: random.Random, epsilon: float,
+                 comparable: Callable[[Item], bool]) -> Item:
+    """The refinement's start point: the task's fastest comparable kernel, epsilon-greedy (any
+    feasible one with probability ``epsilon``); untimed or incomparable kernels come after, by Q_refine.
+
+    Not the highest Q_refine: a refinement that succeeds raises its start point's value while
+    the faster kernel it made starts at zero, so that rule went back to the slower parent
+    (73% of refine steps in benchmarks/learning_sim.py) and the step was judged against a best
+    it did not start from."""
+    if len(feasible) > 1 and rng.random() < epsilon:
+        return rng.choice(feasible)
+    return min(feasible, key=lambda i: (0, i.latency_ms, -i.q_refine, i.id) if i.latency_ms and comparable(i)
+               else (1, 0.0, -i.q_refine, i.id))
+
+
 class Runner:
     """One run over a batch of loaded tasks. The library entry point is `evokernel.run`,
     which resolves the device, size and job count and builds the policy and executor."""
@@ -164,17 +179,7 @@ class Runner:
         return min(times) if times else None
 
     def _choose_start(self, feasible: list[Item], rng: random.Random) -> Item:
-        """The task's fastest comparable kernel, epsilon-greedy (any feasible one with probability
-        epsilon_start_point); untimed or incomparable kernels come after, by Q_refine.
-
-        Not the highest Q_refine: a refinement that succeeds raises its start point's value while
-        the faster kernel it made starts at zero, so that rule went back to the slower parent
-        (73% of refine steps in benchmarks/learning_sim.py) and the step was judged against a best
-        it did not start from."""
-        if len(feasible) > 1 and rng.random() < self.options.epsilon_start_point:
-            return rng.choice(feasible)
-        return min(feasible, key=lambda i: (0, i.latency_ms, -i.q_refine, i.id) if i.latency_ms and self._comparable(i)
-                   else (1, 0.0, -i.q_refine, i.id))
+        return choose_start(feasible, rng, self.options.epsilon_start_point, self._comparable)
 
     def _retrieve(self, st: _TaskState, stage: str, rng: random.Random, as_of: int | None) -> list[MemoryNote]:
         mode = self.options.memory_mode
