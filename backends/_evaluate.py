@@ -38,7 +38,7 @@ from ._gpu_path import OffGpuWatch, off_accelerator_message
 from ._guard import (RunRules, SideStreamUsed, fingerprint, inputs_changed, is_constant, no_side_streams, record_ops,
                      same_fingerprint, unwritten_share)
 from ._options import COMPILE_BASELINE_STEP, EvalOptions
-from ._oracle import Oracle, float64_model
+from ._oracle import Oracle
 from ._result import Baselines, EvalResult, Roofline, Verdict
 from ._rules import explain
 from ._sandbox import harness
@@ -231,7 +231,7 @@ def _evaluate(task_path, source, backend, log, device, options, workdir, cache, 
         return task.Model(*init_inputs).to(device).eval()
 
     ref_model = _task_step("building the reference model", build_reference)
-    oracle = Oracle(lambda: float64_model(ref_model), device, ref_model)  # its float64 copy, built at first use
+    oracle = Oracle(ref_model, device)  # its float64 copy, built at first use
     _seed(options.seed)
     _progress("candidate")
     try:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-from typing import Any, Callable
+from typing import Any
 
 import torch
 
@@ -60,10 +60,9 @@ def needs_oracle(expected: Any) -> str:
 class Oracle:
     """The float64 reference of one evaluation: built at first use, or why it cannot be."""
 
-    build: Callable[[], torch.nn.Module]  # the float64 model
+    reference: torch.nn.Module  # the task's model, widened to float64 at first use
     device: torch.device
-    reference: torch.nn.Module | None = None  # the model `build` widens (for the memory it will take)
-    model: torch.nn.Module | None = None
+    model: torch.nn.Module | None = None  # its float64 copy
     unavailable: str = ""  # why there is no float64 reference ("" while there is, or may be)
     # What the comparisons against it measured, the worst over the input sets (see `note`).
     reference_error: float | None = None
@@ -112,7 +111,7 @@ class Oracle:
             return None
         try:
             if self.model is None:
-                self.model = self.build()
+                self.model = float64_model(self.reference)
             with torch.no_grad():
                 out = self.model(*widen([x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]))
             if self.device.type == "cuda":
@@ -149,7 +148,7 @@ class Oracle:
 
     def base_tensors(self) -> list[torch.Tensor]:
         """The reference model's parameters and buffers, which the float64 copy widens."""
-        return list(self.reference.parameters()) + list(self.reference.buffers()) if self.reference is not None else []
+        return list(self.reference.parameters()) + list(self.reference.buffers())
 
     def drop(self, why: str) -> None:
         """No float64 reference from here on, for this reason; its model's memory is freed."""

@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from backends import EvalOptions, Verdict
-from backends._oracle import Oracle, float64_model
+from backends._oracle import Oracle
 
 from executor_candidates import HEADER, HONEST, MATMUL_KERNEL
 
@@ -212,20 +212,20 @@ def test_the_oracle_runs_the_model_in_float64_or_says_why_not():
     x = torch.randn(5, 4)
     model = _Scaled()
     expected = model(x, torch.arange(3))
-    oracle = Oracle(lambda: float64_model(model), torch.device("cpu"))
+    oracle = Oracle(model, torch.device("cpu"))
     exact = oracle.exact([x, torch.arange(3)], expected)
     assert exact[0].dtype == torch.float64 and exact[1].dtype == torch.int64 and oracle.unavailable == ""
     assert torch.allclose(exact[0].float(), expected[0], atol=1e-6)
     assert model.linear.weight.dtype == torch.float32, "the reference model itself is left as it is"
 
-    clash = Oracle(lambda: float64_model(_FixedDtype()), torch.device("cpu"))
+    clash = Oracle(_FixedDtype(), torch.device("cpu"))
     assert clash.exact([x], _FixedDtype()(x)) is None
     assert clash.unavailable.startswith("the reference does not run in float64: RuntimeError")
     assert "judged by the tolerance alone" in clash.describe()
 
-    wide = Oracle(lambda: float64_model(_FixedDtype()), torch.device("cpu"))
+    wide = Oracle(_FixedDtype(), torch.device("cpu"))
     assert wide.exact([x.double()], x.double()) is None and "float64 already" in wide.unavailable
-    ints = Oracle(lambda: float64_model(_FixedDtype()), torch.device("cpu"))
+    ints = Oracle(_FixedDtype(), torch.device("cpu"))
     assert ints.exact([x], torch.arange(3)) is None and "not floating point" in ints.unavailable
 
 
@@ -233,10 +233,10 @@ def test_the_oracle_leaves_the_candidate_its_device_memory(monkeypatch):
     # On a GPU the float64 run must fit beside what the candidate needs, or the candidate would be blamed.
     model, x = _Scaled(), torch.randn(1000, 4)
     expected = model(x, torch.arange(3))
-    oracle = Oracle(lambda: float64_model(model), torch.device("cuda"), model)
+    oracle = Oracle(model, torch.device("cuda"))
     monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (40_000, 1 << 30))
     assert oracle.exact([x, torch.arange(3)], expected) is None
     assert oracle.unavailable.startswith("too little free device memory for the float64 reference")
-    roomy = Oracle(lambda: float64_model(model), torch.device("cuda"), model)
+    roomy = Oracle(model, torch.device("cuda"))
     monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (1 << 30, 1 << 30))
     assert roomy.crowds_out([x, torch.arange(3)], expected) == ""
