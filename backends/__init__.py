@@ -11,7 +11,7 @@ from ._compare import DEFAULT_TOLERANCE, Comparison, compare
 from ._hardware import HardwareFacts, TaskCost, hardware_facts, measure_hardware, task_cost
 from ._evaluate import KERNELBENCH_SEED
 from ._executor import EvalJob, Executor, default_device
-from ._options import EvalOptions
+from ._options import PRECISIONS, EvalOptions
 from ._pyast import parse_python
 from ._pool import DevicePlanError, ExecutorPool, MemoryWatch, PoolStats, plan_devices, visible_gpu_count
 from ._ray import RayPool, RayUnavailable
@@ -25,6 +25,7 @@ from ._timing import Timing, benchmark
 
 __all__ = [
     "DISTRIBUTIONS",
+    "PRECISIONS",
     "RULES",
     "RULE_SETS",
     "Rule",

@@ -18,6 +18,10 @@ from ._task import check_size
 # The harness step a worker names while it compiles and times torch.compile's baseline.
 COMPILE_BASELINE_STEP = "compiling and timing the torch.compile baseline"
 
+# The precisions a task can run in (KernelBench's `precision`): the reference and candidate
+# models and the floating inputs are cast to it; fp32 is the task as written.
+PRECISIONS = ("fp32", "fp16", "bf16")
+
 
 @dataclasses.dataclass(frozen=True)
 class EvalOptions:
@@ -44,6 +48,7 @@ class EvalOptions:
     min_own_share: float = 0.0  # under kernelbench, own kernels' share of GPU time below this is `disallowed`
     stress_trials: int = 2  # extra trials on other input distributions where the task's own are degenerate
     check_only: bool = False  # `evokernel check`: static rules and compile checks, nothing run
+    precision: str = "fp32"  # one of PRECISIONS: models and floating inputs cast to it, as KernelBench's harness
 
     def __post_init__(self) -> None:
         check_size(self.size)
@@ -55,6 +60,8 @@ class EvalOptions:
             raise ValueError(f"trials must be at least 1, got {self.trials}")
         if self.rules not in RULE_SETS:
             raise ValueError(f"unknown rule set {self.rules!r}; known: {', '.join(RULE_SETS)}")
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"unknown precision {self.precision!r}; known: {', '.join(PRECISIONS)}")
         if not 0.0 <= self.min_own_share <= 1.0:
             raise ValueError(f"min_own_share must be between 0 and 1, got {self.min_own_share!r}")
 
@@ -80,4 +87,4 @@ class EvalOptions:
         return cls(**{k: v for k, v in (d or {}).items() if k in names})
 
 
-__all__ = ["COMPILE_BASELINE_STEP", "EvalOptions"]
+__all__ = ["COMPILE_BASELINE_STEP", "PRECISIONS", "EvalOptions"]
