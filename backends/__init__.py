@@ -12,6 +12,7 @@ from ._hardware import HardwareFacts, TaskCost, hardware_facts, measure_hardware
 from ._evaluate import KERNELBENCH_SEED
 from ._executor import EvalJob, Executor, default_device
 from ._options import PRECISIONS, EvalOptions
+from ._precision import cast_model, cast_values
 from ._pyast import parse_python
 from ._pool import DevicePlanError, ExecutorPool, MemoryWatch, PoolStats, plan_devices, visible_gpu_count
 from ._ray import RayPool, RayUnavailable
@@ -63,6 +64,8 @@ __all__ = [
     "parse_python",
     "benchmark",
     "build_cache",
+    "cast_model",
+    "cast_values",
     "check",
     "assess_task",
     "describe_rules",

@@ -12,6 +12,7 @@ from typing import Any, Callable
 
 from ._gpu_path import OffGpuWatch, off_accelerator_message
 from ._guard import record_ops
+from ._precision import cast_model, cast_values
 from ._result import EvalResult, Verdict
 from ._rules import explain, verdict_for
 
@@ -23,10 +24,11 @@ def dry(backend: Any) -> contextlib.AbstractContextManager:
 
 
 def dry_check(task: Any, import_candidate: Callable[[], tuple[Any, Path]], backend: Any, log: Any, rules: str,
-              off_gpu: OffGpuWatch | None = None) -> EvalResult:
+              off_gpu: OffGpuWatch | None = None, precision: str = "fp32") -> EvalResult:
     """Inside a worker: import in dry mode, trace forward on meta tensors, compile what was seen.
     Meta tensors are not on the GPU: a forward that reaches compute only reachable off it (`off_gpu`)
-    is `unverified`, its kernels unseen."""
+    is `unverified`, its kernels unseen. Models and inputs are cast to `precision` as a run casts them,
+    so the kernels compiled are the ones that run would launch."""
     import torch
 
     warnings: list[str] = []
@@ -38,9 +40,9 @@ def dry_check(task: Any, import_candidate: Callable[[], tuple[Any, Path]], backe
         traced = False
         try:
             with torch.device("meta"):
-                init = list(task.get_init_inputs())
-                model = module.ModelNew(*init)
-                inputs = list(task.get_inputs())
+                init = cast_values(list(task.get_init_inputs()), precision)
+                model = cast_model(module.ModelNew(*init), precision)
+                inputs = cast_values(list(task.get_inputs()), precision)
             with torch.no_grad(), record_ops(log) as ops, trace:
                 model(*inputs)
             forbidden = dict(ops.forbidden)

@@ -39,6 +39,7 @@ from ._guard import (RunRules, SideStreamUsed, fingerprint, inputs_changed, is_c
                      same_fingerprint, unwritten_share)
 from ._options import COMPILE_BASELINE_STEP, EvalOptions
 from ._oracle import Oracle
+from ._precision import cast_model, cast_values, precision_note
 from ._result import Baselines, EvalResult, Roofline, Verdict
 from ._rules import explain
 from ._sandbox import harness
@@ -196,6 +197,9 @@ def evaluate(
     if result.memory is None:
         result.memory = getattr(_progress, "plan", None)
     result.rules = options.rules
+    result.precision = options.precision
+    if options.precision != "fp32" and result.feedback:
+        result.feedback += f" ({precision_note(options.precision)})"
     result.seconds = time.perf_counter() - t0
     result.device = str(device)
     if not result.launches:
@@ -218,17 +222,19 @@ def _evaluate(task_path, source, backend, log, device, options, workdir, cache, 
 
     # 2. import the candidate from a real file (Triton reads kernel source from files)
     if options.check_only:  # `evokernel check`: compile what the candidate builds and launches, run nothing
-        return dry_check(task, lambda: _import_candidate(source, workdir, log), backend, log, options.rules, _off_gpu)
+        return dry_check(task, lambda: _import_candidate(source, workdir, log), backend, log, options.rules, _off_gpu,
+                         options.precision)
     module, cand_file = _import_candidate(source, workdir, log)
 
     _seed(options.seed)
-    init_inputs = _task_step("calling get_init_inputs()", lambda: list(task.get_init_inputs()))
+    init_inputs = _task_step("calling get_init_inputs()",
+                             lambda: cast_values(list(task.get_init_inputs()), options.precision))
     if not compile_only:
         _plan_memory(task, init_inputs, device, options)
 
     def build_reference() -> Any:
         _seed(options.seed)
-        return task.Model(*init_inputs).to(device).eval()
+        return cast_model(task.Model(*init_inputs).to(device).eval(), options.precision)
 
     ref_model = _task_step("building the reference model", build_reference)
     oracle = Oracle(ref_model, device)  # its float64 copy, built at first use
@@ -237,7 +243,7 @@ def _evaluate(task_path, source, backend, log, device, options, workdir, cache, 
     try:
         new_model = module.ModelNew(*init_inputs)
         if isinstance(new_model, torch.nn.Module):
-            new_model = new_model.to(device).eval()
+            new_model = cast_model(new_model.to(device).eval(), options.precision)
     except BaseException as exc:
         if isinstance(exc, KeyboardInterrupt):
             raise
@@ -325,11 +331,12 @@ def _import_candidate(source: str, workdir: Path, log: LaunchLog) -> tuple[Any, 
 def _input_sets(task: Any, device: torch.device, options: EvalOptions) -> list[InputSet]:
     """The trials (fresh seeded inputs each), then every input group (drawn
     together at the first group, as the task returns them)."""
-    host = options.kernelbench_seeding
+    host, precision = options.kernelbench_seeding, options.precision
     trial_seeds, _, _ = options.seeds()
     sets = [
-        InputSet(f"trial {t + 1}", lambda s=s: _inputs.draw(task.get_inputs, device, s, host_stream=host),
-                 probe=lambda s=s: _inputs.draw(task.get_inputs, device, s))
+        InputSet(f"trial {t + 1}",
+                 lambda s=s: _inputs.draw(task.get_inputs, device, s, host_stream=host, precision=precision),
+                 probe=lambda s=s: _inputs.draw(task.get_inputs, device, s, precision=precision))
         for t, s in enumerate(trial_seeds)
     ]
     groups = getattr(task, "get_input_groups", None)
@@ -338,7 +345,7 @@ def _input_sets(task: Any, device: torch.device, options: EvalOptions) -> list[I
 
         def group(g: int) -> list[Any]:
             if not drawn:
-                drawn.append(_inputs.draw(groups, device, options.seed, host_stream=host))
+                drawn.append(_inputs.draw(groups, device, options.seed, host_stream=host, precision=precision))
             return list(drawn[0][g])
 
         count = len(_task_step("drawing the input groups' shapes", lambda: _inputs.sizes_of(groups)))
@@ -601,8 +608,8 @@ def _time(result, ref_model, new_model, task, device, options, backend, cache, t
     host = options.kernelbench_seeding
     if device.type == "cuda":
         _copy_bandwidth(device)  # its 2 GiB of buffers come and go before the inputs are drawn
-    inputs = _task_step("drawing the timing inputs",
-                        lambda: _inputs.draw(task.get_inputs, device, timing_seed, host_stream=host))
+    inputs = _task_step("drawing the timing inputs", lambda: _inputs.draw(
+        task.get_inputs, device, timing_seed, host_stream=host, precision=options.precision))
 
     def make_args():
         return tuple(_clone(inputs))
@@ -628,7 +635,8 @@ def _time(result, ref_model, new_model, task, device, options, backend, cache, t
     result.latency_source = "measured-gpu"
     result.timing_method = t.method
     if options.baselines:
-        key = (str(Path(task_path).resolve()), options.size, str(options.kernelbench_seeding), str(device))
+        key = (str(Path(task_path).resolve()), options.size, str(options.kernelbench_seeding), str(device),
+               options.precision)
         if key not in cache.baselines:
             base = {}
             tb = _task_step("timing the eager baseline", lambda: benchmark(
@@ -658,8 +666,8 @@ def _time(result, ref_model, new_model, task, device, options, backend, cache, t
             )
     # Re-check correctness after timing: state kept across calls must not change the answer.
     del inputs, make_args
-    fresh = _task_step("drawing the re-check inputs",
-                       lambda: _inputs.draw(task.get_inputs, device, recheck_seed, host_stream=host))
+    fresh = _task_step("drawing the re-check inputs", lambda: _inputs.draw(
+        task.get_inputs, device, recheck_seed, host_stream=host, precision=options.precision))
     expected = _reference(ref_model, fresh, "the re-check after timing", device)
     exact = _exact(oracle, fresh, expected, "the re-check after timing")
     got = _run_guarded(new_model, fresh, log, "re-check after timing", cand_file, expected)

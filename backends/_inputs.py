@@ -33,6 +33,8 @@ from typing import Any, Callable
 import torch
 from torch.overrides import TorchFunctionMode
 
+from ._precision import cast_values
+
 # Elements per host draw: 64 MB of fp32, big enough that a chunk's Python
 # overhead is nothing next to generating it.
 HOST_CHUNK = 1 << 24
@@ -60,9 +62,12 @@ def to_device(x: Any, device: torch.device) -> Any:
     return x
 
 
-def draw(fn: Callable[[], Any], device: torch.device, seed: int, *, host_stream: bool = False) -> list[Any]:
+def draw(fn: Callable[[], Any], device: torch.device, seed: int, *, host_stream: bool = False,
+         precision: str = "fp32") -> list[Any]:
     """`fn()` (a task's get_inputs or get_input_groups) seeded with `seed`, its
-    tensors made on `device`; any tensor the task placed elsewhere is moved."""
+    tensors made on `device`; any tensor the task placed elsewhere is moved.
+    Under fp16 or bf16 its floating tensors are then cast (drawn as the task
+    draws them, so the values are the fp32 draws rounded)."""
     seed_all(seed)
     with torch.device(device):
         if host_stream:
@@ -70,7 +75,7 @@ def draw(fn: Callable[[], Any], device: torch.device, seed: int, *, host_stream:
                 values = list(fn())
         else:
             values = list(fn())
-    return to_device(values, device)
+    return cast_values(to_device(values, device), precision)
 
 
 # --- the host stream ---------------------------------------------------------------

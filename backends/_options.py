@@ -11,16 +11,13 @@ import dataclasses
 from typing import Any
 
 from . import _inputs
+from ._precision import PRECISIONS, TOLERANCES, check_precision
 from ._result import RULE_SETS
 from ._task import check_size
 
 
 # The harness step a worker names while it compiles and times torch.compile's baseline.
 COMPILE_BASELINE_STEP = "compiling and timing the torch.compile baseline"
-
-# The precisions a task can run in (KernelBench's `precision`): the reference and candidate
-# models and the floating inputs are cast to it; fp32 is the task as written.
-PRECISIONS = ("fp32", "fp16", "bf16")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,7 +45,9 @@ class EvalOptions:
     min_own_share: float = 0.0  # under kernelbench, own kernels' share of GPU time below this is `disallowed`
     stress_trials: int = 2  # extra trials on other input distributions where the task's own are degenerate
     check_only: bool = False  # `evokernel check`: static rules and compile checks, nothing run
-    precision: str = "fp32"  # one of PRECISIONS: models and floating inputs cast to it, as KernelBench's harness
+    # One of PRECISIONS: the models and floating inputs cast to it, as KernelBench's harness does
+    # (backends/_precision.py); "fp32" runs the task as written.
+    precision: str = "fp32"
 
     def __post_init__(self) -> None:
         check_size(self.size)
@@ -60,15 +59,16 @@ class EvalOptions:
             raise ValueError(f"trials must be at least 1, got {self.trials}")
         if self.rules not in RULE_SETS:
             raise ValueError(f"unknown rule set {self.rules!r}; known: {', '.join(RULE_SETS)}")
-        if self.precision not in PRECISIONS:
-            raise ValueError(f"unknown precision {self.precision!r}; known: {', '.join(PRECISIONS)}")
+        check_precision(self.precision)
         if not 0.0 <= self.min_own_share <= 1.0:
             raise ValueError(f"min_own_share must be between 0 and 1, got {self.min_own_share!r}")
 
     def tolerance(self, task_tolerance: tuple[float, float] | None) -> tuple[float | None, float | None] | None:
-        """The (atol, rtol) override for the comparison: these options first, then the task's TOLERANCE."""
-        atol = self.atol if self.atol is not None else (task_tolerance[0] if task_tolerance else None)
-        rtol = self.rtol if self.rtol is not None else (task_tolerance[1] if task_tolerance else None)
+        """The (atol, rtol) override for the comparison: these options first, then the task's TOLERANCE,
+        then (fp16 and bf16 runs) the precision's default; None leaves it to each output dtype's default."""
+        low = TOLERANCES[self.precision] if self.precision != "fp32" else (None, None)
+        atol = self.atol if self.atol is not None else (task_tolerance[0] if task_tolerance else low[0])
+        rtol = self.rtol if self.rtol is not None else (task_tolerance[1] if task_tolerance else low[1])
         return None if atol is None and rtol is None else (atol, rtol)
 
     def seeds(self) -> tuple[list[int], int, int]:

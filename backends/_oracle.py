@@ -22,6 +22,7 @@ from typing import Any
 import torch
 
 from ._compare import Comparison, flatten
+from ._precision import cast_tensor_attributes
 
 WIDE = {torch.float16: torch.float64, torch.bfloat16: torch.float64, torch.float32: torch.float64,
         torch.complex32: torch.complex128, torch.complex64: torch.complex128}
@@ -39,10 +40,7 @@ def widen(x: Any) -> Any:
 def float64_model(model: torch.nn.Module) -> torch.nn.Module:
     """A float64 copy of `model`: parameters, buffers and tensors kept as plain attributes."""
     wide = copy.deepcopy(model).double()
-    for module in wide.modules():
-        for name, value in list(vars(module).items()):
-            if isinstance(value, torch.Tensor) and value.dtype in WIDE:
-                setattr(module, name, widen(value))
+    cast_tensor_attributes(wide, widen)
     return wide
 
 

@@ -150,6 +150,7 @@ class EvalResult:
     # Written for the LLM: what failed, where, and by how much.
     feedback: str = ""
     rules: str = "strict"  # the rule set the candidate was judged under (RULE_SETS)
+    precision: str = "fp32"  # the precision the task ran in (backends/_precision.py: fp32, fp16, bf16)
     max_abs_error: float | None = None
     mean_abs_error: float | None = None
     # Accuracy against the reference run in float64 on the same inputs (backends/_oracle.py):

@@ -142,6 +142,7 @@ def _retime(job, options, backend, log, device, workdir, progress) -> RetimeRepo
     from . import _inputs
     from ._compare import compare
     from ._evaluate import _Reject, _import_candidate
+    from ._precision import cast_model, cast_values
     from ._static import static_rejection
     from ._task import load_task_module
     from ._timing import benchmark
@@ -161,11 +162,12 @@ def _retime(job, options, backend, log, device, workdir, progress) -> RetimeRepo
         tolerance = getattr(task, "TOLERANCE", None)
         tolerance = options.tolerance(tuple(float(v) for v in tolerance) if tolerance is not None else None)
         _inputs.seed_all(options.seed)
-        init_inputs = list(task.get_init_inputs())
+        init_inputs = cast_values(list(task.get_init_inputs()), options.precision)
         _inputs.seed_all(options.seed)
-        reference = task.Model(*init_inputs).to(device).eval()
+        reference = cast_model(task.Model(*init_inputs).to(device).eval(), options.precision)
         _, timing_seed, _ = options.seeds()
-        inputs = _inputs.draw(task.get_inputs, device, timing_seed, host_stream=options.kernelbench_seeding)
+        inputs = _inputs.draw(task.get_inputs, device, timing_seed, host_stream=options.kernelbench_seeding,
+                              precision=options.precision)
         with torch.no_grad():
             expected = reference(*make_args())
     except Exception as exc:
@@ -179,7 +181,7 @@ def _retime(job, options, backend, log, device, workdir, progress) -> RetimeRepo
             _inputs.seed_all(options.seed)
             model = module.ModelNew(*init_inputs)
             if isinstance(model, torch.nn.Module):
-                model = model.to(device).eval()
+                model = cast_model(model.to(device).eval(), options.precision)
             log.clear()
             with torch.no_grad():
                 got = model(*make_args())

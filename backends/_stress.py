@@ -33,6 +33,7 @@ from typing import Any, Callable, Sequence
 import torch
 
 from ._compare import compare, flatten, tolerance_for
+from ._precision import TOLERANCES, cast_model, cast_values
 
 # Share of elements a single value (zero, or the output's median) may match
 # within tolerance before the output counts as (mostly) that value.
@@ -298,11 +299,13 @@ def assess_task(
     seed: int = 1234,
     device: str = "cpu",
     tolerance: tuple[float, float] | None = None,
+    precision: str = "fp32",
 ) -> StressPlan:
     """The executor's degeneracy check on a task module, without a candidate.
 
     The reference is built with `seed` and run on `trials` input sets drawn
-    with seeds `seed + 1 + t` (as the executor draws them); the plan says
+    with seeds `seed + 1 + t` (as the executor draws them), model and floating
+    inputs cast to `precision` as the executor casts them; the plan says
     why the task's own inputs are degenerate, if they are, and either the
     distribution its stress trials would come from or, in `degenerate`, that
     none helps. Raises what the task raises.
@@ -310,14 +313,17 @@ def assess_task(
     dev = torch.device(device)
     if tolerance is None and getattr(task, "TOLERANCE", None) is not None:
         tolerance = tuple(float(v) for v in task.TOLERANCE)  # type: ignore[assignment]
+    if tolerance is None and precision != "fp32":
+        tolerance = TOLERANCES[precision]
     torch.manual_seed(seed)
-    model = task.Model(*task.get_init_inputs()).to(dev).eval()
+    model = cast_model(task.Model(*cast_values(list(task.get_init_inputs()), precision)).to(dev).eval(), precision)
 
     def draw_with(s: int) -> Draw:
         def draw() -> list[Any]:
             torch.manual_seed(s)
             with dev:
-                return [x.to(dev) if isinstance(x, torch.Tensor) else x for x in task.get_inputs()]
+                return cast_values([x.to(dev) if isinstance(x, torch.Tensor) else x for x in task.get_inputs()],
+                                   precision)
 
         return draw
 

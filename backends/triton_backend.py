@@ -5,6 +5,8 @@ from the compiled kernels. Without a GPU, kernels run in Triton's CPU
 interpreter (TRITON_INTERPRET=1) for correctness, and each launched
 specialisation is also compiled for sm_90 with Triton's own compiler, so real
 compile errors, registers, spills and shared memory still reach the LLM.
+The interpreter computes bf16 as the GPU does only with
+backends/_interpreter_bf16.py installed, which the hooks do.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import subprocess
 import time
 from typing import Any, Iterator
 
+from . import _interpreter_bf16
 from ._backend import CompileReport, LaunchLog
 from ._static import StaticFinding
 from ._pyast import parse_python
@@ -122,6 +125,9 @@ Triton rules:
 
     def install_hooks(self, log: LaunchLog, *, compile_only: bool) -> None:
         import triton  # noqa: F401  (import before patching its classes)
+
+        # Off the GPU the interpreter would compute on bf16 values' raw bits (backends/_interpreter_bf16.py).
+        _interpreter_bf16.install()
         from triton.runtime import autotuner
         from triton.runtime.jit import JITFunction
 
