@@ -1,0 +1,169 @@
+"""Where a builtin level3 candidate spends its time, beside eager, on one GPU.
+
+For each task file: the builtin's draft (kernelbench rules by default) and the reference
+are built as the executor builds them (same seed, eval mode, the task's inputs); then
+
+- latency with CUDA events (median of --reps forwards after a warm-up), eager and ours;
+- host time per forward (perf_counter around the call, no synchronisation inside), which
+  exceeds the GPU time when the forward is launch-bound;
+- torch.profiler over a few forwards: GPU time per forward, kernel launches per forward,
+  the top kernels by GPU time, and the CUDA streams the work ran on;
+- the first call's wall time (Triton compiles the candidate's kernels then).
+
+One JSON record per task is appended to --out as it finishes (restartable: tasks already in
+the file are skipped). Progress on stderr.
+
+    python benchmarks/probes/level3_profile.py KB/level3/10_ResNet101.py ... --out prof.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import statistics
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import torch
+
+from evokernel.builtin import Unsupported, analyze, default_config, generate
+
+
+def _load(path: Path, name: str):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _to(x, device):
+    return x.to(device) if isinstance(x, torch.Tensor) else x
+
+
+def _latency(fn, reps: int) -> float:
+    times = []
+    for _ in range(reps):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end))
+    return statistics.median(times)
+
+
+def _host_ms(fn, reps: int) -> float:
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - t0) * 1e3)
+        torch.cuda.synchronize()
+    return statistics.median(times)
+
+
+def _profile(fn, calls: int) -> dict:
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            fn()
+        torch.cuda.synchronize()
+    by_name: dict[str, float] = defaultdict(float)
+    count = 0
+    streams: set = set()
+    for event in prof.events():
+        if event.device_type == torch.autograd.DeviceType.CUDA:
+            by_name[event.name[:90]] += event.device_time_total if hasattr(event, "device_time_total") else event.cuda_time_total
+            count += 1
+            stream = getattr(getattr(event, "kineto_info", None) or object(), "stream", None)
+            if stream is not None:
+                streams.add(stream)
+    total = sum(by_name.values())
+    top = sorted(by_name.items(), key=lambda kv: -kv[1])[:12]
+    return {"gpu_ms_per_call": total / calls / 1e3, "kernels_per_call": count / calls,
+            "top": [(name, round(us / calls / 1e3, 4)) for name, us in top], "streams": sorted(map(str, streams))}
+
+
+def probe(task_file: Path, rules: str, reps: int, device: torch.device) -> dict:
+    record: dict = {"task": task_file.stem, "rules": rules}
+    t0 = time.perf_counter()
+    plan = analyze(str(task_file), rules)
+    if isinstance(plan, Unsupported):
+        record["unsupported"] = plan.reason
+        return record
+    source = generate(plan, default_config(plan))
+    record.update(family=plan.family, stages=len(plan.stages), source_chars=len(source),
+                  plan_s=round(time.perf_counter() - t0, 2))
+    task = _load(task_file, f"task_{task_file.stem}")
+    with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
+        f.write(source)
+    cand = _load(Path(f.name), f"cand_{task_file.stem}")
+    init = task.get_init_inputs()
+    torch.manual_seed(0)
+    ref = task.Model(*init).to(device).eval()
+    torch.manual_seed(0)
+    new = cand.ModelNew(*init).to(device).eval()
+    torch.manual_seed(1)
+    inputs = [_to(x, device) for x in task.get_inputs()]
+    with torch.no_grad():
+        eager = lambda: ref(*inputs)  # noqa: E731
+        ours = lambda: new(*inputs)  # noqa: E731
+        t1 = time.perf_counter()
+        out = ours()
+        torch.cuda.synchronize()
+        record["first_call_s"] = round(time.perf_counter() - t1, 2)
+        expected = eager()
+        pairs = list(zip(out if isinstance(out, (tuple, list)) else [out],
+                         expected if isinstance(expected, (tuple, list)) else [expected]))
+        record["max_abs_err"] = max(float((a.float() - b.float()).abs().max()) for a, b in pairs)
+        for fn in (eager, ours, eager, ours):
+            fn()
+        torch.cuda.synchronize()
+        record["eager_ms"] = _latency(eager, reps)
+        record["ours_ms"] = _latency(ours, reps)
+        record["eager_host_ms"] = _host_ms(eager, reps)
+        record["ours_host_ms"] = _host_ms(ours, reps)
+        record["eager_profile"] = _profile(eager, 3)
+        record["ours_profile"] = _profile(ours, 3)
+    return record
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("tasks", nargs="+", type=Path)
+    ap.add_argument("--rules", default="kernelbench")
+    ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--out", type=Path, required=True)
+    args = ap.parse_args()
+    if not torch.cuda.is_available():
+        print("level3_profile: no GPU here; this probe times CUDA kernels", file=sys.stderr)
+        return 2
+    done = set()
+    if args.out.exists():
+        done = {json.loads(line)["task"] for line in args.out.read_text().splitlines() if line.strip()}
+    device = torch.device("cuda")
+    for task_file in args.tasks:
+        if task_file.stem in done:
+            continue
+        print(f"level3_profile: {task_file.stem} ...", file=sys.stderr, flush=True)
+        try:
+            record = probe(task_file, args.rules, args.reps, device)
+        except Exception as exc:  # a probe: one task's failure is recorded, the rest still run
+            record = {"task": task_file.stem, "error": f"{type(exc).__name__}: {str(exc)[:400]}"}
+        with args.out.open("a") as f:
+            f.write(json.dumps(record) + "\n")
+        short = {k: record.get(k) for k in ("stages", "first_call_s", "eager_ms", "ours_ms", "eager_host_ms",
+                                            "ours_host_ms", "max_abs_err", "error", "unsupported")}
+        print(f"level3_profile: {task_file.stem} {short}", file=sys.stderr, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
