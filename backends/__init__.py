@@ -8,6 +8,7 @@ from ._backend import Backend, CompileReport, LaunchLog, UnknownBackend, backend
 from ._cache import build_cache, use_build_cache
 from ._check import check
 from ._compare import DEFAULT_TOLERANCE, Comparison, compare
+from ._contract import ExecutorProtocol
 from ._hardware import HardwareFacts, TaskCost, hardware_facts, measure_hardware, task_cost
 from ._evaluate import KERNELBENCH_SEED
 from ._executor import EvalJob, Executor, default_device
@@ -17,6 +18,7 @@ from ._pyast import parse_python
 from ._pool import DevicePlanError, ExecutorPool, MemoryWatch, PoolStats, plan_devices, visible_gpu_count
 from ._ray import RayPool, RayUnavailable
 from ._result import RULE_SETS, Baselines, EvalResult, KernelFacts, MemoryPlan, Roofline, Verdict
+from ._retime import RetimeReport
 from ._rules import RULES, Rule, describe_rules
 from ._sandbox import SandboxLimits
 from ._static import StaticFinding, static_findings, static_rejection
@@ -40,6 +42,7 @@ __all__ = [
     "EvalOptions",
     "EvalResult",
     "Executor",
+    "ExecutorProtocol",
     "HardwareFacts",
     "ExecutorPool",
     "KERNELBENCH_SEED",
@@ -50,6 +53,7 @@ __all__ = [
     "PoolStats",
     "RayPool",
     "RayUnavailable",
+    "RetimeReport",
     "SandboxLimits",
     "StaticFinding",
     "StressPlan",

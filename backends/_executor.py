@@ -25,6 +25,7 @@ from typing import Any, Iterable, Iterator
 
 from ._options import COMPILE_BASELINE_STEP, EvalOptions
 from ._result import EvalResult, MemoryPlan, Verdict
+from ._retime import RetimeReport, report_from_reply, retime_job
 from ._sandbox import ENV_VAR as SANDBOX_ENV_VAR
 from ._cache import build_cache
 from ._sandbox import (SandboxLimits, limit_in_text, limit_signal_message, mask_obj, namespace_wrapper,
@@ -325,6 +326,11 @@ class Executor:
     def __enter__(self) -> "Executor":
         return self
 
+    @property
+    def waiting(self) -> int:
+        """Nothing queues here: one caller at a time uses this executor's one worker."""
+        return 0
+
     def __exit__(self, *exc: Any) -> None:
         self.close()
 
@@ -372,11 +378,9 @@ class Executor:
         return self._masked(result)
 
     def retime(self, task_path: str | Path, baseline_source: str, candidate_source: str, *, backend: str = "triton",
-               options: EvalOptions | None = None, rounds: int = 3, timeout_s: float | None = None) -> "RetimeReport":
+               options: EvalOptions | None = None, rounds: int = 3, timeout_s: float | None = None) -> RetimeReport:
         """Time two feasible kernels of one task in alternation in this executor's worker
         (`rounds` alternations, backends/_retime.py); failures come back as the report's verdict."""
-        from ._retime import RetimeReport, report_from_reply, retime_job
-
         job = retime_job(task_path, baseline_source, candidate_source, backend=backend,
                          options=options or EvalOptions(), rounds=rounds)
         try:

@@ -18,11 +18,13 @@ import dataclasses
 import queue
 import threading
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
-from ._options import EvalOptions
+from ._contract import ExecutorProtocol
 from ._executor import Executor
+from ._options import EvalOptions
 from ._result import EvalResult
+from ._retime import RetimeReport
 
 
 class DevicePlanError(ValueError):
@@ -117,14 +119,14 @@ class ExecutorPool:
     """
 
     def __init__(self, devices: Sequence[str], *, memory_watch: MemoryWatch | None = None,
-                 executor_factory: Any = Executor, **executor_kwargs: Any):
+                 executor_factory: Callable[..., ExecutorProtocol] = Executor, **executor_kwargs: Any):
         if not devices:
             raise DevicePlanError("an executor pool needs at least one device")
         self.devices = tuple(devices)
         self._executors = [executor_factory(device=d, **executor_kwargs) for d in self.devices]
         self.memory_watch = memory_watch or MemoryWatch()
         self._retired_for_memory = 0
-        self._free: queue.SimpleQueue[Executor] = queue.SimpleQueue()
+        self._free: queue.SimpleQueue[ExecutorProtocol] = queue.SimpleQueue()
         for ex in self._executors:
             self._free.put(ex)
         self._lock = threading.Lock()
@@ -160,14 +162,14 @@ class ExecutorPool:
             return result
 
     def retime(self, task_path: str | Path, baseline_source: str, candidate_source: str, *, backend: str = "triton",
-               options: EvalOptions | None = None, rounds: int = 3, timeout_s: float | None = None) -> Any:
+               options: EvalOptions | None = None, rounds: int = 3, timeout_s: float | None = None) -> RetimeReport:
         """`Executor.retime` on a free worker: both kernels alternate in that one worker."""
         with self._borrow() as ex:
             return ex.retime(task_path, baseline_source, candidate_source, backend=backend, options=options,
                              rounds=rounds, timeout_s=timeout_s)
 
     @contextlib.contextmanager
-    def _borrow(self) -> Iterator[Executor]:
+    def _borrow(self) -> Iterator[ExecutorProtocol]:
         """A free executor for one job, waiting while all are busy."""
         with self._lock:
             self._waiting += 1
@@ -183,7 +185,7 @@ class ExecutorPool:
                 self._done += 1
             self._free.put(ex)
 
-    def _watch(self, ex: Any, result: EvalResult) -> None:
+    def _watch(self, ex: ExecutorProtocol, result: EvalResult) -> None:
         if self.memory_watch.observe(id(ex), result):
             ex.close()  # its next job starts a fresh worker
             result.warnings.append("the worker was retired after this candidate: its GPU memory kept growing")

@@ -20,10 +20,11 @@ import queue
 import tempfile
 import threading
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from ._options import EvalOptions
 from ._result import EvalResult
+from ._retime import RetimeReport
 
 
 class RayUnavailable(ImportError):
@@ -69,6 +70,13 @@ class _EvaluatorActor:
                                         options=EvalOptions.from_dict(options) if options else None, timeout_s=timeout_s)
         return result.to_dict()
 
+    def retime(self, task_path: str, task_source: str, baseline_source: str, candidate_source: str, backend: str,
+               options: dict | None, rounds: int, timeout_s: float | None) -> dict:
+        report = self.executor.retime(self._task_file(task_path, task_source), baseline_source, candidate_source,
+                                      backend=backend, options=EvalOptions.from_dict(options) if options else None,
+                                      rounds=rounds, timeout_s=timeout_s)
+        return report.to_dict()
+
     def node(self) -> str:
         import socket
 
@@ -79,7 +87,7 @@ class _EvaluatorActor:
 
 
 class RayPool:
-    """The `ExecutorPool` interface over Ray actors: `evaluate` from any thread, `close`.
+    """The executor contract (`ExecutorProtocol`) over Ray actors: `evaluate` and `retime` from any thread.
 
     `devices` says what the driver planned ("cuda:N" entries, or "cpu" ones); on a
     cluster with GPUs there is one actor per GPU the cluster offers instead.
@@ -119,20 +127,33 @@ class RayPool:
 
     def evaluate(self, task_path: str | Path, source: str, *, backend: str = "triton",
                  options: EvalOptions | None = None, timeout_s: float | None = None) -> EvalResult:
-        task_source = Path(task_path).read_text()
+        reply = self._on_free_actor(lambda actor: actor.evaluate.remote(
+            str(task_path), Path(task_path).read_text(), source, backend, options.to_dict() if options else None,
+            timeout_s))
+        return EvalResult.from_dict(reply)
+
+    def retime(self, task_path: str | Path, baseline_source: str, candidate_source: str, *, backend: str = "triton",
+               options: EvalOptions | None = None, rounds: int = 3, timeout_s: float | None = None) -> RetimeReport:
+        """`Executor.retime` on a free actor: both kernels alternate in that actor's one worker."""
+        reply = self._on_free_actor(lambda actor: actor.retime.remote(
+            str(task_path), Path(task_path).read_text(), baseline_source, candidate_source, backend,
+            options.to_dict() if options else None, rounds, timeout_s))
+        return RetimeReport.from_dict(reply)
+
+    def _on_free_actor(self, call: Callable[[Any], Any]) -> Any:
+        """`call(actor)`'s reply on a free actor, waiting while all are busy."""
         with self._lock:
             self._waiting += 1
         actor = self._free.get()
         with self._lock:
             self._waiting -= 1
         try:
-            reply = self._ray.get(actor.evaluate.remote(str(task_path), task_source, source, backend,
-                                                        options.to_dict() if options else None, timeout_s))
+            reply = self._ray.get(call(actor))
         finally:
             self._free.put(actor)
         with self._lock:
             self.evaluations += 1
-        return EvalResult.from_dict(reply)
+        return reply
 
     def close(self) -> None:
         for actor in self._actors:

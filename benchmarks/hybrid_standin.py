@@ -83,9 +83,11 @@ def measure(tasks: list[Path], *, budget: int, trials: int, size: str, jobs: int
     }
 
 
-def _progress(event: dict[str, Any]) -> None:
-    if event.get("type") == "step_done":
-        print(f"  {event['task']} step {event['step']} ({event['stage']}): {event['status']}", file=sys.stderr, flush=True)
+def _progress(event: Any) -> None:
+    from evokernel.loop import StepDone
+
+    if isinstance(event, StepDone):
+        print(f"  {event.task} step {event.step} ({event.stage}): {event.status}", file=sys.stderr, flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -49,7 +49,8 @@ sys.path.insert(0, str(ROOT))
 import evokernel  # noqa: E402
 from evokernel.bench._runner import _copy_sqlite, environment  # noqa: E402
 from backends import plan_devices  # noqa: E402
-from evokernel.loop import RunOptions, eval_options, make_executor, resolve_device, resolve_size  # noqa: E402
+from evokernel.loop import (RunEvent, RunOptions, SkillLearned, StepDone, TaskStopped, eval_options,  # noqa: E402
+                            make_executor, resolve_device, resolve_size)
 from evokernel.policies import get_policy  # noqa: E402
 from memory_store import MemoryStore, ValueState  # noqa: E402
 
@@ -110,16 +111,16 @@ def split(suites: list[str], warm: tuple[str, ...], held: tuple[str, ...], per_f
 
 
 def _progress(prefix: str):
-    def on_event(event: dict) -> None:
-        if event.get("type") == "step_done":
-            lat = event.get("latency_ms")
-            log(f"{prefix} {event['task']} step {event['step']} ({event['stage']}): {event['status']}"
+    def on_event(event: RunEvent) -> None:
+        if isinstance(event, StepDone):
+            lat = event.latency_ms
+            log(f"{prefix} {event.task} step {event.step} ({event.stage}): {event.status}"
                 + (f", {lat:.4g} ms" if lat else ""))
-        elif event.get("type") == "skill":
-            v = event.get("verified_speedup")
-            log(f"{prefix} skill {event['action']}: {event['title']}" + (f" (re-timed {v:.2f}x)" if v else ""))
-        elif event.get("type") == "stopped":
-            log(f"{prefix} {event['task']} stopped: {event['reason'][:160]}")
+        elif isinstance(event, SkillLearned):
+            v = event.verified_speedup
+            log(f"{prefix} skill {event.action}: {event.title}" + (f" (re-timed {v:.2f}x)" if v else ""))
+        elif isinstance(event, TaskStopped):
+            log(f"{prefix} {event.task} stopped: {event.reason[:160]}")
     return on_event
 
 

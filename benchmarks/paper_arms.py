@@ -255,7 +255,7 @@ def run_arms(plan: Plan, *, executor: Any = None, say: Callable[[str], None] = l
 
 
 def _guard(max_cost: float | None, base: tuple[int, float], suite: Suite, arm: Any,
-           say: Callable[[str], None]) -> Callable[[dict[str, Any]], None]:
+           say: Callable[[str], None]) -> Callable[[Any], None]:
     """An event callback that raises at a step's start, before its call, when the spend so far
     plus one more call (the mean cost per call so far) would pass max_cost. `base` is the calls
     and dollars logged before this run; the run's own dollars are in its events' stats, and
@@ -264,14 +264,15 @@ def _guard(max_cost: float | None, base: tuple[int, float], suite: Suite, arm: A
     base_calls, base_usd = base
     steps_done = 0
 
-    def on_event(event: dict[str, Any]) -> None:
+    def on_event(event: Any) -> None:
         nonlocal steps_done
-        kind = event.get("type")
-        if kind == "step_done":
+        from evokernel.loop import RunStarted, StepDone, StepStarted
+
+        if isinstance(event, StepDone):
             steps_done += 1
-            say(f"  {suite.name} / {arm.name}: {event['task']} step {event['step']} {event['stage']}: {event['status']}")
-        if max_cost is not None and kind in ("run_start", "step_start"):
-            now = base_usd + (event.get("stats") or {}).get("cost_usd", 0.0)
+            say(f"  {suite.name} / {arm.name}: {event.task} step {event.step} {event.stage}: {event.status}")
+        if max_cost is not None and isinstance(event, (RunStarted, StepStarted)):
+            now = base_usd + event.stats.cost_usd
             calls = base_calls + steps_done
             if now + (now / calls if calls else 0.0) > max_cost:
                 raise CostLimitReached(now)

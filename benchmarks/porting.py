@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import evokernel  # noqa: E402
-from evokernel.loop import RunOptions  # noqa: E402
+from evokernel.loop import RunEvent, RunOptions, StepDone  # noqa: E402
 from evokernel.policies import get_policy  # noqa: E402
 from memory_store import MemoryStore  # noqa: E402
 
@@ -70,9 +70,9 @@ def _run(paths, store, backend: str, budget: int, port_from: tuple[str, ...], jo
     options = RunOptions(backend=backend, budget=budget, port_from=port_from, device="cpu", baselines=False,
                          trials=2, reps=5, size=os.environ.get("EVOKERNEL_SIZE") or None, jobs=jobs)
 
-    def show(event):
-        if event["type"] == "step_done":
-            log(f"  {backend} {event['task']} step {event['step']}: {event['status']}")
+    def show(event: RunEvent) -> None:
+        if isinstance(event, StepDone):
+            log(f"  {backend} {event.task} step {event.step}: {event.status}")
 
     result = evokernel.run(paths, options, policy=get_policy(policy="builtin"), store=store, on_event=show)
     tasks = {}

@@ -13,7 +13,7 @@ import threading
 import time
 from typing import Callable
 
-from backends import Baselines, EvalResult, Verdict
+from backends import Baselines, EvalResult, RetimeReport, Verdict
 from evokernel.loop import Proposal
 
 
@@ -76,6 +76,16 @@ class ScriptedExecutor:
         finally:
             with self._lock:
                 self.in_flight -= 1
+
+    def retime(self, task_path, baseline_source, candidate_source, *, backend="triton", options=None, rounds=3,
+               timeout_s=None) -> RetimeReport:
+        """Both kernels evaluated by the script (two calls): a deterministic machine re-times what it timed."""
+        before, after = (self.evaluate(task_path, s, backend=backend, options=options)
+                         for s in (baseline_source, candidate_source))
+        if not (before.feasible and after.feasible and before.latency_ms and after.latency_ms):
+            return RetimeReport.failed(after if before.feasible else before)
+        b, c = before.latency_ms, after.latency_ms
+        return RetimeReport(Verdict.OK, "scripted", b, c, b / c, ((b, c),) * rounds, after.latency_source, "scripted")
 
     def close(self) -> None:
         self.closed = True

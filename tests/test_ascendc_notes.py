@@ -12,6 +12,8 @@ import evokernel
 from evokernel.loop import Proposal, RunOptions
 from memory_store import MemoryStore
 
+from loop_doubles import ScriptedExecutor
+
 TASK = Path(__file__).parent / "executor_cases" / "task_add_relu.py"
 UNKNOWN = ("AscendC::ReluFast is not an Ascend C API known to the CPU model; "
            "nearest real ones: Relu, LeakyRelu")
@@ -58,21 +60,16 @@ class _Recording:
         return Proposal("# an Ascend C candidate", fingerprint=f"c{ctx.step}")
 
 
-class _UnknownApiExecutor:
+def _unknown_api_executor() -> ScriptedExecutor:
     """Answers every candidate with the CPU model's unknown-API verdict (no build needed)."""
-
-    def evaluate(self, task, source, *, backend, options, timeout_s=None):
-        return EvalResult(Verdict.COMPILE_ERROR, UNKNOWN, feedback=UNKNOWN, device="cpu")
-
-    def close(self):
-        pass
+    return ScriptedExecutor(lambda source, n: EvalResult(Verdict.COMPILE_ERROR, UNKNOWN, feedback=UNKNOWN, device="cpu"))
 
 
 def _run(tmp_path, mode):
     policy = _Recording()
     with MemoryStore(tmp_path / f"{mode}.db") as store:
         evokernel.run([TASK], RunOptions(backend="ascendc", budget=2, memory_mode=mode, baselines=False, device="cpu"),
-                      policy=policy, store=store, executor=_UnknownApiExecutor())
+                      policy=policy, store=store, executor=_unknown_api_executor())
     return policy.contexts
 
 

@@ -56,7 +56,7 @@ def test_llm_calls_go_out_concurrently(tmp_path, server, monkeypatch):  # noqa: 
         calls = store.llm_calls()
     assert len(calls) == 4 and all(t.correct for t in result.tasks)
     assert server.peak_in_flight > 1, "requests overlapped at the server"
-    assert max(e["stats"]["peak_proposing"] for e in events) > 1
+    assert max(e.stats.peak_proposing for e in events) > 1
     assert result.jobs == 4
 
 
@@ -125,13 +125,14 @@ def test_two_visible_gpus_get_two_workers_each_pinned_to_its_own():
 
 
 def test_the_pool_never_runs_two_candidates_on_one_device():
-    class FakeExecutor:
+    class FakeExecutor(ScriptedExecutor):
         busy: dict[str, int] = {}
         overlaps: list[str] = []
         used: list[str] = []
         lock = threading.Lock()
 
         def __init__(self, *, device, **kwargs):
+            super().__init__()
             self.device = device
 
         def evaluate(self, task_path, source, **kwargs):

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from ._metrics import compute_metrics, task_row
 from ._runner import (
@@ -31,6 +31,9 @@ from ._runner import (
     run_suite,
     temporary_memory,
 )
+
+if TYPE_CHECKING:  # the loop (and torch with it) loads when an ablation runs, not when this module does
+    from evokernel.loop import OnEvent, RunEvent
 
 ABLATION_KIND = "evokernel-ablation"
 
@@ -115,7 +118,7 @@ def run_ablation(
     memory: str | os.PathLike[str] | None = None,
     arms: Sequence[str] | None = None,
     policy_factory: Callable[[Any], Any] | None = None,
-    on_event: Callable[[dict[str, Any]], None] | None = None,
+    on_event: OnEvent | None = None,
     command: str | None = None,
 ) -> AblationResult:
     """Run each arm over the suite at `options.budget` steps per task.
@@ -137,9 +140,9 @@ def run_ablation(
         arm_options = options.replace(memory_mode=arm.memory_mode, independent_samples=arm.independent, resume=False,
                                       skills=arm.skills and options.skills)
 
-        def tagged(event: dict[str, Any], arm_name: str = arm.name) -> None:
+        def tagged(event: RunEvent, arm_name: str = arm.name) -> None:
             if on_event is not None:
-                on_event({**event, "arm": arm_name})
+                on_event(event.with_arm(arm_name))
 
         with temporary_memory(copy_from=memory) as store:
             policy = policy_factory(store) if policy_factory else None

@@ -25,15 +25,16 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 from ._metrics import compute_metrics, task_row
+
+if TYPE_CHECKING:  # the loop (and torch with it) loads when a bench runs, not when this module does
+    from evokernel.loop import OnEvent
 
 BUNDLED_SUITES = ("level1", "level2", "level3", "npu")
 RESULT_KIND = "evokernel-bench"
 RESULT_VERSION = 1
-
-Event = dict[str, Any]
 
 
 class BenchError(ValueError):
@@ -154,7 +155,7 @@ def _copy_sqlite(src: Path, dst: Path) -> None:
 
 
 def run_suite(paths: Sequence[Path], options: Any, *, memory: Any = None, store: Any = None, policy: Any = None,
-              executor: Any = None, on_event: Callable[[Event], None] | None = None):
+              executor: Any = None, on_event: OnEvent | None = None):
     """`evokernel.run` over a suite's files: a file that does not load counts as a task not solved."""
     from evokernel.loop import RunError, run
 
@@ -179,7 +180,7 @@ def run_bench(
     memory: str | os.PathLike[str] | None = None,
     policy: Any = None,
     executor: Any = None,
-    on_event: Callable[[Event], None] | None = None,
+    on_event: OnEvent | None = None,
     command: str | None = None,
 ) -> BenchResult:
     """Run `options.budget` steps on each task of a suite and compute its metrics.

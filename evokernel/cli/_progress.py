@@ -14,6 +14,9 @@ import threading
 import time
 from typing import Any
 
+from evokernel.loop import (RunEvent, RunStarted, RunStats, SkillLearned, StepDone, StepStarted, TaskStopped,
+                            TimeLimitReached)
+
 _TABLE_ROWS = 24  # beyond this many tasks, the terminal view shows the active ones
 HEARTBEAT_S = 60.0  # off a terminal: after this long without a line, say what is still running
 
@@ -31,7 +34,7 @@ class RunProgress:
         self.total = 0  # steps planned, counted from each run's start (an ablation has several)
         self.done = 0
         self.rows: dict[tuple[str, str], dict[str, Any]] = {}
-        self.stats: dict[str, Any] = {}
+        self.stats = RunStats()
         self.live = None
         self.started = time.monotonic()
         self._lock = threading.Lock()
@@ -70,67 +73,65 @@ class RunProgress:
                 more = f" and {len(self.running) - len(oldest)} more" if len(self.running) > len(oldest) else ""
                 self._line(f"still running: {named}{more}")
 
-    def __call__(self, event: dict[str, Any]) -> None:
+    def __call__(self, event: RunEvent) -> None:
         with self._lock:
             self._update(event)
 
-    def _row(self, event: dict[str, Any]) -> dict[str, Any]:
-        key = (event.get("arm", ""), event.get("task", ""))
-        return self.rows.setdefault(key, {"stage": "draft", "attempts": 0, "status": "", "best": None, "speedup": None})
+    def _row(self, arm: str, task: str) -> dict[str, Any]:
+        return self.rows.setdefault((arm, task), {"stage": "draft", "attempts": 0, "status": "", "best": None,
+                                                  "speedup": None})
 
-    def _update(self, event: dict[str, Any]) -> None:
-        self.stats = event.get("stats") or self.stats
-        kind = event["type"]
-        prefix = f"[{event['arm']}] " if event.get("arm") else ""
-        key = (event.get("arm", ""), event.get("task", ""))
-        if kind in ("step_done", "stopped"):
-            self.running.pop(key, None)
-        if kind == "step_start":
-            self._row(event).update(stage=event["stage"], status="running")
-            self.running[key] = time.monotonic()
-        elif kind == "step_done":
+    def _update(self, event: RunEvent) -> None:
+        self.stats = event.stats
+        prefix = f"[{event.arm}] " if event.arm else ""
+        if isinstance(event, (StepDone, TaskStopped)):
+            self.running.pop((event.arm, event.task), None)
+        if isinstance(event, StepStarted):
+            self._row(event.arm, event.task).update(stage=event.stage, status="running")
+            self.running[(event.arm, event.task)] = time.monotonic()
+        elif isinstance(event, StepDone):
             self.done += 1
-            self._row(event).update(attempts=event["step"], status=event["status"], best=event["best_latency_ms"],
-                                    speedup=event["speedup_over_first"])
+            self._row(event.arm, event.task).update(attempts=event.step, status=event.status.value,
+                                                    best=event.best_latency_ms, speedup=event.speedup_over_first)
             if self.live is None:
-                self._line(f"{prefix}{event['task']} step {event['step']}/{self.budget} ({event['stage']}): "
-                           f"{event['status']}, {_ms(event['latency_ms'])} ms, best {_ms(event['best_latency_ms'])} ms")
-        elif kind == "stopped":
-            row = self._row(event)
+                self._line(f"{prefix}{event.task} step {event.step}/{self.budget} ({event.stage}): "
+                           f"{event.status}, {_ms(event.latency_ms)} ms, best {_ms(event.best_latency_ms)} ms")
+        elif isinstance(event, TaskStopped):
+            row = self._row(event.arm, event.task)
             self.done += self.budget - row["attempts"]
-            row.update(status="stopped: " + event["reason"][:60])
+            row.update(status="stopped: " + event.reason[:60])
             if self.live is None:
-                self._line(f"{prefix}{event['task']}: stopped: {event['reason']}")
-        elif kind == "skill":  # rare and worth seeing: a skill admitted, merged or rejected by re-timing
-            verified = event.get("verified_speedup")
-            self._line(f"{prefix}{event['task']}: skill {event['action']}: {event['title']}"
+                self._line(f"{prefix}{event.task}: stopped: {event.reason}")
+        elif isinstance(event, SkillLearned):  # rare and worth seeing: a skill admitted, merged or rejected by re-timing
+            verified = event.verified_speedup
+            self._line(f"{prefix}{event.task}: skill {event.action}: {event.title}"
                        + (f" (re-timed {verified:.2f}x)" if verified else ""))
-        elif kind == "time_limit":
-            self._line(f"{prefix}time limit of {event['seconds']:g} s reached: no new steps started; "
+        elif isinstance(event, TimeLimitReached):
+            self._line(f"{prefix}time limit of {event.seconds:g} s reached: no new steps started; "
                        "the run stays unfinished, and the same command resumes it")
-        elif kind == "run_start":
-            self.total += len(event["tasks"]) * self.budget
-            for task, done in zip(event["tasks"], event.get("done") or ()):  # steps a resumed run had committed
+        elif isinstance(event, RunStarted):
+            self.total += len(event.tasks) * self.budget
+            for task, done in zip(event.tasks, event.done):  # steps a resumed run had committed
                 self.done += done
                 if done:
-                    self._row({**event, "task": task}).update(attempts=done)
+                    self._row(event.arm, task).update(attempts=done)
             for line in self.preamble:
                 self.console.print(line, style="dim", markup=False)
             self.preamble = []
-        if kind == "run_start" and self.live is None:
-            self._line(f"{prefix}run {event['run_id']}{' (resumed)' if event.get('resumed') else ''}: "
-                       f"{len(event['tasks'])} task(s), {event.get('jobs', 1)} at once")
+            if self.live is None:
+                self._line(f"{prefix}run {event.run_id}{' (resumed)' if event.resumed else ''}: "
+                           f"{len(event.tasks)} task(s), {event.jobs} at once")
         if self.live is not None:
             self.live.update(self._render())
 
     def _summary(self) -> str:
         s = self.stats
         text = (f"{self.done}/{self.total} steps, {time.monotonic() - self.started:.0f} s; "
-                f"proposing {s.get('proposing', 0)}, evaluating {s.get('evaluating', 0)}, queued {s.get('queued', 0)}")
-        if s.get("tokens_in") or s.get("tokens_out"):
-            text += f"; tokens {s['tokens_in']}/{s['tokens_out']}"
-        if s.get("cost_usd"):
-            text += f", ${s['cost_usd']:.4f}"
+                f"proposing {s.proposing}, evaluating {s.evaluating}, queued {s.queued}")
+        if s.tokens_in or s.tokens_out:
+            text += f"; tokens {s.tokens_in}/{s.tokens_out}"
+        if s.cost_usd:
+            text += f", ${s.cost_usd:.4f}"
         return text
 
     def _line(self, text: str) -> None:

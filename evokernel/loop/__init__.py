@@ -8,6 +8,8 @@ from one `Attempt` per step.
 from evokernel._step import FEASIBLE_STATUSES, MemoryNote, Policy, Proposal, StartPointView, StepContext, StepPlan
 
 from ._concurrent import RunMonitor, run_all
+from ._events import (OnEvent, RunEvent, RunFinished, RunStarted, RunStats, SkillLearned, StepDone, StepStarted,
+                      TaskEvent, TaskStopped, TimeLimitReached)
 from ._loop import Runner, choose_start, eval_options, export_best
 from ._options import DEVICE_NAME, ENGINES, MAX_SECONDS, MEMORY_MODES, SIZES, RunError, RunOptions, default_jobs, resolve_device, resolve_size
 from ._rewards import draft_reward, refine_reward
@@ -24,18 +26,29 @@ __all__ = [
     "SIZES",
     "Attempt",
     "MemoryNote",
+    "OnEvent",
     "Policy",
     "Proposal",
     "RunError",
+    "RunEvent",
+    "RunFinished",
     "RunMonitor",
     "RunOptions",
     "RunInterrupted",
     "RunResult",
+    "RunStarted",
+    "RunStats",
     "Runner",
+    "SkillLearned",
     "StartPointView",
     "StepContext",
+    "StepDone",
     "StepPlan",
+    "StepStarted",
+    "TaskEvent",
     "TaskOutcome",
+    "TaskStopped",
+    "TimeLimitReached",
     "choose_start",
     "default_jobs",
     "draft_reward",

@@ -9,11 +9,14 @@ hands each evaluation to a free worker.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import threading
 import time
-from typing import Any, Callable, Iterator, Sequence
+from typing import Callable, Iterator, Sequence
 
-Event = dict[str, Any]
+from backends import ExecutorProtocol
+
+from ._events import OnEvent, RunEvent, RunStats
 
 
 class StepsInterrupted(Exception):
@@ -61,7 +64,7 @@ class RunMonitor:
     network), steps evaluating, evaluations queued for a worker, tokens and
     cost so far. Every event the run emits carries a snapshot as `stats`."""
 
-    def __init__(self, on_event: Callable[[Event], None] | None, executor: Any = None):
+    def __init__(self, on_event: OnEvent | None, executor: ExecutorProtocol | None = None):
         self._on_event = on_event
         self._executor = executor
         self._lock = threading.Lock()
@@ -74,20 +77,19 @@ class RunMonitor:
         self._cost_usd = 0.0
         self._started = time.monotonic()
 
-    def stats(self) -> dict[str, Any]:
-        queued = getattr(self._executor, "waiting", 0)
+    def stats(self) -> RunStats:
+        queued = self._executor.waiting if self._executor is not None else 0
         with self._lock:
-            return {
-                "proposing": self._proposing, "evaluating": self._evaluating, "queued": queued,
-                "in_flight": self._proposing + self._evaluating, "peak_proposing": self._peak_proposing,
-                "tokens_in": self._tokens_in, "tokens_out": self._tokens_out, "cost_usd": self._cost_usd,
-                "elapsed_s": round(time.monotonic() - self._started, 3),
-            }
+            return RunStats(
+                proposing=self._proposing, evaluating=self._evaluating, queued=queued,
+                peak_proposing=self._peak_proposing, tokens_in=self._tokens_in, tokens_out=self._tokens_out,
+                cost_usd=self._cost_usd, elapsed_s=round(time.monotonic() - self._started, 3),
+            )
 
-    def emit(self, event: Event) -> None:
+    def emit(self, event: RunEvent) -> None:
         if self._on_event is None:
             return
-        event = {**event, "stats": self.stats()}
+        event = dataclasses.replace(event, stats=self.stats())
         with self._emit_lock:  # callbacks (progress views) need not be thread-safe
             self._on_event(event)
 

@@ -24,17 +24,18 @@ import zlib
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from backends import EvalOptions, EvalResult, Task, Verdict, get_backend
+from backends import EvalOptions, EvalResult, ExecutorProtocol, Task, Verdict, get_backend
 from memory_store import Item, MemoryStore
 
 from evokernel._step import FEASIBLE_STATUSES, MemoryNote, Policy, Proposal, StartPointView, StepContext, StepPlan
 
 from ._concurrent import RunMonitor, StepsInterrupted, run_all
+from ._events import (OnEvent, RunFinished, RunStarted, SkillLearned, StepDone, StepStarted, TaskStopped,
+                      TimeLimitReached)
 from ._options import RunOptions
 from ._rewards import draft_reward, refine_reward
 from ._types import Attempt, RunInterrupted, RunResult, TaskOutcome
 
-Event = dict[str, Any]
 # Skills (kind best_practice) are selected apart, into their own section (evokernel/skills).
 KINDS_FOR_CONTEXT = ["trace", "experience"]
 API_NOTES_PER_STEP = 8
@@ -100,9 +101,9 @@ class Runner:
         *,
         device: str,
         size: str,
-        executor: Any,
+        executor: ExecutorProtocol,
         jobs: int = 1,
-        on_event: Callable[[Event], None] | None = None,
+        on_event: OnEvent | None = None,
     ):
         self.policy = policy
         self.store = store
@@ -261,14 +262,13 @@ class Runner:
     def step(self, st: _TaskState, iteration: int, as_of: int | None = None) -> None:
         plan = self.plan_step(st, iteration, as_of)
         ctx = plan.context
-        self.monitor.emit({"type": "step_start", "task": st.task.name, "stage": ctx.stage, "step": ctx.step,
-                           "iteration": iteration})
+        self.monitor.emit(StepStarted(task=st.task.name, stage=ctx.stage, step=ctx.step, iteration=iteration))
         with self.monitor.proposing():
             proposal = self.policy.propose(ctx)
         self.monitor.add_usage(proposal.tokens_in, proposal.tokens_out, proposal.cost_usd)
         if proposal.stop:
             st.outcome.stopped = proposal.error or "the policy stopped"
-            self.monitor.emit({"type": "stopped", "task": st.task.name, "reason": st.outcome.stopped})
+            self.monitor.emit(TaskStopped(task=st.task.name, reason=st.outcome.stopped))
             return
         with self.monitor.evaluating():
             result = self.evaluate(st, proposal)
@@ -294,12 +294,11 @@ class Runner:
                                       tokens_in=tokens_in, tokens_out=tokens_out, cost_usd=cost)
         out.record(attempt)
         st.feedback = _feedback_of(result)
-        self.monitor.emit({
-            "type": "step_done", "task": st.task.name, "stage": stage, "step": plan.context.step,
-            "status": result.status.value, "latency_ms": result.latency_ms, "reward": reward,
-            "best_latency_ms": out.best_latency_ms, "speedup_over_first": out.speedup_over_first,
-            "iteration": plan.iteration, "message": result.message[:300],
-        })
+        self.monitor.emit(StepDone(
+            task=st.task.name, stage=stage, step=plan.context.step, iteration=plan.iteration, status=result.status,
+            latency_ms=result.latency_ms, reward=reward, best_latency_ms=out.best_latency_ms,
+            speedup_over_first=out.speedup_over_first, message=result.message[:300],
+        ))
         return attempt
 
     def _fastest(self, feasible: list[Item], start: Item | None) -> Item | None:
@@ -354,7 +353,12 @@ class Runner:
             raise StepsInterrupted(st.task.name)
         if learned is not None:
             self.monitor.add_usage(learned.usage.tokens_in, learned.usage.tokens_out, learned.usage.cost_usd)
-            self.monitor.emit(learned.event(st.task.name))
+            v = learned.verification
+            self.monitor.emit(SkillLearned(
+                task=st.task.name, action=learned.action.value, title=learned.draft.title, source=learned.draft.source,
+                step_speedup=learned.improvement.speedup, verified_speedup=v.speedup if v else None,
+                reason=v.reason if v else learned.note,
+            ))
         return learned
 
     def _commit(self, st, stage, proposal, result, reward, context_ids, start, iteration, *, learned=None,
@@ -422,8 +426,9 @@ class Runner:
                            resumed=self.resumed, memory_path=str(self.store.path), size=self.size, device=self.device,
                            jobs=self.jobs)
         # `done`: each task's steps already committed (a resumed run), so a progress count ends at the budget.
-        self.monitor.emit({"type": "run_start", "run_id": self.run_id, "resumed": self.resumed, "jobs": self.jobs,
-                           "tasks": [s.task.name for s in self.states], "done": [s.outcome.attempts for s in self.states]})
+        self.monitor.emit(RunStarted(run_id=self.run_id, resumed=self.resumed, jobs=self.jobs,
+                                     tasks=tuple(s.task.name for s in self.states),
+                                     done=tuple(s.outcome.attempts for s in self.states)))
         iteration = max((s.outcome.attempts for s in self.states), default=0)
         limit = self.options.time_limit_s
         deadline = None if limit is None else time.monotonic() + limit
@@ -458,10 +463,10 @@ class Runner:
             self._stopping = True
             raise
         if not result.complete:  # left unfinished, so the same call resumes it
-            self.monitor.emit({"type": "time_limit", "run_id": self.run_id, "seconds": limit})
+            self.monitor.emit(TimeLimitReached(run_id=self.run_id, seconds=limit))
             return result
         self.store.finish_run(self.run_id, "done")
-        self.monitor.emit({"type": "run_done", "run_id": self.run_id})
+        self.monitor.emit(RunFinished(run_id=self.run_id))
         return result
 
 
@@ -476,8 +481,8 @@ def eval_options(options: RunOptions, size: str) -> EvalOptions:
                        min_own_share=options.min_own_share, memory_budget_bytes=options.memory_budget_bytes, **seed)
 
 
-def _skill_library(store: MemoryStore, options: RunOptions, policy: Policy, latency_source: str, executor: Any,
-                   evaluation: EvalOptions) -> Any:
+def _skill_library(store: MemoryStore, options: RunOptions, policy: Policy, latency_source: str,
+                   executor: ExecutorProtocol, evaluation: EvalOptions) -> Any:
     """The run's skill library, or None: skills off, memory off, or independent samples."""
     if not getattr(options, "skills", True) or options.memory_mode == "off" or options.independent_samples:
         return None

@@ -14,12 +14,13 @@ from __future__ import annotations
 import contextlib
 import os
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Iterator, Sequence
 
+from backends import ExecutorProtocol
+
+from ._events import OnEvent
 from ._options import RunError, RunOptions, default_jobs, resolve_device, resolve_size
 from ._types import RunResult, TaskOutcome
-
-Event = dict[str, Any]
 
 
 def run(
@@ -27,18 +28,19 @@ def run(
     options: RunOptions = RunOptions(),
     *,
     policy: Any = None,
-    executor: Any = None,
+    executor: ExecutorProtocol | None = None,
     memory: str | os.PathLike[str] | None = None,
     store: Any = None,
-    on_event: Callable[[Event], None] | None = None,
+    on_event: OnEvent | None = None,
     skip_broken: bool = False,
 ) -> RunResult:
     """Run the loop over task files (or bundled task names; none: the bundled examples).
 
     `memory` is the bank's path (default: `memory_store.default_memory_path()`),
     or pass an open `store`. `policy` overrides the one `options` names;
-    `executor` anything with `evaluate(task_path, source, backend=, options=)`.
-    A matching unfinished run in the memory is resumed unless `options.resume`
+    `executor` anything that meets `backends.ExecutorProtocol` (default: a pool the options plan,
+    closed at the end); `on_event` hears the run's typed events (evokernel.loop: `RunStarted`,
+    `StepDone`, ...). A matching unfinished run in the memory is resumed unless `options.resume`
     is False. With `skip_broken`, a task file that does not load is reported as
     a task not solved instead of stopping the run (benchmarks count it).
     Raises `RunError` when the run cannot start.
@@ -100,8 +102,8 @@ def refine(
     *,
     memory: str | os.PathLike[str] | None = None,
     policy: Any = None,
-    executor: Any = None,
-    on_event: Callable[[Event], None] | None = None,
+    executor: ExecutorProtocol | None = None,
+    on_event: OnEvent | None = None,
 ) -> RunResult:
     """Refine every task in the memory that already has a feasible kernel of `options.backend`.
 
@@ -156,7 +158,7 @@ def load_tasks(paths: Sequence[Path], size: str, *, skip_broken: bool = False) -
     return loaded, broken
 
 
-def _plan(options: RunOptions, device: str, executor: Any) -> list[str] | None:
+def _plan(options: RunOptions, device: str, executor: ExecutorProtocol | None) -> list[str] | None:
     if executor is not None:
         return None
     from backends import DevicePlanError, plan_devices
@@ -193,7 +195,7 @@ def _hardware(options: RunOptions, store: Any) -> Any:
     return hardware_facts(device, cache_path=Path(store.path).parent / "hardware.json")
 
 
-def make_executor(options: RunOptions, devices: Sequence[str], jobs: int) -> Any:
+def make_executor(options: RunOptions, devices: Sequence[str], jobs: int) -> ExecutorProtocol:
     """Workers for this run: one per GPU, or `jobs` on a CPU (each compiles and runs one
     candidate at a time); Ray tasks with `engine="ray"`."""
     from backends import ExecutorPool

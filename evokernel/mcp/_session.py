@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from backends import EvalOptions, EvalResult, ExecutorProtocol, RetimeReport
 from evokernel.loop import (
     FEASIBLE_STATUSES,
     MemoryNote,
@@ -79,20 +80,30 @@ class _LazyExecutor:
     """The executor the session's runners share, started on the first evaluation (a worker
     costs seconds to start; an agent may only browse)."""
 
-    def __init__(self, make: Callable[[], Any]):
+    def __init__(self, make: Callable[[], ExecutorProtocol]):
         self._make = make
-        self._executor: Any = None
+        self._executor: ExecutorProtocol | None = None
         self._lock = threading.Lock()
 
     @property
     def waiting(self) -> int:
-        return getattr(self._executor, "waiting", 0)
+        return self._executor.waiting if self._executor is not None else 0
 
-    def evaluate(self, *args: Any, **kwargs: Any) -> Any:
+    def evaluate(self, task_path: str | os.PathLike[str], source: str, *, backend: str = "triton",
+                 options: EvalOptions | None = None, timeout_s: float | None = None) -> EvalResult:
+        return self._started().evaluate(task_path, source, backend=backend, options=options, timeout_s=timeout_s)
+
+    def retime(self, task_path: str | os.PathLike[str], baseline_source: str, candidate_source: str, *,
+               backend: str = "triton", options: EvalOptions | None = None, rounds: int = 3,
+               timeout_s: float | None = None) -> RetimeReport:
+        return self._started().retime(task_path, baseline_source, candidate_source, backend=backend, options=options,
+                                      rounds=rounds, timeout_s=timeout_s)
+
+    def _started(self) -> ExecutorProtocol:
         with self._lock:
             if self._executor is None:
                 self._executor = self._make()
-        return self._executor.evaluate(*args, **kwargs)
+            return self._executor
 
     def close(self) -> None:
         with self._lock:

@@ -28,7 +28,7 @@ from ._types import (
     Usage,
     Verification,
 )
-from ._verify import can_verify, verify
+from ._verify import verify
 
 __all__ = [
     "KIND",
@@ -47,7 +47,6 @@ __all__ = [
     "Verification",
     "builtin_draft",
     "by_value",
-    "can_verify",
     "config_change",
     "llm_draft",
     "llm_rerank",

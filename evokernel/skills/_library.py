@@ -16,6 +16,8 @@ import math
 import threading
 from typing import Any, Sequence
 
+from backends import EvalOptions, ExecutorProtocol
+
 from ._select import by_value, llm_rerank, recall
 from ._summary import Improvement, builtin_draft, llm_draft
 from ._types import (
@@ -30,7 +32,7 @@ from ._types import (
     item_fields,
     render_content,
 )
-from ._verify import can_verify, verify
+from ._verify import verify
 
 
 @dataclasses.dataclass(frozen=True)
@@ -56,20 +58,14 @@ class Learned:
     duplicate_of: int | None = None
     note: str = ""
 
-    def event(self, task_name: str) -> dict[str, Any]:
-        v = self.verification
-        return {"type": "skill", "task": task_name, "action": self.action.value, "title": self.draft.title,
-                "source": self.draft.source, "step_speedup": self.improvement.speedup,
-                "verified_speedup": v.speedup if v else None, "reason": v.reason if v else self.note}
-
 
 class SkillLibrary:
     """The skill library of one run: its store, the run's backend and latency source, the
     executor that re-times, and the LLM client that summarises and reranks (None: builtin)."""
 
-    def __init__(self, store: Any, *, backend: str, latency_source: str, options: SkillOptions | None = None,
-                 executor: Any = None, eval_options: Any = None, client: Any = None, rerank: bool = True,
-                 memory_mode: str = "value"):
+    def __init__(self, store: Any, *, backend: str, latency_source: str, executor: ExecutorProtocol,
+                 options: SkillOptions | None = None, eval_options: EvalOptions | None = None, client: Any = None,
+                 rerank: bool = True, memory_mode: str = "value"):
         self.store = store
         self.backend = backend
         self.latency_source = latency_source
@@ -142,9 +138,7 @@ class SkillLibrary:
 
     def learn(self, imp: Improvement, *, task_path: str, run_id: int | None = None) -> Learned | None:
         """Summarise the improvement into a proposed skill and verify it; nothing is written here.
-        None when nothing can be proposed (no summary, or an executor that cannot re-time)."""
-        if not can_verify(self.executor):
-            return None
+        None when nothing can be proposed (no summary)."""
         usage, note = Usage(), ""
         draft = None
         if self.client is not None:

@@ -17,18 +17,13 @@ ever selected for runs with the same latency source, never for a GPU run.
 
 from __future__ import annotations
 
-from typing import Any
+from backends import EvalOptions, ExecutorProtocol
 
 from ._types import SkillOptions, Verification
 
 
-def can_verify(executor: Any) -> bool:
-    """Whether `executor` can re-time two kernels in one worker (test doubles may not)."""
-    return callable(getattr(executor, "retime", None))
-
-
-def verify(executor: Any, task_path: str, before_code: str, after_code: str, *, backend: str, eval_options: Any,
-           options: SkillOptions) -> Verification:
+def verify(executor: ExecutorProtocol, task_path: str, before_code: str, after_code: str, *, backend: str,
+           eval_options: EvalOptions | None, options: SkillOptions) -> Verification:
     """Re-time before and after; the verdict on admission with its numbers."""
     report = executor.retime(task_path, before_code, after_code, backend=backend, options=eval_options,
                              rounds=options.reruns)
