@@ -338,6 +338,13 @@ class Builder:
     def full(self, value: float, shape: tuple[int, ...], dtype: str = "float32") -> Ref:
         return self._add("full", (), {"value": float(value)}, tuple(shape), dtype)
 
+    def random(self, kind: str, shape: tuple[int, ...], dtype: str, device: Ref) -> Ref:
+        """A fresh draw (kind "normal": torch.randn, "uniform": torch.rand) of ``shape`` on the
+        device of the tensor ``device``. Each call is a node of its own: two draws of one shape
+        are two different values (the index keeps the builder from merging them)."""
+        draws = sum(node.op == "random" for node in self.nodes)
+        return self._add("random", (device,), {"kind": kind, "draw": draws}, tuple(shape), dtype)
+
     def cat(self, parts: tuple[Ref, ...], dim: int, shape: tuple[int, ...]) -> Ref:
         """torch.cat of tensors: a copy, made in forward from the parts' buffers."""
         for ref in parts:

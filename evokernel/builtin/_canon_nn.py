@@ -14,7 +14,7 @@ import math
 import torch.nn as nn
 
 from ._build import ComputedView, Flipped, Reject, py_source
-from ._canon_util import RSIZE, Diag, _bind, _dims, _norm_of, _static, unsqueezed
+from ._canon_util import RSIZE, Diag, _bind, _dims, _norm_of, _static, any_leaf, unsqueezed
 from ._ir import Ref, TensorSpec
 
 __all__ = ["NN_HANDLERS", "call_nn_module", "Diag"]
@@ -617,6 +617,20 @@ def _factory(name: str):
     return handler
 
 
+def _random(kind: str):
+    """torch.randn/rand(...) and their _like forms: a fresh draw from the global generator
+    on every call (state the task draws, not compute over its inputs: see _gen_random)."""
+    def handler(ctx, args, kwargs):
+        if ctx.spec is None:
+            raise Reject("a random draw without a traced shape")
+        if kwargs.get("generator") is not None:
+            raise Reject("a random draw from a generator of the task's own is not supported")
+        if not ctx.spec.dtype.startswith(("float", "bfloat")):
+            raise Reject(f"a random draw of dtype {ctx.spec.dtype}")
+        return ctx.b.random(kind, ctx.spec.shape, ctx.spec.dtype, any_leaf(ctx))
+    return handler
+
+
 def _tensor(ctx, args, kwargs):
     value = args[0] if args else kwargs.get("data")
     value = _static(value, "torch.tensor data")
@@ -785,7 +799,8 @@ NN_HANDLERS = {
     "triu": _tri(True), "tril": _tri(False), "diag": _diag, "diag_embed": _diag, "masked_fill": _masked_fill,
     "zeros_like": _factory("zeros_like"), "ones_like": _factory("ones_like"), "full_like": _factory("full_like"),
     "zeros": _factory("zeros"), "ones": _factory("ones"), "full": _factory("full"), "tensor": _tensor,
-    "scalar_tensor": _tensor, "cat": _cat, "concat": _cat, "concatenate": _cat, "einsum": _einsum,
+    "scalar_tensor": _tensor, "randn": _random("normal"), "randn_like": _random("normal"),
+    "rand": _random("uniform"), "rand_like": _random("uniform"), "cat": _cat, "concat": _cat, "concatenate": _cat, "einsum": _einsum,
     "softsign": _softsign, "tanhshrink": _tanhshrink,
     "hardshrink": _shrink(True), "softshrink": _shrink(False), "celu": _celu, "threshold": _threshold,
     "prelu": _prelu, "im2col": _im2col,

@@ -167,7 +167,12 @@ def _layer_norm_impl(ctx, x, normalized_shape, weight, bias, eps):
 
 def _any_leaf_source(ctx) -> str:
     """x.device of a computed x: every tensor of a task lives on one device."""
+    return ctx.b.leaf_by_name(any_leaf(ctx).value).source
+
+
+def any_leaf(ctx) -> Ref:
+    """A forward input or parameter: the tensor whose device a value made from nothing takes."""
     for leaf in ctx.b.leaves.values():
         if leaf.source.isidentifier() or leaf.source.startswith("self."):
-            return leaf.source
+            return Ref("leaf", leaf.name)
     raise Reject("device of a computed value with no input to take it from")

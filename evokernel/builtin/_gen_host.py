@@ -1,10 +1,11 @@
 """Stages made in forward itself: torch.cat of buffers (a copy, allowed under
-every rule set) and, under the kernelbench rules, the library's convolution or
-matmul whose result our following kernels finish."""
+every rule set), under the kernelbench rules the library's convolution or
+matmul whose result our following kernels finish, and random draws (_gen_random)."""
 
 from __future__ import annotations
 
 from ._emit import StageCode
+from ._gen_random import generate_random
 from ._ir import Plan
 
 __all__ = ["generate_host"]
@@ -12,6 +13,8 @@ __all__ = ["generate_host"]
 
 def generate_host(plan: Plan, tag: str) -> StageCode:
     node = plan.node(plan.anchor_id)
+    if node.op == "random":
+        return generate_random(plan, tag)
     names = [leaf.name for leaf in plan.leaves]
     operand = {leaf.name: leaf.name for leaf in plan.leaves}
     args = [operand[a.value] for a in node.args]

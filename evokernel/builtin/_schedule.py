@@ -29,10 +29,11 @@ from ._build import Builder, Reject
 from ._config import split_tf32_pays
 from ._ir import ANCHORS, Leaf, Node, Plan, ReduceGroup, Ref, TensorSpec
 from ._pointwise import POINTWISE
+from ._row_passes import fused_pairs
 
 __all__ = ["schedule", "classify", "domain_map", "HOST_OPS", "LIBRARY_OPS"]
 
-HOST_OPS = ("cat", "libconv", "libmm")
+HOST_OPS = ("cat", "libconv", "libmm", "random")
 SPLIT_MIN_COLS = 16384  # rows at least this long, ...
 SPLIT_MAX_ROWS = 512  # ... and at most this many of them, are reduced in parallel chunks  # stages made in forward itself, no kernel of ours
 LIBRARY_OPS = {"conv": "libconv", "matmul": "libmm"}  # what the kernelbench rules hand to the library
@@ -102,12 +103,14 @@ def _check_rows(nodes: list[Node], output: Ref, b: Builder) -> ReduceGroup:
         raise Reject("the output's shape is neither the reduced tensor's nor the reduction's")
     n_cols = math.prod(full[start:stop])
     if math.prod(full) // max(1, n_cols) <= SPLIT_MAX_ROWS and n_cols >= SPLIT_MIN_COLS:
-        # few long rows: each reduction runs in parallel chunks (rows kernel, split mode), which
-        # needs independent reductions and a per-row result; the rest is a following kernel
-        if output.kind == "node" and domain[output.value] == "row":
-            raise Reject("few long rows: the per-element pass runs as a kernel of its own")
+        # few long rows: each reduction runs in parallel chunks (rows kernel, split mode), which needs
+        # reductions that read no other one's result, but the second of a pair one pass computes
+        # (_row_passes: a mean and its variance, a maximum and its sum of exponentials)
+        first_of = {pair.second: pair.first for pair in fused_pairs(nodes)}
+        by_id = {n.id: n for n in nodes}
         for node in reductions:
-            if any(domain.get(a.value) == "red" for a in _ancestors(nodes, node)):
+            before = {a.value for a in _ancestors(nodes, node) if by_id[a.value].op == "reduce"}
+            if before - {first_of.get(node.id)}:
                 raise Reject("few long rows: a reduction of values that depend on another one runs after it")
     return ReduceGroup(rank=rank, start=start, stop=stop, full_shape=full)
 
