@@ -28,6 +28,11 @@ CASES = [
          "self.norm = nn.GroupNorm(2, 8)\nnn.init.uniform_(self.norm.weight)\nnn.init.uniform_(self.norm.bias)"),
     Case("batch_norm_eval", "x: return self.bn(x)", "[torch.randn(2, 4, 5, 3)]",
          "self.bn = nn.BatchNorm2d(4)\nself.bn.running_mean.uniform_()\nself.bn.running_var.uniform_(0.5, 2)", slow=True),
+    # few long rows with a per-element result: chunk partials (mean and variance in one pass, far
+    # from zero so a sum of squares would cancel), their merge, then the per-element pass
+    Case("layer_norm_few_long_rows", "x: return self.ln(x)", "[torch.randn(2, 4, 64, 64) * 3 + 100]",
+         "self.ln = nn.LayerNorm((4, 64, 64))\nnn.init.uniform_(self.ln.weight)\nnn.init.uniform_(self.ln.bias)"),
+    Case("log_softmax_few_long_rows", "x: return torch.log_softmax(x, dim=1)", "[torch.randn(3, 20000) * 4]"),
 ]
 
 
@@ -50,6 +55,57 @@ def test_few_long_rows_reduce_in_chunks(tmp_path):
 
     source = generate(analyze(write(_case("split_mean"), tmp_path)))
     assert "_rows_partial_kernel" in source and "_rows_combine_kernel" in source
+
+
+def test_few_long_rows_with_a_per_element_result_are_one_rows_plan(tmp_path):
+    """A layer norm over a few long rows: the mean and variance of chunks in one pass, their
+    merge, then a pass per element (was four kernels: mean, x - mean stored, variance, output)."""
+    from evokernel.builtin import generate
+
+    plan = analyze(write(_case("layer_norm_few_long_rows"), tmp_path))
+    assert plan.family == "rows"
+    source = generate(plan)
+    assert "fused_rows(" in source and "_rows_apply_kernel[" in source
+
+
+def test_a_mean_and_its_variance_or_a_max_and_its_exponentials_are_one_loop(tmp_path):
+    """The multi-pass kernel reads a group norm's row twice (statistics, then the output), not
+    three times, and a softmax's twice (was max, sum, output); sums accumulate per lane."""
+    from evokernel.builtin import generate
+    from evokernel.builtin._config import Config
+
+    def loops(case: Case) -> int:
+        source = generate(analyze(write(case, tmp_path)), Config("rows", one_pass=False, block_n=16))
+        kernel = source.split("def _rows_multipass_kernel(")[1].split("@triton")[0]
+        return kernel.count("for start in range(")
+
+    assert loops(_case("group_norm_affine")) == 2
+    assert loops(Case("softmax", "x: return torch.softmax(x, dim=1)", "[torch.randn(3, 40)]")) == 2
+    assert loops(Case("std", "x: return x.std(1)", "[torch.randn(3, 40)]")) == 1
+    # a sum of values that depend on the maximum otherwise than through exp(x - max): a loop each
+    assert loops(Case("max_then_sum", "x: return (x - x.max(1, keepdim=True)[0]).abs().sum(1)",
+                      "[torch.randn(3, 40)]")) == 2
+
+
+@pytest.mark.parametrize("case", [
+    Case("softmax_with_minus_inf", "x: return torch.softmax(x, dim=1)",
+         "[torch.randn(5, 300).masked_fill(torch.rand(5, 300) < 0.3, float('-inf'))]"),
+    Case("group_norm_chunks_cross_channels", "x: return self.norm(x)", "[torch.randn(2, 8, 5, 3) + 50]",
+         "self.norm = nn.GroupNorm(2, 8)\nnn.init.uniform_(self.norm.weight)\nnn.init.uniform_(self.norm.bias)"),
+    Case("cross_entropy_chunks", "x, y: return F.cross_entropy(x, y)", "[torch.randn(7, 100), torch.randint(0, 100, (7,))]"),
+], ids=lambda c: c.name)
+def test_one_loop_pairs_are_correct_over_many_chunks(cpu_executor, tmp_path, case):
+    """Chunks of 8 along rows of 300, 15-value channel runs (a chunk crosses a channel's end) and
+    100 classes: the online softmax with masked -inf values, Welford's update, the per-channel
+    weight addressed without a division, the class index compared per row."""
+    from backends import EvalOptions, Verdict
+    from evokernel.builtin import generate
+    from evokernel.builtin._config import Config
+
+    task = write(case, tmp_path)
+    source = generate(analyze(task), Config("rows", one_pass=False, block_m=1, block_n=8, num_warps=4))
+    result = cpu_executor.evaluate(task, source, backend="triton", options=EvalOptions(trials=1, timing=False))
+    assert result.status == Verdict.OK, result.message
 
 
 def test_frobenius_norm_is_a_reduction_then_a_pointwise_pass(tmp_path):

@@ -4,7 +4,8 @@ The kernels see every operand through the (outer, N, inner) split of the
 reduced tensor: N is the reduced group of dims, a "row" is one (outer, inner)
 pair. Each region is addressed per operand with at most two strided runs
 (``_rows_layout``), so broadcast parameters (a per-channel weight in a group
-norm) are read in place rather than expanded.
+norm) are read in place rather than expanded; an operand constant along the row
+(a class index, a per-row scale) is loaded once a row.
 
 - Trailing reductions (inner == 1): a program takes BLOCK_M rows.
 - Strided reductions (inner > 1): a program takes BLOCK_M consecutive inner
@@ -12,10 +13,16 @@ norm) are read in place rather than expanded.
   and its loads coalesce.
 - One-pass: the whole row sits in registers (BLOCK_N = next power of two >= N).
   Multi-pass: each reduction loops over the row in BLOCK_N chunks, then a last
-  loop writes the epilogue; values are reloaded rather than kept.
-- Split (few long rows, independent sum/max/min reductions, a per-row output):
-  a first kernel reduces chunks of each row into partials, a second combines
-  them and writes the per-row epilogue.
+  loop writes the epilogue; values are reloaded rather than kept. The loops
+  accumulate per lane ([BLOCK_M, BLOCK_N] accumulators) and reduce across the
+  lanes once after the loop, as Inductor's looped reductions do, and a mean with
+  its variance or a maximum with its sum of exponentials is one loop
+  (``_row_passes``: Welford's update, the online softmax). Triton's autotuner
+  picks the loop kernels' chunk width and warps per shape among a few tiles.
+- Split (few long rows): a first kernel reduces chunks of each row into
+  partials, a second merges them (and, for a per-element result, stores the
+  per-row values it needs), a third writes the per-element result chunk by
+  chunk, as many programs as the first.
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ from ._emit import Emitter, StageCode, load_other, out_dtype_expr, scalar_source
 from ._gen_elementwise import SPAN_HELPER
 from ._ir import Node, Plan, Ref
 from ._pointwise import pointwise_expr
+from ._row_passes import FusedPair, fused_pairs
 from ._schedule import SPLIT_MAX_ROWS, SPLIT_MIN_COLS, domain_map
 
 __all__ = ["generate_rows", "splittable", "SPLIT_MIN_COLS", "SPLIT_MAX_ROWS"]
@@ -34,17 +42,21 @@ __all__ = ["generate_rows", "splittable", "SPLIT_MIN_COLS", "SPLIT_MAX_ROWS"]
 _NEG_INF = '-float("inf")'
 _POS_INF = 'float("inf")'
 _REDUCE = {
-    # kind: (initial accumulator, masked fill, chunk reduction, combine)
-    "sum": ("tl.zeros([BLOCK_M], dtype=tl.float32)", "0.0", "tl.sum", "{acc} + {part}"),
-    "max": (f"tl.full([BLOCK_M], {_NEG_INF}, tl.float32)", _NEG_INF, "tl.max", "tl.maximum({acc}, {part})"),
-    "min": (f"tl.full([BLOCK_M], {_POS_INF}, tl.float32)", _POS_INF, "tl.min", "tl.minimum({acc}, {part})"),
-    "prod": ("tl.full([BLOCK_M], 1.0, tl.float32)", "1.0", "prod", "{acc} * {part}"),
+    # kind: (masked fill, per-lane update, reduction across the lanes)
+    "sum": ("0.0", "{acc} + {x}", "tl.sum"),
+    "max": (_NEG_INF, "tl.maximum({acc}, {x})", "tl.max"),
+    "min": (_POS_INF, "tl.minimum({acc}, {x})", "tl.min"),
+    "prod": ("1.0", "{acc} * {x}", "prod"),
 }
 _ARG = {  # kind: (masked fill, value reduction, index reduction, comparison that replaces the best so far)
     "argmax": (_NEG_INF, "tl.max", "tl.argmax", ">"),
     "argmin": (_POS_INF, "tl.min", "tl.argmin", "<"),
 }
-
+LOOP_MODES = ("multipass", "partial", "apply")  # kernels that walk a row in BLOCK_N chunks
+# The loop kernels' (BLOCK_N, num_warps) Triton's autotuner times per shape after the configuration's own:
+# Inductor's looped reductions take 2048 x 16 warps (4 values a thread); ours took 4096 x 8 (16 a thread).
+LOOP_TILES = ((2048, 16), (4096, 8), (1024, 4))
+SPLIT_PROGRAMS = 1024  # programs over all chunks of the few long rows (before rounding to whole tiles)
 
 LAYOUT_HELPER = '''def _runs(dims):
     """(size, stride) pairs, outermost first, merged where they walk contiguously."""
@@ -88,25 +100,40 @@ def _rows_operand(t, full, g0, g1):
 '''
 
 
+TILES_HELPER = f'''def _rows_tiles(configs, named_args, **kwargs):
+    """The loop kernels' tiles the autotuner times: the configuration's own alone on the CPU
+    (Triton's interpreter) and for strided rows (their tile spans inner positions), else
+    those of at most {ONE_PASS_MAX} elements."""
+    on_gpu = any(getattr(value, "is_cuda", False) for value in named_args.values())
+    if not on_gpu or kwargs.get("STRIDED", False):
+        return configs[:1]
+    block_m = kwargs.get("BLOCK_M", 1)
+    return [c for k, c in enumerate(configs) if k == 0 or block_m * c.kwargs["BLOCK_N"] <= {ONE_PASS_MAX}]
+'''
+
+
+def loop_tiles(config: Config) -> list[tuple[int, int]]:
+    """(BLOCK_N, num_warps) of the loop kernels' autotuned tiles, the configuration's first."""
+    return list(dict.fromkeys([(config.block_n, config.num_warps), *LOOP_TILES]))
+
+
 def splittable(plan: Plan) -> bool:
-    """Independent sum/max/min reductions and a per-row output: the row can be
-    reduced in chunks by parallel programs and the partials combined after."""
-    group = plan.reduce
-    keep = tuple(1 if group.start <= i < group.stop else s for i, s in enumerate(group.full_shape))
-    domain = domain_map(list(plan.nodes), group.full_shape, keep)
-    if plan.output.kind != "node" or domain[plan.output.value] != "red":
-        return False
+    """Sum/max/min/prod reductions none of which needs another's finished result (but
+    the second of a fused pair): the row can be reduced in chunks by parallel programs
+    and the partials merged after."""
+    seconds = {pair.second: pair.first for pair in fused_pairs(plan.nodes)}
     for node in plan.nodes:
         if node.op == "reduce":
             if node.attr("kind") not in _REDUCE:
                 return False
-            if _depends_on_reduction(plan, node.args[0]):
+            if _reductions_before(plan, node.args[0]) - {seconds.get(node.id)}:
                 return False
     return True
 
 
-def _depends_on_reduction(plan: Plan, ref: Ref) -> bool:
-    stack, seen = [ref], set()
+def _reductions_before(plan: Plan, ref: Ref) -> set[int]:
+    """The reductions a value depends on."""
+    stack, seen, found = [ref], set(), set()
     while stack:
         r = stack.pop()
         if r.kind != "node" or r.value in seen:
@@ -114,15 +141,29 @@ def _depends_on_reduction(plan: Plan, ref: Ref) -> bool:
         seen.add(r.value)
         node = plan.node(r.value)
         if node.op == "reduce":
-            return True
+            found.add(node.id)
         stack.extend(node.args)
-    return False
+    return found
+
+
+def _row_output(plan: Plan) -> bool:
+    """The result has a value per element of the reduced tensor (not one per row)."""
+    group = plan.reduce
+    keep = tuple(1 if group.start <= i < group.stop else s for i, s in enumerate(group.full_shape))
+    return domain_map(list(plan.nodes), group.full_shape, keep)[plan.output.value] == "row"
+
+
+def _iota_region(plan: Plan, node: Node) -> str:
+    """Where an index value's dim lies in the (outer, N, inner) split."""
+    group = plan.reduce
+    dim = group.rank - (len(node.shape) - node.attr("dim"))
+    return "outer" if dim < group.start else "inner" if dim >= group.stop else "group"
 
 
 class _RowsEmitter(Emitter):
     """ctx is "row" (a [BLOCK_M, BLOCK_N] tile), "red_k" or "red_s" (a [BLOCK_M]
     vector of per-row values, read from operands shaped like the keepdim or the
-    squeezed reduction result). ``mode``: onepass, multipass, partial, combine."""
+    squeezed reduction result). ``mode``: onepass, multipass, partial, combine, apply."""
 
     def __init__(self, plan: Plan, mode: str, tag: str = ""):
         super().__init__(plan)
@@ -133,6 +174,7 @@ class _RowsEmitter(Emitter):
         self.rank = group.rank
         self.mode = mode
         self.one_pass = mode == "onepass"
+        self.loop = mode in LOOP_MODES
         self.scope = 0  # bumped per loop so loop-local names never clash
         self.prologue: list[str] = []  # row offsets of each operand, emitted once at the top
         self.preps: list[tuple[str, str]] = []  # (leaf name, "full" | "sq") in first-use order
@@ -140,6 +182,11 @@ class _RowsEmitter(Emitter):
         self.partials: list[Node] = []  # reductions whose partials the split kernels exchange
         self.tag = tag
         self.uses_mul = False
+        # pairs one loop computes (a whole row in registers needs no such loop)
+        self.pairs: dict[int, FusedPair] = {}
+        if not self.one_pass:
+            for pair in fused_pairs(plan.nodes):
+                self.pairs[pair.first] = self.pairs[pair.second] = pair
 
     # -- naming ---------------------------------------------------------
     def _arg(self, name: str, prep: str) -> str:
@@ -182,8 +229,20 @@ class _RowsEmitter(Emitter):
         weight inside a group norm's group) costs a division, so only where needed."""
         p = f"lay_{arg}"
         var = f"{arg}_cols" if self.one_pass else f"{arg}_cols_p{self.scope}"
+        general = f"(cols[None, :] % {p}_nlo) * {p}_snlo + (cols[None, :] // {p}_nlo) * {p}_snhi"
         self.emit(f"if {p}_split:")
-        self.emit(f"    {var} = (cols[None, :] % {p}_nlo) * {p}_snlo + (cols[None, :] // {p}_nlo) * {p}_snhi")
+        if self.loop:
+            # a chunk no longer than the inner run crosses at most one of its ends: one comparison
+            # an element instead of a division and a modulo
+            self.emit(f"    if {p}_nlo >= BLOCK_N:")
+            self.emit(f"        hi = start // {p}_nlo")
+            self.emit(f"        lo = cols[None, :] - hi * {p}_nlo")
+            self.emit(f"        {var} = tl.where(lo >= {p}_nlo, (lo - {p}_nlo) * {p}_snlo + (hi + 1) * {p}_snhi, "
+                      f"lo * {p}_snlo + hi * {p}_snhi)")
+            self.emit("    else:")
+            self.emit(f"        {var} = {general}")
+        else:
+            self.emit(f"    {var} = {general}")
         self.emit("else:")
         self.emit(f"    {var} = cols[None, :] * {p}_snlo")
         return var
@@ -193,9 +252,15 @@ class _RowsEmitter(Emitter):
         if ctx == "row":
             arg = self._use(name, "full")
             var = f"l_{name}" if self.one_pass else f"l_{name}_p{self.scope}"
+            self.emit(f"if lay_{arg}_bcast:  # the same value along the row: one load a row")
+            self.emit(f"    {var} = tl.load({arg}_ptr + {arg}_row[:, None], mask=row_mask[:, None], "
+                      f"other={other}).to(tl.float32)")
+            self.emit("else:")
+            self.indent += 1
             offs = self.col_offsets(arg)
             self.emit(f"{var} = tl.load({arg}_ptr + {arg}_row[:, None] + {offs}, "
                       f"mask=mask, other={other}).to(tl.float32)")
+            self.indent -= 1
             return var
         arg = self._use(name, "full" if ctx == "red_k" else "sq")
         var = f"l_{arg}_r"
@@ -208,10 +273,13 @@ class _RowsEmitter(Emitter):
                 raise ValueError("an index value is only defined on the unreduced tensor")
             self.iotas.append(node)
             var = self.var_name(node, ctx)
-            self.emit(f"{var} = ((((o[:, None] * N + cols[None, :]) * inner + i[:, None]) // iota{node.id}_div)"
-                      f" % iota{node.id}_mod).to(tl.float32)")
+            self.emit(f"{var} = ({self._iota_index(node)}).to(tl.float32)")
             return var
         if self.domain[node.id] == "red":
+            if self.mode == "apply":  # the merge kernel stored the per-row values
+                var = f"v{node.id}"
+                self.emit(f"{var} = tl.load(stat{node.id}_ptr + srow, mask=row_mask, other=0.0)")
+                return var
             if node.op == "reduce":
                 return self._reduce(node)
             own = self.red_ctx(node)
@@ -220,6 +288,24 @@ class _RowsEmitter(Emitter):
             self.emit(f"{var} = {pointwise_expr(node.op, operands, dict(node.attrs))}")
             return var
         return super().compute(node, ctx)
+
+    def _iota_index(self, node: Node) -> str:
+        """The index along the node's dim: from the column within the reduced group, or
+        from the row's outer or inner position (the same along the row)."""
+        div, mod = f"iota{node.id}_div", f"iota{node.id}_mod"
+        region = _iota_region(self.plan, node)
+        if region != "group":
+            return f"(({'o' if region == 'outer' else 'i'} // {div}) % {mod})[:, None]"
+        group = self.plan.reduce
+        dim = group.rank - (len(node.shape) - node.attr("dim"))
+        first, last = dim == group.start, dim == group.stop - 1
+        if first and last:
+            return "cols[None, :]"
+        if last:
+            return f"cols[None, :] % {mod}"
+        if first:
+            return f"cols[None, :] // {div}"
+        return f"(cols[None, :] // {div}) % {mod}"
 
     def red_deps(self, ref: Ref, seen=None) -> list[Ref]:
         """Per-row values a row expression needs: computed before a loop opens."""
@@ -241,41 +327,119 @@ class _RowsEmitter(Emitter):
         self.emit("cols = start + tl.arange(0, BLOCK_N)")
         self.emit("mask = row_mask[:, None] & (cols[None, :] < N)")
 
+    def open_chunk_loop(self) -> None:
+        """A loop over the program's part of the row: its chunk in the split kernels."""
+        if self.mode in ("partial", "apply"):
+            self.open_loop("c0", "c0 + chunk")
+        else:
+            self.open_loop()
+
     def _reduce(self, node: Node) -> str:
         kind = node.attr("kind")
         (src,) = node.args
         var = f"v{node.id}"
+        pair = self.pairs.get(node.id)
         if self.mode == "combine":
-            init, fill, chunk, _ = _REDUCE[kind]
-            self.partials.append(node)
-            self.emit(f"p{node.id} = tl.load(part{node.id}_ptr + prow[:, None] + scols[None, :], "
-                      f"mask=row_mask[:, None] & (scols[None, :] < n_split), other={fill})")
-            self.emit(f"{var} = {self.chunk(chunk, f'p{node.id}')}")
-            return var
+            return self._merge_pair(pair, node.id) if pair else self._merge(node)
         if kind in _ARG:
             return self._arg_reduce(node, src, var)
-        init, fill, chunk, combine = _REDUCE[kind]
+        fill, update, across = _REDUCE[kind]
         if self.one_pass:
             v = self.value(src, "row")
-            self.emit(f"{var} = {self.chunk(chunk, f'tl.where(mask, {v}, {fill})')}")
+            self.emit(f"{var} = {self.lanes(across, f'tl.where(mask, {v}, {fill})')}")
             return var
+        if pair:
+            return self._pair_loop(pair, node.id)
         for dep in self.red_deps(src):
             self.value(dep, "red_k")
         acc = f"acc{node.id}"
-        self.emit(f"{acc} = {init}")
+        self.emit(f"{acc} = tl.full([BLOCK_M, BLOCK_N], {fill}, tl.float32)")
         if self.mode == "partial":
             self.partials.append(node)
-            self.open_loop("c0", "c0 + chunk")
-        else:
-            self.open_loop()
+        self.open_chunk_loop()
         v = self.value(src, "row")
-        part = self.chunk(chunk, f"tl.where(mask, {v}, {fill})")
-        self.emit(f"{acc} = " + combine.format(acc=acc, part=part))
+        self.emit(f"{acc} = " + update.format(acc=acc, x=f"tl.where(mask, {v}, {fill})"))
         self.indent -= 1
-        self.emit(f"{var} = {acc}")
+        self.emit(f"{var} = {self.lanes(across, acc)}")
         return var
 
-    def chunk(self, reduction: str, expr: str) -> str:
+    def _pair_loop(self, pair: FusedPair, want: int) -> str:
+        """One loop for both reductions of a pair, per lane; the lanes merged after it."""
+        a, b = pair.first, pair.second
+        for dep in self.red_deps(pair.source):
+            self.value(dep, "red_k")
+        if self.mode == "partial":
+            self.partials += [self.plan.node(a), self.plan.node(b)]
+        if pair.kind == "welford":
+            for acc in (f"wn{a}", f"wm{a}", f"wq{a}"):  # per lane: values seen, their mean, squared deviations
+                self.emit(f"{acc} = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)")
+            self.emit(f"wk{a} = tl.full([], 0.0, tl.float32)")
+            self.open_chunk_loop()
+            x = self.value(pair.source, "row")
+            # a lane valid in this chunk was valid in every one before (only the row's end is
+            # masked), so it has seen wk values: Welford's update with one reciprocal a chunk
+            self.emit(f"wk{a} = wk{a} + 1.0")
+            self.emit(f"wd{a} = {x} - wm{a}")
+            self.emit(f"wm{a} = tl.where(mask, wm{a} + wd{a} * (1.0 / wk{a}), wm{a})")
+            self.emit(f"wq{a} = tl.where(mask, wq{a} + wd{a} * ({x} - wm{a}), wq{a})")
+            self.emit(f"wn{a} = wn{a} + tl.where(mask, 1.0, 0.0)")
+            self.indent -= 1
+            # the lanes merged (Chan et al.): the sum, then the deviations from the row's mean
+            self.emit(f"v{a} = tl.sum(wn{a} * wm{a}, axis=1)")
+            self.emit(f"wc{a} = wm{a} - (v{a} / tl.maximum(tl.sum(wn{a}, axis=1), 1.0))[:, None]")
+            self.emit(f"v{b} = tl.sum(wq{a} + wn{a} * wc{a} * wc{a}, axis=1)")
+        else:
+            self.emit(f"om{a} = tl.full([BLOCK_M, BLOCK_N], {_NEG_INF}, tl.float32)")  # per lane: the maximum,
+            self.emit(f"ol{a} = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)")  # the sum of exp(value - maximum)
+            self.open_chunk_loop()
+            x = self.value(pair.source, "row")
+            self.emit(f"ox{a} = tl.where(mask, {x}, {_NEG_INF})")
+            # exp(-|x - maximum|) rescales the sum when x is the new maximum, else is x's own term
+            self.emit(f"oe{a} = tl.exp(-tl.abs(ox{a} - om{a}))")
+            self.emit(f"ol{a} = tl.where(ox{a} > om{a}, ol{a} * oe{a} + 1.0, "
+                      f"ol{a} + tl.where(ox{a} == {_NEG_INF}, 0.0, oe{a}))")
+            self.emit(f"om{a} = tl.maximum(om{a}, ox{a})")
+            self.indent -= 1
+            self.emit(f"v{a} = tl.max(om{a}, axis=1)")
+            self.emit(f"os{a} = tl.where(v{a} == {_NEG_INF}, 0.0, v{a})")
+            self.emit(f"v{b} = tl.sum(tl.where(om{a} == {_NEG_INF}, 0.0, ol{a} * tl.exp(om{a} - os{a}[:, None])), axis=1)")
+        return self._pair_done(a, b, want)
+
+    def _pair_done(self, a: int, b: int, want: int) -> str:
+        for node_id in (a, b):
+            self.memo[self.memo_key(Ref("node", node_id), "red_k")] = f"v{node_id}"
+        return f"v{want}"
+
+    def _load_partials(self, node_id: int, fill: str) -> str:
+        self.partials.append(self.plan.node(node_id))
+        self.emit(f"p{node_id} = tl.load(part{node_id}_ptr + prow[:, None] + scols[None, :], "
+                  f"mask=row_mask[:, None] & (scols[None, :] < n_split), other={fill})")
+        return f"p{node_id}"
+
+    def _merge(self, node: Node) -> str:
+        fill, _, across = _REDUCE[node.attr("kind")]
+        part = self._load_partials(node.id, fill)
+        self.emit(f"v{node.id} = {self.lanes(across, part)}")
+        return f"v{node.id}"
+
+    def _merge_pair(self, pair: FusedPair, want: int) -> str:
+        """The chunks' partials of a pair merged: (sum, squared deviations from the chunk's
+        mean) or (maximum, sum of exponentials relative to it)."""
+        a, b = pair.first, pair.second
+        if pair.kind == "welford":
+            pa, pb = self._load_partials(a, "0.0"), self._load_partials(b, "0.0")
+            self.emit(f"pn{a} = tl.minimum(tl.maximum(N - scols * chunk, 0), chunk).to(tl.float32)[None, :]")
+            self.emit(f"v{a} = tl.sum({pa}, axis=1)")
+            self.emit(f"pc{a} = {pa} / tl.maximum(pn{a}, 1.0) - (v{a} / N)[:, None]")
+            self.emit(f"v{b} = tl.sum({pb} + pn{a} * pc{a} * pc{a}, axis=1)")
+        else:
+            pa, pb = self._load_partials(a, _NEG_INF), self._load_partials(b, "0.0")
+            self.emit(f"v{a} = tl.max({pa}, axis=1)")
+            self.emit(f"os{a} = tl.where(v{a} == {_NEG_INF}, 0.0, v{a})")
+            self.emit(f"v{b} = tl.sum(tl.where({pa} == {_NEG_INF}, 0.0, {pb} * tl.exp({pa} - os{a}[:, None])), axis=1)")
+        return self._pair_done(a, b, want)
+
+    def lanes(self, reduction: str, expr: str) -> str:
         """A tile reduced along its row axis; products through the kernel file's _mul."""
         if reduction == "prod":
             self.uses_mul = True
@@ -312,6 +476,12 @@ class _RowsEmitter(Emitter):
                 var = self.value(Ref("node", node.id), "red_k")
                 self.emit(f"tl.store(part{node.id}_ptr + (o * inner + i) * n_split + pid_s, {var}, mask=row_mask)")
 
+    def store_stats(self) -> None:
+        """The merge kernel's per-row values the per-element pass reads."""
+        for ref in self.red_deps(self.plan.output):
+            v = self.value(ref, "red_k")
+            self.emit(f"tl.store(stat{ref.value}_ptr + srow, {v}, mask=row_mask)")
+
     def store_output(self) -> None:
         out = self.plan.output
         if self.domain[out.value] == "red":
@@ -321,7 +491,7 @@ class _RowsEmitter(Emitter):
         if not self.one_pass:
             for dep in self.red_deps(out):
                 self.value(dep, "red_k")
-            self.open_loop()
+            self.open_chunk_loop()
         v = self.value(out, "row")
         self.emit(f"tl.store(out_ptr + out_row[:, None] + cols[None, :] * stride_out_n, "
                   f"{v}.to(out_ptr.dtype.element_ty), mask=mask)")
@@ -370,26 +540,45 @@ def layout_flags(args: list[str]) -> str:
                    f"lay_{a}_icontig={a}_lay[7] == 1, " for a in args)
 
 
+def _row_flags(args: list[str]) -> str:
+    """The layout flags, and whether the operand is the same all along the reduced group (bcast)."""
+    return layout_flags(args) + "".join(f"lay_{a}_bcast={a}_lay[4] == 0 and {a}_lay[5] == 0, " for a in args)
+
+
 def _layout_params(arg: str) -> list[str]:
     return [f"lay_{arg}_{k}" for k in ("olo", "solo", "sohi", "nlo", "snlo", "snhi", "ilo", "silo", "sihi")]
 
 
-def _kernel(plan: Plan, mode: str, name: str, tag: str = ""):
+def _autotune_lines(config: Config) -> list[str]:
+    tiles = ", ".join(f'triton.Config({{"BLOCK_N": {bn}}}, num_warps={w})' for bn, w in loop_tiles(config))
+    return ["@triton.autotune(",
+            f"    configs=[{tiles}],",
+            '    key=["outer", "N", "inner", "BLOCK_M", "STRIDED"],',
+            '    prune_configs_by={"early_config_prune": lambda configs, named_args, **kwargs: '
+            '_rows_tiles(configs, named_args, **kwargs)},',
+            ")"]
+
+
+def _kernel(plan: Plan, mode: str, name: str, config: Config, stat_ids: list[int], tag: str = ""):
     em = _RowsEmitter(plan, mode, tag)
     if mode == "partial":
         em.store_partials()
+    elif mode == "combine" and stat_ids:
+        em.store_stats()
     else:
         em.store_output()
     args = [em._arg(n, p) for n, p in em.preps]
     scalars = [f"s{i}" for i in range(len(scalar_sources(plan)))]
     iotas = list(dict.fromkeys(em.iotas))
     parts = [n.id for n in dict.fromkeys(em.partials)]
-    params = [f"{a}_ptr" for a in args] + [f"part{p}_ptr" for p in parts] + ["out_ptr"] + scalars
-    params += ["outer", "N", "inner", "n_iblocks", "n_split", "chunk"]
+    stats = stat_ids if mode in ("combine", "apply") else []
+    params = [f"{a}_ptr" for a in args] + [f"part{p}_ptr" for p in parts] + [f"stat{s}_ptr" for s in stats]
+    params += ["out_ptr"] + scalars + ["outer", "N", "inner", "n_iblocks", "n_split", "chunk"]
     params += [p for a in args for p in _layout_params(a)] + ["stride_out_o", "stride_out_n", "stride_out_i"]
     params += [p for n in iotas for p in (f"iota{n.id}_div", f"iota{n.id}_mod")]
-    flags = [f"lay_{a}_{k}: tl.constexpr" for a in args for k in LAYOUT_FLAGS]
-    k = ["@triton.jit",
+    flags = [f"lay_{a}_{k}: tl.constexpr" for a in args for k in (*LAYOUT_FLAGS, "bcast")]
+    k = [*(_autotune_lines(config) if mode in LOOP_MODES else []),
+         "@triton.jit",
          f"def {name}(",
          *wrap_params(params),
          *wrap_params(flags),
@@ -397,10 +586,12 @@ def _kernel(plan: Plan, mode: str, name: str, tag: str = ""):
          "    BLOCK_S: tl.constexpr,",
          "):",
          _INDEX.rstrip("\n")]
-    if mode == "partial":
+    if mode in ("partial", "apply"):
         k += ["    pid_s = tl.program_id(1)", "    c0 = pid_s * chunk"]
     if mode == "combine":
         k += ["    prow = (o * inner + i) * n_split", "    scols = tl.arange(0, BLOCK_S)"]
+    if stats:
+        k.append("    srow = o * inner + i")
     k += em.prologue
     k.append("    out_row = o * stride_out_o + i * stride_out_i")
     if mode == "onepass":
@@ -435,12 +626,17 @@ def generate_rows(plan: Plan, config: Config, tag: str = "") -> StageCode:
     names = [leaf.name for leaf in plan.leaves]
     scalars = [f"s{i}" for i in range(len(scalar_sources(plan)))]
     split = splittable(plan)
+    row_out = _row_output(plan)
+    # the per-row values the per-element pass after a split reads, stored by the merge kernel
+    stat_ids = [r.value for r in _RowsEmitter(plan, "apply").red_deps(plan.output)] if split and row_out else []
     kernels = []
     variants = {}
-    modes = (["onepass"] if config.one_pass else []) + ["multipass"] + (["partial", "combine"] if split else [])
+    modes = (["onepass"] if config.one_pass else []) + ["multipass"]
+    if split:
+        modes += ["partial", "combine"] + (["apply"] if row_out else [])
     for mode in modes:
         kname = f"_rows_{mode}_kernel{tag}"
-        source, preps, iotas, parts = _kernel(plan, mode, kname, tag)
+        source, preps, iotas, parts = _kernel(plan, mode, kname, config, stat_ids, tag)
         kernels.append(source)
         variants[mode] = (kname, preps, iotas, parts)
     full_leaves = sorted({n for n, p in variants["multipass"][1] if p == "full"}, key=names.index)
@@ -476,38 +672,51 @@ def generate_rows(plan: Plan, config: Config, tag: str = "") -> StageCode:
         kname, preps, iotas, parts = variants[mode]
         lines = _prep_lines(plan, preps, indent)
         args = [(n if p == "full" else f"{n}_sq") for n, p in preps]
+        stats = stat_ids if mode in ("combine", "apply") else []
         ptrs = "".join(f"{a}_t, " for a in args) + "".join(f"part{p}, " for p in parts)
+        ptrs += "".join(f"stat{s}, " for s in stats)
         lays = " + ".join(f"{a}_lay" for a in args) or "[]"
-        flags = layout_flags(args)
+        flags = _row_flags(args)
         iota = []
         for node in iotas:
             back = len(node.shape) - node.attr("dim")
-            iota += [f"_prod(full[len(full) - {back} + 1:])", f"full[len(full) - {back}]"]
+            end = {"outer": "g0", "group": "g1", "inner": "len(full)"}[_iota_region(plan, node)]
+            iota += [f"_prod(full[len(full) - {back} + 1:{end}])", f"full[len(full) - {back}]"]
+        # the loop kernels' BLOCK_N and warps are the autotuner's
+        tile = "" if mode in LOOP_MODES else f"BLOCK_N={block_n}, "
         lines.append(f"{indent}{kname}[{grid}](")
         lines.append(f"{indent}    {ptrs}out_3d, {''.join(s + ', ' for s in scalars)}outer, n_cols, inner, "
                      f"n_iblocks({block_m}), {split_args},")
         lines.append(f"{indent}    *({lays}), *out_3d.stride(), {''.join(a + ', ' for a in iota)}")
-        lines.append(f"{indent}    {flags}STRIDED=strided, IDX64=idx64, BLOCK_M={block_m}, BLOCK_N={block_n}, "
+        lines.append(f"{indent}    {flags}STRIDED=strided, IDX64=idx64, BLOCK_M={block_m}, {tile}"
                      f"BLOCK_S={block_s},")
-        lines.append(f"{indent}    num_warps={warps or config.num_warps},")
+        if mode not in LOOP_MODES:
+            lines.append(f"{indent}    num_warps={warps or config.num_warps},")
         lines.append(f"{indent})")
         return lines
 
     l.append("    n_iblocks = lambda block_m: triton.cdiv(inner, block_m) if strided else 1")
     l.append("    grid_rows = lambda block_m: (outer * n_iblocks(block_m),) if strided else (triton.cdiv(outer, block_m),)")
     if split:
+        # chunks of whole tiles of every width the autotuner may pick
+        widest = max(bn for bn, _ in loop_tiles(config))
+        bm = config.block_m
         l.append(f"    if n_rows <= {SPLIT_MAX_ROWS} and n_cols >= {SPLIT_MIN_COLS}:")
-        l.append("        # few long rows: reduce chunks in parallel, then combine the partials")
-        l.append(f"        n_split = max(1, min(triton.cdiv(n_cols, {config.block_n} * 4), triton.cdiv(1024, n_rows), 4096))")
-        l.append(f"        chunk = triton.cdiv(triton.cdiv(n_cols, n_split), {config.block_n}) * {config.block_n}")
+        l.append("        # few long rows: reduce chunks in parallel, then merge the partials")
+        l.append(f"        n_split = max(1, min(triton.cdiv(n_cols, {widest} * 4), triton.cdiv({SPLIT_PROGRAMS}, n_rows), 4096))")
+        l.append(f"        chunk = triton.cdiv(triton.cdiv(n_cols, n_split), {widest}) * {widest}")
         l.append("        n_split = triton.cdiv(n_cols, chunk)")
         for node in plan.nodes:
             if node.op == "reduce":
                 l.append(f"        part{node.id} = torch.empty((n_rows, n_split), dtype=torch.float32, device=out.device)")
-        l += launch("partial", str(config.block_m), str(config.block_n), "        ",
-                    "(grid_rows(%d)[0], n_split)" % config.block_m, "n_split, chunk")
+        for s in stat_ids:
+            l.append(f"        stat{s} = torch.empty(n_rows, dtype=torch.float32, device=out.device)")
+        l += launch("partial", str(bm), "", "        ", f"(grid_rows({bm})[0], n_split)", "n_split, chunk")
         l += launch("combine", "1", "1", "        ", "grid_rows(1)", "n_split, chunk",
                     "triton.next_power_of_2(n_split)", warps=4)
+        if row_out:
+            l.append("        # the per-element result, chunk by chunk")
+            l += launch("apply", str(bm), "", "        ", f"(grid_rows({bm})[0], n_split)", "n_split, chunk")
         l.append("        return out")
     if config.one_pass:
         l.append("    block_n = triton.next_power_of_2(n_cols)")
@@ -518,12 +727,13 @@ def generate_rows(plan: Plan, config: Config, tag: str = "") -> StageCode:
         l.append("        return out")
     if config.block_m > 1:
         l.append(f"    block_m = {config.block_m} if strided or n_cols <= {config.block_n * LONG_ROW_TILES} else 1  # long rows: one a program")
-        l += launch("multipass", "block_m", str(config.block_n), "    ", "grid_rows(block_m)")
+        l += launch("multipass", "block_m", "", "    ", "grid_rows(block_m)")
     else:
-        l += launch("multipass", "1", str(config.block_n), "    ", "grid_rows(1)")
+        l += launch("multipass", "1", "", "    ", "grid_rows(1)")
     l.append("    return out")
     launcher = "\n".join(l) + "\n"
-    return StageCode(kernels=tuple(kernels), launcher=launcher, entry=entry, helpers=(SPAN_HELPER, LAYOUT_HELPER))
+    return StageCode(kernels=tuple(kernels), launcher=launcher, entry=entry,
+                     helpers=(SPAN_HELPER, LAYOUT_HELPER, TILES_HELPER))
 
 
 def row_width(plan: Plan) -> int:
