@@ -28,6 +28,7 @@ def check(
     *,
     backend: str = "triton",
     rules: str = DEFAULT_RULES,
+    precision: str = "fp32",
     device: str | None = None,
     timeout_s: float = 180.0,
     sandbox: Any = None,
@@ -37,7 +38,8 @@ def check(
 
     The verdict is `compiled` when nothing is found, else `hack`,
     `disallowed` or `compile_error`; the JSON form is `EvalResult.to_dict`,
-    the same as `evokernel eval`'s. Pass an `Executor` to reuse its worker
+    the same as `evokernel eval`'s. `precision` is the one the candidate will run in
+    (its kernels are compiled for it). Pass an `Executor` to reuse its worker
     across checks (a new one is started and closed otherwise).
     """
     from ._backend import get_backend
@@ -49,7 +51,7 @@ def check(
     rejected = static_rejection(source, get_backend(backend), rules)
     if rejected is not None:
         return rejected
-    options = EvalOptions(check_only=True, timing=False, rules=rules)
+    options = EvalOptions(check_only=True, timing=False, rules=rules, precision=precision)
     if executor is not None:
         return executor.evaluate(task_path, source, backend=backend, options=options, timeout_s=timeout_s)
     with Executor(device=device or "cpu", timeout_s=timeout_s, sandbox=sandbox) as own:

@@ -31,6 +31,7 @@ from ._pyast import parse_python
 REQUIRED_NAMES = ("Model", "get_inputs", "get_init_inputs")
 SIZE_VARIABLE = "EVOKERNEL_SIZE"  # what a task file reads at import to pick its size
 FULL = "full"
+FULL_PRECISION = "fp32"  # the task as written; another precision is part of its key
 
 _counter = itertools.count()
 
@@ -53,13 +54,17 @@ class Task:
     has_input_groups: bool
     category: str
     size: str = FULL
+    precision: str = FULL_PRECISION  # what the models and floating inputs are cast to (EvalOptions.precision)
 
     @property
     def key(self) -> str:
         """Identity of the task for the memory: its name, a hash of its source and,
-        when not full, its size (latencies at two sizes are not comparable)."""
+        when not full, its size and, when not fp32, its precision (latencies at two
+        sizes or precisions are not comparable)."""
         base = f"{self.name}-{hashlib.sha256(self.source.encode()).hexdigest()[:10]}"
-        return base if self.size == FULL else f"{base}@{self.size}"
+        size = "" if self.size == FULL else f"@{self.size}"
+        precision = "" if self.precision == FULL_PRECISION else f"@{self.precision}"
+        return base + size + precision
 
 
 def _parse_tolerance(path: Path, value: Any) -> tuple[float, float] | None:
@@ -160,8 +165,10 @@ def load_task_module(path: str | Path, *, size: str = FULL) -> ModuleType:
     return module
 
 
-def load_task(path: str | Path, *, size: str = FULL, run_reference: bool = False) -> Task:
-    """Read and check a task file, imported at `size`.
+def load_task(path: str | Path, *, size: str = FULL, precision: str = FULL_PRECISION,
+              run_reference: bool = False) -> Task:
+    """Read and check a task file, imported at `size`, to run in `precision` (recorded
+    in the task and its key; the reference check runs the task as written).
 
     With `run_reference`, the reference is also built and run once on
     `get_inputs()` (and every input group), so a reference that raises is
@@ -194,6 +201,7 @@ def load_task(path: str | Path, *, size: str = FULL, run_reference: bool = False
         has_input_groups=has_groups,
         category=str(getattr(module, "CATEGORY", "")),
         size=size,
+        precision=precision,
     )
 
 

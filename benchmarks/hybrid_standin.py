@@ -1,7 +1,7 @@
 """LLM calls and tokens per correct task, with and without the builtin drafting first.
 
 Runs `evokernel.bench.run_bench` twice over the same tasks, once with
-`RunOptions(builtin_first=True)` (the default with a model: the builtin policy
+`RunOptions.of(builtin_first=True)` (the default with a model: the builtin policy
 drafts where it covers the task, the LLM refines past its tries or drafts where
 it stops) and once with `builtin_first=False` (the LLM writes every step), each
 in its own fresh memory. The LLM is the local stand-in server
@@ -56,8 +56,8 @@ def measure(tasks: list[Path], *, budget: int, trials: int, size: str, jobs: int
 
     llm = LLMOptions.from_specs(["openai:standin"], access={
         "openai": ProviderAccess(base_url=server.url + "/v1", api_key="sk-standin-not-a-key")})
-    options = RunOptions(llm=llm, builtin_first=builtin_first, budget=budget, trials=trials, size=size, device="cpu",
-                         jobs=jobs)
+    options = RunOptions.of(llm=llm, builtin_first=builtin_first, budget=budget, trials=trials, size=size, device="cpu",
+                            jobs=jobs)
     suite = memory.parent / ("suite-" + memory.stem)
     suite.mkdir()
     for task in tasks:

@@ -49,8 +49,8 @@ sys.path.insert(0, str(ROOT))
 import evokernel  # noqa: E402
 from evokernel.bench._runner import _copy_sqlite, environment  # noqa: E402
 from backends import plan_devices  # noqa: E402
-from evokernel.loop import (RunEvent, RunOptions, SkillLearned, StepDone, TaskStopped, eval_options,  # noqa: E402
-                            make_executor, resolve_device, resolve_size)
+from evokernel.loop import (RunEvent, RunOptions, SkillLearned, StepDone, TaskStopped,  # noqa: E402
+                            make_executor)
 from evokernel.policies import get_policy  # noqa: E402
 from memory_store import MemoryStore, ValueState  # noqa: E402
 
@@ -332,9 +332,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="copy the memories here (warm.db and one per arm and held-out task) to inspect the skill library")
     args = parser.parse_args(argv)
 
-    device = resolve_device(args.device)
+    placed = RunOptions.of(device=args.device, size=args.size).resolved()
+    device, size = placed.execution.run_device(), placed.evaluation.size
     gpu = device.startswith("cuda")
-    size = resolve_size(args.size, device)
     suites, warm_default, held_default = DEFAULTS["gpu" if gpu else "cpu"]
     budget = args.budget or 4
     # On a CPU the builtin refinement's first neighbours are smaller blocks (slower in the
@@ -350,8 +350,8 @@ def main(argv: list[str] | None = None) -> int:
     arms = [a for a in ARMS if not args.arm or a.name in args.arm]
     # The learning metrics need the kernels' latencies only: no torch.compile baseline (its compile
     # dominates a step's time on a GPU); eager is kept for a sense of scale.
-    options = RunOptions(budget=warm_budget, policy="builtin", device=args.device, size=size, trials=trials, jobs=1,
-                         resume=False, **({"compile_baseline": False} if "compile_baseline" in RunOptions.__dataclass_fields__ else {}))
+    options = RunOptions.of(budget=warm_budget, policy="builtin", device=args.device, size=size, trials=trials, jobs=1,
+                            resume=False, compile_baseline=False)
     # One worker per GPU (every visible one, unless --device names one): the warm-up's steps and
     # the held-out runs go out that many at once, and no two timings ever share a device.
     devices = plan_devices(device=args.device, gpus=None, cpu_workers=1)
@@ -447,7 +447,7 @@ def main(argv: list[str] | None = None) -> int:
                     rows[arm.name][name] = row
                     pairs_by_arm[arm.name] += pairs
                     write(complete=False)
-            retime_bests(rows, best_sources, task_paths, executor, eval_options(options, size))
+            retime_bests(rows, best_sources, task_paths, executor, options.evaluation.executor_options(size=size))
             if args.keep is not None:
                 args.keep.mkdir(parents=True, exist_ok=True)
                 for db in Path(tmp).glob("*.db"):

@@ -172,7 +172,7 @@ def estimate(plan: Plan, task_counts: dict[str, int]) -> Estimate:
     llm = plan.options.llm
     spec = llm.models[0].spec
     provider, _, model = spec.partition(":")
-    steps = sum(task_counts[s.name] for s in plan.suites) * len(plan.arms) * plan.options.budget
+    steps = sum(task_counts[s.name] for s in plan.suites) * len(plan.arms) * plan.options.loop.budget
     calls, _, _ = spent(plan)
     if calls:
         tin, tout = _logged_means(plan)
@@ -227,7 +227,7 @@ def run_arms(plan: Plan, *, executor: Any = None, say: Callable[[str], None] = l
             _check_not_finished_without_result(plan.memory(suite, arm))
             calls_before, _, usd_before = spent(plan)
             guard = _guard(plan.max_cost_usd, (calls_before, usd_before), suite, arm, say)
-            say(f"{suite.name} / {arm.name}: {counts[suite.name]} tasks x {plan.options.budget} steps")
+            say(f"{suite.name} / {arm.name}: {counts[suite.name]} tasks x {plan.options.loop.budget} steps")
             try:
                 result = run_bench(suite.source, plan.arm_options(suite, arm), limit=plan.limit,
                                    memory=plan.memory(suite, arm), executor=executor, on_event=guard)
@@ -244,7 +244,7 @@ def run_arms(plan: Plan, *, executor: Any = None, say: Callable[[str], None] = l
         "kind": "evokernel-paper-arms",
         "complete": stopped is None and len(rows) == len(plan.suites) * len(plan.arms),
         "model": plan.options.llm.label,
-        "budget": plan.options.budget,
+        "budget": plan.options.loop.budget,
         "limit": plan.limit,
         "max_cost_usd": plan.max_cost_usd,
         "spent": {"llm_calls": calls, "tokens": tokens, "cost_usd": cost},
@@ -357,8 +357,8 @@ def build_plan(args: argparse.Namespace, environ: dict[str, str]) -> Plan:
 
     try:
         llm = from_environment(LLMOptions.from_specs([args.model], context_tokens=args.context_tokens), environ)
-        options = RunOptions(llm=llm, budget=args.budget, device=args.device, size=args.size, trials=args.trials,
-                             jobs=args.jobs, seed=args.seed, timeout_s=args.timeout)
+        options = RunOptions.of(llm=llm, budget=args.budget, device=args.device, size=args.size, trials=args.trials,
+                                jobs=args.jobs, seed=args.seed, timeout_s=args.timeout)
     except (ValueError, RunError) as exc:
         raise PlanError(str(exc)) from None
     arms = [a for a in paper_arm_list() if not args.arms or a.name in args.arms]

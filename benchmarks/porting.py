@@ -67,8 +67,8 @@ def _run(paths, store, backend: str, budget: int, port_from: tuple[str, ...], jo
     started = time.perf_counter()
     # Correctness is checked on every input group and 2 seeded trials; 5 timing repetitions suffice
     # since Ascend C latencies are modelled (deterministic) and Triton's are interpreted on the CPU.
-    options = RunOptions(backend=backend, budget=budget, port_from=port_from, device="cpu", baselines=False,
-                         trials=2, reps=5, size=os.environ.get("EVOKERNEL_SIZE") or None, jobs=jobs)
+    options = RunOptions.of(backend=backend, budget=budget, port_from=port_from, device="cpu", baselines=False,
+                            trials=2, reps=5, size=os.environ.get("EVOKERNEL_SIZE") or None, jobs=jobs)
 
     def show(event: RunEvent) -> None:
         if isinstance(event, StepDone):

@@ -1,7 +1,7 @@
 """EvoKernel: a frozen LLM writes and refines kernels, guided by a value-learning episodic memory.
 
     import evokernel
-    result = evokernel.run(["softmax"], evokernel.RunOptions(budget=4), memory="memory.db")
+    result = evokernel.run(["softmax"], evokernel.RunOptions.of(budget=4), memory="memory.db")
     for task in result.tasks:
         print(task.name, task.correct, task.best_latency_ms, task.latency_source)
 
@@ -23,10 +23,13 @@ except PackageNotFoundError:  # a source tree that was never installed
 _LAZY = {
     "run": "evokernel.loop",
     "refine": "evokernel.loop",
-    "RunOptions": "evokernel.loop",
+    "RunOptions": "evokernel.options",
+    "EvaluationOptions": "evokernel.options",
+    "LoopOptions": "evokernel.options",
+    "ExecutionOptions": "evokernel.options",
     "RunResult": "evokernel.loop",
     "RunInterrupted": "evokernel.loop",
-    "RunError": "evokernel.loop",
+    "RunError": "evokernel.options",
     "TaskOutcome": "evokernel.loop",
     "Attempt": "evokernel.loop",
     "StepContext": "evokernel.loop",

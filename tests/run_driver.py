@@ -27,7 +27,7 @@ def run(spec: dict) -> dict:
         delay=lambda n: delays[n - 1] if n - 1 < len(delays) else 0.0,
     )
     policy = RecordingPolicy(*spec["sources"], name=spec.get("policy", "scripted"), delay_s=spec.get("propose_delay_s", 0.0))
-    result = evokernel.run(spec["tasks"], RunOptions(**spec["options"]), policy=policy, executor=executor,
+    result = evokernel.run(spec["tasks"], RunOptions.of(**spec["options"]), policy=policy, executor=executor,
                            memory=spec["memory"])
     return result.to_dict()
 

@@ -68,7 +68,7 @@ def _unknown_api_executor() -> ScriptedExecutor:
 def _run(tmp_path, mode):
     policy = _Recording()
     with MemoryStore(tmp_path / f"{mode}.db") as store:
-        evokernel.run([TASK], RunOptions(backend="ascendc", budget=2, memory_mode=mode, baselines=False, device="cpu"),
+        evokernel.run([TASK], RunOptions.of(backend="ascendc", budget=2, memory_mode=mode, baselines=False, device="cpu"),
                       policy=policy, store=store, executor=_unknown_api_executor())
     return policy.contexts
 

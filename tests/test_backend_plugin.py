@@ -48,7 +48,7 @@ def test_a_toy_backend_plugin_runs_the_loop_with_the_llm_policy(tmp_path, toy_pl
     assert "toy" in backend_names()
     server.default = openai_reply("A toy kernel.\n\n```python\n" + TOY_CANDIDATE + "```\n")
     with MemoryStore(tmp_path / "m.db") as store:
-        result = evokernel.run([ADD_RELU], RunOptions(backend="toy", budget=2, device="cpu", trials=1, jobs=1),
+        result = evokernel.run([ADD_RELU], RunOptions.of(backend="toy", budget=2, device="cpu", trials=1, jobs=1),
                                policy=get_policy(llm=local_llm(server, "openai:test-model"), log=store), store=store)
         (task,) = result.tasks
         traces = store.list_items(kinds=["trace"], backends=["toy"], limit=None)
@@ -62,7 +62,7 @@ def test_a_toy_backend_plugin_runs_the_loop_with_the_llm_policy(tmp_path, toy_pl
 def test_the_builtin_policy_stops_honestly_on_a_backend_without_a_generator(tmp_path, toy_plugin):
     from loop_doubles import ScriptedExecutor
 
-    result = evokernel.run([ADD_RELU], RunOptions(backend="toy", budget=2, device="cpu"), executor=ScriptedExecutor(),
+    result = evokernel.run([ADD_RELU], RunOptions.of(backend="toy", budget=2, device="cpu"), executor=ScriptedExecutor(),
                            memory=tmp_path / "m.db")
     (task,) = result.tasks
     assert task.attempts == 0 and task.stopped == "the toy backend has no builtin generator; use --model"

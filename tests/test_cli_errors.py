@@ -72,11 +72,11 @@ def test_help_is_plain_and_flags_show_no_type(command):
 
 
 @pytest.mark.parametrize("args, words", [
-    (["run", ADD_RELU, "--timeout", "-5"], "Invalid value for '--timeout': -5 is not a positive number of seconds"),
+    (["run", ADD_RELU, "--timeout", "-5"], "Invalid value for '--timeout': timeout must be a positive number of seconds"),
     (["run", ADD_RELU, "--budget", "0"], "Invalid value for '--budget'"),
     (["run", ADD_RELU, "--jobs", "0"], "Invalid value for '--jobs'"),
     (["run", ADD_RELU, "--bogus"], "--bogus"),
-    (["run", ADD_RELU, "--gpus", "a,b"], "--gpus takes device indices"),
+    (["run", ADD_RELU, "--gpus", "a,b"], "Invalid value for '--gpus': 'a,b' is not a list of device indices"),
     (["run", ADD_RELU, "--gpus", "0"], "--gpus 0: no GPU is visible here"),
     (["run", ADD_RELU, "--rules", "lax"], "rules must be one of strict, kernelbench"),
     (["run", ADD_RELU, "--memory-mode", "greedy"], "memory mode must be one of"),

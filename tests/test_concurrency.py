@@ -50,7 +50,7 @@ def test_llm_calls_go_out_concurrently(tmp_path, server, monkeypatch):  # noqa: 
     server.default = reply
     events = []
     with MemoryStore(tmp_path / "m.db") as store:
-        result = evokernel.run(_tasks(tmp_path, 4), RunOptions(budget=1, jobs=4, **CPU),
+        result = evokernel.run(_tasks(tmp_path, 4), RunOptions.of(budget=1, jobs=4, **CPU),
                                policy=get_policy(llm=local_llm(server, "openai:test-model"), log=store), store=store,
                                executor=ScriptedExecutor(), on_event=events.append)
         calls = store.llm_calls()
@@ -206,7 +206,7 @@ def test_jobs_1_is_the_sequential_loop_and_jobs_n_sees_the_iteration_s_snapshot(
     runs = {}
     for name, jobs in (("one", 1), ("one-again", 1), ("four", 4)):
         policy = RecordingPolicy(*sources)
-        evokernel.run(tasks, RunOptions(budget=3, jobs=jobs, seed=7, **CPU), policy=policy,
+        evokernel.run(tasks, RunOptions.of(budget=3, jobs=jobs, seed=7, **CPU), policy=policy,
                       executor=ScriptedExecutor(script=_scripted), memory=tmp_path / f"{name}.db")
         runs[name] = (policy, _memory(tmp_path / f"{name}.db"))
     assert runs["one"][1] == runs["one-again"][1], "a seeded run at --jobs 1 is reproducible"
@@ -226,7 +226,7 @@ def test_jobs_do_not_change_results_where_tasks_do_not_share(tmp_path):
     tasks = _tasks(tmp_path, 4)
     sources = [HONEST["add_relu"][1], HONEST["add_relu"][1] + "\n# v2\n"]
     for name, jobs in (("one", 1), ("four", 4)):
-        evokernel.run(tasks, RunOptions(budget=2, jobs=jobs, memory_mode="task-only", **CPU),
+        evokernel.run(tasks, RunOptions.of(budget=2, jobs=jobs, memory_mode="task-only", **CPU),
                       policy=RecordingPolicy(*sources), executor=ScriptedExecutor(script=_scripted,
                                                                                   delay=lambda n: 0.01 * (n % 3)),
                       memory=tmp_path / f"{name}.db")
@@ -240,7 +240,7 @@ def test_evaluations_run_concurrently_and_each_step_commits_once(tmp_path):
     executor = ScriptedExecutor(delay=lambda n: 0.3)
     with MemoryStore(tmp_path / "m.db") as store:
         started = time.monotonic()
-        result = evokernel.run(_tasks(tmp_path, 6), RunOptions(budget=2, jobs=6, **CPU), policy=RecordingPolicy("# k\n"),
+        result = evokernel.run(_tasks(tmp_path, 6), RunOptions.of(budget=2, jobs=6, **CPU), policy=RecordingPolicy("# k\n"),
                                executor=executor, store=store)
         wall = time.monotonic() - started
         assert len(store.steps(result.run_id)) == 12 and store.integrity_check() == []
@@ -257,7 +257,7 @@ def test_a_run_on_the_ray_engine_on_cpu(tmp_path):
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     try:
         with MemoryStore(tmp_path / "m.db") as store:
-            result = evokernel.run([ADD_RELU], RunOptions(budget=1, jobs=1, engine="ray", **CPU),
+            result = evokernel.run([ADD_RELU], RunOptions.of(budget=1, jobs=1, engine="ray", **CPU),
                                    policy=RecordingPolicy(HONEST["add_relu"][1]), store=store)
             (task,) = result.tasks
             assert task.statuses == ["ok"] and task.latency_source == "interpreted-cpu"

@@ -30,7 +30,7 @@ LLM_KERNEL = HONEST["add_relu"][1].strip()
 
 def run_with_llm(server, store, tasks, **options):
     server.default = openai_reply("```python\n" + LLM_KERNEL + "\n```\n", tokens_in=100, tokens_out=40)
-    opts = RunOptions(llm=local_llm(server, "openai:test-model"), **FAST, **options)
+    opts = RunOptions.of(llm=local_llm(server, "openai:test-model"), **FAST, **options)
     return evokernel.run(tasks, opts, store=store, executor=ScriptedExecutor())
 
 

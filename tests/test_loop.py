@@ -39,7 +39,7 @@ def run_tasks(tasks, policy, store, options, *, executor, **kw):
 def test_builtin_policy_end_to_end_learns_values(tmp_path, cpu_executor):
     tasks = [CASES / "task_add_relu.py", CASES / "task_row_softmax.py", CASES / "task_bias_scale.py", CASES / "task_linear_relu.py"]
     with MemoryStore(tmp_path / "m.db") as store:
-        result = run_tasks(tasks, get_policy(), store, RunOptions(budget=2, **FAST), executor=cpu_executor)
+        result = run_tasks(tasks, get_policy(), store, RunOptions.of(budget=2, **FAST), executor=cpu_executor)
         assert [t.correct for t in result.tasks] == [True, True, True, True]
         assert all(t.attempts == 2 and t.first_correct_attempt == 1 for t in result.tasks)
         assert all(t.latency_source == "interpreted-cpu" for t in result.tasks)
@@ -65,7 +65,7 @@ def test_builtin_policy_stops_honestly_outside_its_families(tmp_path, cpu_execut
         "def get_init_inputs():\n    return []\n"
     )
     with MemoryStore(tmp_path / "m.db") as store:
-        result = run_tasks([qr], get_policy(), store, RunOptions(budget=3, **FAST), executor=cpu_executor)
+        result = run_tasks([qr], get_policy(), store, RunOptions.of(budget=3, **FAST), executor=cpu_executor)
     (task,) = result.tasks
     assert not task.correct and task.attempts == 0
     assert "outside the builtin policy's families" in task.stopped
@@ -88,7 +88,7 @@ def test_llm_policy_prompt_carries_task_memories_then_start_point(tmp_path, serv
             status="ok",
         )
         policy = get_policy(llm=local_llm(server, f"{provider}:test-model"), log=store)
-        first = run_tasks([ADD_RELU], policy, store, RunOptions(budget=1, **FAST), executor=cpu_executor)
+        first = run_tasks([ADD_RELU], policy, store, RunOptions.of(budget=1, **FAST), executor=cpu_executor)
         assert first.tasks[0].correct
         body = json.dumps(server.requests[0].body)
         assert "torch.relu(x + y) * 2.0" in body, "the prompt carries the task's reference"
@@ -98,7 +98,7 @@ def test_llm_policy_prompt_carries_task_memories_then_start_point(tmp_path, serv
         assert store.get_item(seeded).q_draft > 0
         # A second run starts from the stored kernel: refining, with the start point in the prompt.
         second = run_tasks([ADD_RELU], get_policy(llm=local_llm(server, f"{provider}:test-model"), log=store), store,
-                           RunOptions(budget=1, resume=False, **FAST), executor=cpu_executor)
+                           RunOptions.of(budget=1, resume=False, **FAST), executor=cpu_executor)
         assert second.tasks[0].stage == "refine"
         body2 = json.dumps(server.requests[-1].body)
         assert "Start point" in body2 and "add_relu_kernel" in body2
@@ -111,7 +111,7 @@ def test_llm_answer_without_code_is_fed_back(tmp_path, server, monkeypatch, cpu_
     server.script = [openai_reply("I would write a Triton kernel here, but no code today.")]
     server.default = openai_reply(_llm_answer())
     with MemoryStore(tmp_path / "m.db") as store:
-        result = run_tasks([ADD_RELU], get_policy(llm=local_llm(server, "openai:test-model"), log=store), store, RunOptions(budget=2, **FAST),
+        result = run_tasks([ADD_RELU], get_policy(llm=local_llm(server, "openai:test-model"), log=store), store, RunOptions.of(budget=2, **FAST),
                            executor=cpu_executor)
     task = result.tasks[0]
     assert task.statuses == ["compile_error", "ok"] and task.first_correct_attempt == 2
@@ -133,9 +133,9 @@ def test_memory_modes_change_what_is_retrieved(tmp_path, mode):
         store.finish_run(run)
         # This task's own history, from a first run.
         warm = RecordingPolicy(HONEST["add_relu"][1])
-        run_tasks([ADD_RELU], warm, store, RunOptions(budget=1, memory_mode="off", **FAST), executor=ScriptedExecutor())
+        run_tasks([ADD_RELU], warm, store, RunOptions.of(budget=1, memory_mode="off", **FAST), executor=ScriptedExecutor())
         policy = RecordingPolicy(HONEST["add_relu"][1])
-        run_tasks([ADD_RELU], policy, store, RunOptions(budget=1, memory_mode=mode, n_memories=1, resume=False, **FAST),
+        run_tasks([ADD_RELU], policy, store, RunOptions.of(budget=1, memory_mode=mode, n_memories=1, resume=False, **FAST),
                   executor=ScriptedExecutor())
         seen = policy.contexts[0].memories
     if mode == "off":
@@ -168,7 +168,7 @@ def test_value_mode_prefers_valuable_over_similar(tmp_path):
         with MemoryStore(tmp_path / f"{mode}.db") as store:
             _seed_close_and_far(store)
             policy = RecordingPolicy(HONEST["add_relu"][1])
-            run_tasks([ADD_RELU], policy, store, RunOptions(budget=1, memory_mode=mode, n_memories=1, seed=3, **FAST),
+            run_tasks([ADD_RELU], policy, store, RunOptions.of(budget=1, memory_mode=mode, n_memories=1, seed=3, **FAST),
                       executor=ScriptedExecutor())
             picks[mode] = [m.content for m in policy.contexts[0].memories]
     assert picks["similarity"] == ["close"]
@@ -226,7 +226,7 @@ def test_a_concurrent_run_resumes_after_sigkill_without_losing_or_doubling_a_ste
 def test_independent_samples_draft_afresh_every_step(tmp_path):
     policy = RecordingPolicy(HONEST["add_relu"][1])
     with MemoryStore(tmp_path / "m.db") as store:
-        result = run_tasks([ADD_RELU], policy, store, RunOptions(budget=3, independent_samples=True, **FAST),
+        result = run_tasks([ADD_RELU], policy, store, RunOptions.of(budget=3, independent_samples=True, **FAST),
                            executor=ScriptedExecutor())
         steps = store.steps(result.run_id)
     assert [c.stage for c in policy.contexts] == ["draft"] * 3
@@ -236,12 +236,12 @@ def test_independent_samples_draft_afresh_every_step(tmp_path):
 
 def test_continual_refinement_keeps_the_memory_best_as_the_one_to_beat(tmp_path, cpu_executor):
     with MemoryStore(tmp_path / "m.db") as store:
-        run_tasks([ADD_RELU], RecordingPolicy(HONEST["add_relu"][1]), store, RunOptions(budget=1, **FAST),
+        run_tasks([ADD_RELU], RecordingPolicy(HONEST["add_relu"][1]), store, RunOptions.of(budget=1, **FAST),
                   executor=cpu_executor)
         (start,) = store.feasible_items(store.steps()[0]["task_key"], "triton", statuses=["ok", "compiled"])
         slower = HONEST["add_relu"][1]
         policy = RecordingPolicy(slower)
-        result = run_tasks([ADD_RELU], policy, store, RunOptions(budget=1, resume=False, **FAST), executor=cpu_executor)
+        result = run_tasks([ADD_RELU], policy, store, RunOptions.of(budget=1, resume=False, **FAST), executor=cpu_executor)
     task = result.tasks[0]
     assert policy.contexts[0].stage == "refine" and policy.contexts[0].start_point.id == start.id
     assert task.first_latency_ms == start.latency_ms and task.started_from_item_id == start.id

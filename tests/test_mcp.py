@@ -95,7 +95,7 @@ def scripted(*results):
 
 
 def test_tools_are_listed_with_their_schemas(tmp_path):
-    with AgentSession(RunOptions(device="cpu"), memory=tmp_path / "m.db", executor=scripted(ok(1.0))) as session:
+    with AgentSession(RunOptions.of(device="cpu"), memory=tmp_path / "m.db", executor=scripted(ok(1.0))) as session:
         tools = call(build_server(session), lambda c: c.list_tools()).tools
     assert [t.name for t in tools] == list(TOOL_NAMES)
     by_name = {t.name: t for t in tools}
@@ -106,7 +106,7 @@ def test_tools_are_listed_with_their_schemas(tmp_path):
 
 
 def test_show_and_list_a_task(tmp_path):
-    with AgentSession(RunOptions(device="cpu"), memory=tmp_path / "m.db", executor=scripted(ok(1.0))) as session:
+    with AgentSession(RunOptions.of(device="cpu"), memory=tmp_path / "m.db", executor=scripted(ok(1.0))) as session:
 
         async def steps(c):
             shown = data(await c.call_tool("show_task", {"task": str(TASK)}))
@@ -129,7 +129,7 @@ def test_mcp_steps_commit_what_the_loop_commits(tmp_path):
     """The same candidates and verdicts through `evokernel.run` and through the tools (the agent
     crediting what it was shown) leave the same steps and the same values."""
     verdicts = (ok(3.0), ok(2.0), HACK_RESULT)
-    options = RunOptions(device="cpu", n_memories=5, seed=3)
+    options = RunOptions.of(device="cpu", n_memories=5, seed=3)
     with MemoryStore(tmp_path / "loop.db") as store:
         evokernel.run([TASK], options.replace(budget=3, jobs=1), policy=RecordingPolicy(HONEST, HONEST, HACK),
                       store=store, executor=scripted(*verdicts))
@@ -183,7 +183,7 @@ def test_errors_are_tool_errors_and_the_server_keeps_serving(tmp_path):
         assert result.is_error
         return result.content[0].text
 
-    with AgentSession(RunOptions(device="cpu"), memory=tmp_path / "m.db", executor=Broken()) as session:
+    with AgentSession(RunOptions.of(device="cpu"), memory=tmp_path / "m.db", executor=Broken()) as session:
 
         async def steps(c):
             task = str(TASK)
@@ -209,7 +209,7 @@ def test_errors_are_tool_errors_and_the_server_keeps_serving(tmp_path):
 
 def test_a_long_evaluation_reports_progress(tmp_path):
     slow = ScriptedExecutor(lambda source, n: ok(1.0), delay=lambda n: 1.0)
-    with AgentSession(RunOptions(device="cpu"), memory=tmp_path / "m.db", executor=slow) as session:
+    with AgentSession(RunOptions.of(device="cpu"), memory=tmp_path / "m.db", executor=slow) as session:
         seen = []
 
         async def steps(c):
@@ -228,7 +228,7 @@ def test_a_long_evaluation_reports_progress(tmp_path):
 
 def test_the_memory_commands_see_an_mcp_run(tmp_path):
     db = tmp_path / "m.db"
-    with AgentSession(RunOptions(device="cpu"), memory=db, executor=scripted(ok(2.0))) as session:
+    with AgentSession(RunOptions.of(device="cpu"), memory=db, executor=scripted(ok(2.0))) as session:
         submitted = call(build_server(session), lambda c: c.call_tool("submit_candidate", {"task": "relu_add", "source": HONEST}))
         run_id = data(submitted)["run_id"]
     runner = CliRunner()
@@ -272,7 +272,8 @@ def test_an_agent_session_over_stdio(tmp_path):
 @pytest.mark.parametrize("args, words", [
     (["--backend", "tpu"], "unknown backend 'tpu'"),
     (["--rules", "lax"], "rules must be one of strict, kernelbench"),
-    (["--timeout", "0"], "is not a positive number of seconds"),
+    (["--timeout", "0"], "'--timeout': timeout must be a positive number of seconds"),
+    (["--precision", "fp8"], "'--precision': precision must be one of fp32, fp16, bf16, got 'fp8'"),
 ])
 def test_a_server_that_cannot_start_says_why_in_one_line(tmp_path, args, words):
     db = tmp_path / "home" / "memory.db"

@@ -51,13 +51,13 @@ CPU = dict(device="cpu", trials=2, jobs=1)
 ])
 def test_options_refuse_bad_values(fields, words):
     with pytest.raises(RunError, match=words):
-        RunOptions(**fields)
+        RunOptions.of(**fields)
 
 
 def test_options_are_frozen_values_and_identity_leaves_out_how_to_run():
-    options = RunOptions(budget=4, jobs=8, timeout_s=60, export="out")
+    options = RunOptions.of(budget=4, jobs=8, timeout_s=60, export="out")
     with pytest.raises(Exception):
-        options.budget = 5  # type: ignore[misc]
+        options.loop.budget = 5  # type: ignore[misc]
     identity = options.identity()
     assert identity["budget"] == 4 and "jobs" not in identity and "timeout_s" not in identity and "export" not in identity
     assert options.replace(jobs=1).identity() == identity, "a resumed run may use another --jobs"
@@ -71,7 +71,7 @@ def test_options_are_frozen_values_and_identity_leaves_out_how_to_run():
 def test_a_run_that_cannot_start_says_why_and_writes_nothing(tmp_path, llm_env, case):  # noqa: F811
     broken = tmp_path / "broken.py"
     broken.write_text("import torch\nclass Model(torch.nn.Module):\n    pass\n")  # no get_inputs
-    tasks, options = [str(ADD_RELU)], RunOptions(**CPU)
+    tasks, options = [str(ADD_RELU)], RunOptions.of(**CPU)
     if case == "unknown provider":
         options, words = options.replace(model="nosuch:model"), "unknown provider 'nosuch'"
     elif case == "missing key":
@@ -92,7 +92,7 @@ def test_a_damaged_memory_is_a_run_error_naming_the_file(tmp_path):
     bad = tmp_path / "memory.db"
     bad.write_bytes(b"not a database " * 100)
     with pytest.raises(RunError, match=rf"{bad} is damaged .*evokernel memory check --memory {bad}"):
-        evokernel.run([str(ADD_RELU)], RunOptions(**CPU), memory=bad, executor=ScriptedExecutor())
+        evokernel.run([str(ADD_RELU)], RunOptions.of(**CPU), memory=bad, executor=ScriptedExecutor())
     assert bad.read_bytes() == b"not a database " * 100
 
 
@@ -153,7 +153,7 @@ def test_a_library_run_on_cpu_runs_and_stores_the_small_size(tmp_path, monkeypat
     task = tmp_path / "sized_relu.py"
     task.write_text(SIZED_TASK)
     with MemoryStore(tmp_path / "m.db") as store:
-        result = evokernel.run([task], RunOptions(budget=1, **CPU), policy=RecordingPolicy(SMALL_ONLY_CANDIDATE),
+        result = evokernel.run([task], RunOptions.of(budget=1, **CPU), policy=RecordingPolicy(SMALL_ONLY_CANDIDATE),
                                store=store)
         (outcome,) = result.tasks
         assert result.size == "small" and outcome.task_key.endswith("@small")
@@ -246,7 +246,7 @@ def test_compiled_is_feasible_everywhere(tmp_path):
     executor = ScriptedExecutor(script=lambda source, n: compiled)
     policy = RecordingPolicy("# a CUDA kernel\n")
     with MemoryStore(tmp_path / "m.db") as store:
-        result = evokernel.run([str(ADD_RELU)], RunOptions(budget=2, **CPU), policy=policy, executor=executor, store=store)
+        result = evokernel.run([str(ADD_RELU)], RunOptions.of(budget=2, **CPU), policy=policy, executor=executor, store=store)
         steps = store.steps(result.run_id)
         experiences = store.list_items(kinds=["experience"], newest_first=False, limit=None)
     (task,) = result.tasks
@@ -264,7 +264,7 @@ def test_an_attempt_is_stored_as_the_executor_returned_it(tmp_path):
     result = ok(2.5, eager_ms=5.0)
     result.latency_samples_ms = [2.4, 2.5, 2.9]
     with MemoryStore(tmp_path / "m.db") as store:
-        run = evokernel.run([str(ADD_RELU)], RunOptions(budget=1, **CPU), policy=RecordingPolicy("# k\n"),
+        run = evokernel.run([str(ADD_RELU)], RunOptions.of(budget=1, **CPU), policy=RecordingPolicy("# k\n"),
                             executor=ScriptedExecutor(script=lambda s, n: result), store=store)
         (live,) = run.tasks[0].history
         (trace,) = store.list_items(kinds=["trace"], limit=None)
@@ -278,29 +278,30 @@ def test_refine_continues_every_task_of_a_bank_even_one_whose_file_moved(tmp_pat
     task = tmp_path / "add_relu_moving.py"
     task.write_text(ADD_RELU.read_text())
     memory = tmp_path / "m.db"
-    evokernel.run([task], RunOptions(budget=1, **CPU), policy=RecordingPolicy("# first\n"),
+    evokernel.run([task], RunOptions.of(budget=1, **CPU), policy=RecordingPolicy("# first\n"),
                   executor=ScriptedExecutor(script=lambda s, n: ok(5.0)), memory=memory)
     task.unlink()  # the task file is gone: refine rebuilds it from the source the run recorded
     policy = RecordingPolicy("# faster\n")
-    result = evokernel.refine(RunOptions(budget=2, **CPU), memory=memory, policy=policy,
+    result = evokernel.refine(RunOptions.of(budget=2, **CPU), memory=memory, policy=policy,
                               executor=ScriptedExecutor(script=lambda s, n: ok(4.0)))
     (outcome,) = result.tasks
     assert [c.stage for c in policy.contexts] == ["refine", "refine"]
     assert outcome.first_latency_ms == 5.0 and outcome.best_latency_ms == 4.0
     assert any("rebuilt from the source recorded in the memory" in n for n in result.notes)
     with pytest.raises(RunError, match="no memory at"):
-        evokernel.refine(RunOptions(**CPU), memory=tmp_path / "none.db")
+        evokernel.refine(RunOptions.of(**CPU), memory=tmp_path / "none.db")
 
 
 def test_llm_flags_become_the_runs_llm_options():
-    from evokernel.cli._common import parse_bytes, run_options
+    from evokernel.cli._flags import build_options
+    from evokernel.options import parse_bytes
 
-    options = run_options(model=["openai:a@3", "anthropic:b"], context_tokens=4000, multi_turn=True,
-                          reasoning_effort="low", thinking_tokens=2048, budget=2, min_own_share=0.3,
-                          memory_budget_bytes=parse_bytes("2G"))
+    options = build_options(dict(model=["openai:a@3", "anthropic:b"], context_tokens=4000, multi_turn=True,
+                                 reasoning_effort="low", thinking_tokens=2048, budget=2, min_own_share=0.3,
+                                 memory_budget_bytes=parse_bytes("2G")))
     assert [str(m) for m in options.llm.models] == ["openai:a@3", "anthropic:b"]
     assert (options.llm.context_tokens, options.llm.multi_turn, options.llm.reasoning_effort,
             options.llm.thinking_tokens) == (4000, True, "low", 2048)
     assert options.policy_label.startswith("ensemble(") and options.model == "openai:a"
-    assert (options.min_own_share, options.memory_budget_bytes) == (0.3, 2 << 30)
-    assert run_options(budget=2).llm is None  # no --model: the builtin policy
+    assert (options.evaluation.min_own_share, options.evaluation.memory_budget_bytes) == (0.3, 2 << 30)
+    assert build_options(dict(budget=2, model=None)).llm is None  # no --model: the builtin policy

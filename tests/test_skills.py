@@ -95,7 +95,7 @@ def traces(store, task_name):
 def test_builtin_skill_proposed_verified_admitted_then_tried_first_on_a_later_task(tmp_path):
     ex = TimedExecutor(block_latency)
     with MemoryStore(tmp_path / "m.db") as store:
-        first = run_tasks([ADD_RELU], get_policy(), store, RunOptions(budget=2, **FAST), executor=ex)
+        first = run_tasks([ADD_RELU], get_policy(), store, RunOptions.of(budget=2, **FAST), executor=ex)
         assert first.tasks[0].statuses == ["ok", "ok"] and first.tasks[0].best_latency_ms == 4.0
         [skill] = skills_in(store)
         draft, refined = traces(store, "task_add_relu")
@@ -117,7 +117,7 @@ def test_builtin_skill_proposed_verified_admitted_then_tried_first_on_a_later_ta
 
         # A later task of the same family: the skill is recalled, and its change is the draft's first try.
         spy = Spy(get_policy())
-        run_tasks([BIAS_SCALE], spy, store, RunOptions(budget=1, **FAST), executor=ex)
+        run_tasks([BIAS_SCALE], spy, store, RunOptions.of(budget=1, **FAST), executor=ex)
         assert [s.id for s in spy.contexts[0].skills] == [skill.id]
         assert all(m.kind != KIND for m in spy.contexts[0].memories), "skills have their own place, not the memories'"
         [bias] = traces(store, "task_bias_scale")
@@ -129,20 +129,20 @@ def test_builtin_skill_proposed_verified_admitted_then_tried_first_on_a_later_ta
 def test_a_speedup_that_does_not_reproduce_is_rejected_kept_and_never_retrieved(tmp_path):
     ex = TimedExecutor(block_latency, reproduce=2.3)  # re-timed: 10 ms against 9.2 ms, 1.09x
     with MemoryStore(tmp_path / "m.db") as store:
-        run_tasks([ADD_RELU], get_policy(), store, RunOptions(budget=2, **FAST), executor=ex)
+        run_tasks([ADD_RELU], get_policy(), store, RunOptions.of(budget=2, **FAST), executor=ex)
         [rejected] = skills_in(store)
         assert rejected.status is SkillStatus.REJECTED and not rejected.verification.admitted
         assert rejected.verification.speedup == pytest.approx(10 / 9.2)
         assert "did not reproduce" in rejected.verification.reason
         spy = Spy(get_policy())
-        run_tasks([BIAS_SCALE], spy, store, RunOptions(budget=1, **FAST), executor=ex)
+        run_tasks([BIAS_SCALE], spy, store, RunOptions.of(budget=1, **FAST), executor=ex)
         assert spy.contexts[0].skills == [] and all(m.kind != KIND for m in spy.contexts[0].memories)
 
 
 def test_the_same_rejected_proposal_is_not_verified_again(tmp_path):
     ex = TimedExecutor(block_latency, reproduce=2.3)
     with MemoryStore(tmp_path / "m.db") as store:
-        run_tasks([ADD_RELU], get_policy(), store, RunOptions(budget=2, **FAST), executor=ex)
+        run_tasks([ADD_RELU], get_policy(), store, RunOptions.of(budget=2, **FAST), executor=ex)
         [rejected] = skills_in(store)
         draft, refined = traces(store, "task_add_relu")
         library = SkillLibrary(store, backend="triton", latency_source="interpreted-cpu", executor=ex)
@@ -161,7 +161,7 @@ def test_the_same_rejected_proposal_is_not_verified_again(tmp_path):
 def test_near_duplicates_merge_into_one_skill_with_both_evidence(tmp_path):
     ex = TimedExecutor(block_latency)
     with MemoryStore(tmp_path / "m.db") as store:
-        run_tasks([ADD_RELU, BIAS_SCALE], get_policy(), store, RunOptions(budget=2, **FAST), executor=ex)
+        run_tasks([ADD_RELU, BIAS_SCALE], get_policy(), store, RunOptions.of(budget=2, **FAST), executor=ex)
         [skill] = skills_in(store)
         assert [e.task_name for e in skill.evidence] == ["task_add_relu", "task_bias_scale"]
         assert all(REQUIRED <= set(e.verification) for e in skill.evidence)
@@ -174,10 +174,10 @@ def test_near_duplicates_merge_into_one_skill_with_both_evidence(tmp_path):
 def test_no_skills_option_proposes_and_selects_nothing(tmp_path):
     ex = TimedExecutor(block_latency)
     with MemoryStore(tmp_path / "m.db") as store:
-        run_tasks([ADD_RELU], get_policy(), store, RunOptions(budget=2, skills=False, **FAST), executor=ex)
+        run_tasks([ADD_RELU], get_policy(), store, RunOptions.of(budget=2, skills=False, **FAST), executor=ex)
         assert skills_in(store) == [] and ex.retimes == []
     with MemoryStore(tmp_path / "off.db") as store:
-        run_tasks([ADD_RELU], get_policy(), store, RunOptions(budget=2, memory_mode="off", **FAST), executor=ex)
+        run_tasks([ADD_RELU], get_policy(), store, RunOptions.of(budget=2, memory_mode="off", **FAST), executor=ex)
         assert skills_in(store) == []
 
 
@@ -205,7 +205,7 @@ def test_llm_rerank_picks_and_orders_the_skills_that_go_into_the_prompt(tmp_path
         ids = [_admitted(store, "Fuse the add into the relu kernel", "Load x and y once and add relu add in registers."),
                _admitted(store, "Row softmax in one pass", "Keep the row max and sum in registers."),
                _admitted(store, "Wide blocks for elementwise add relu", "Use 4096-element blocks for add relu chains.")]
-        run_tasks([ADD_RELU], get_policy(llm=local_llm(server, "openai:test-model"), log=store), store, RunOptions(budget=1, **FAST),
+        run_tasks([ADD_RELU], get_policy(llm=local_llm(server, "openai:test-model"), log=store), store, RunOptions.of(budget=1, **FAST),
                   executor=ScriptedExecutor())
         rerank = json.dumps(server.requests[0].body)
         assert "You pick optimisation skills" in rerank
@@ -232,7 +232,7 @@ def test_no_rerank_ranks_by_value_without_a_call(tmp_path, server, monkeypatch):
     with MemoryStore(tmp_path / "m.db") as store:
         _admitted(store, "Fuse the add into the relu kernel", "Load x and y once.")
         result = run_tasks([ADD_RELU], get_policy(llm=local_llm(server, "openai:test-model"), log=store), store,
-                           RunOptions(budget=1, rerank=False, **FAST), executor=ScriptedExecutor())
+                           RunOptions.of(budget=1, rerank=False, **FAST), executor=ScriptedExecutor())
         assert len(server.requests) == 1 and result.tasks[0].correct
         assert "## Skills: verified techniques" in json.dumps(server.requests[0].body)
 
@@ -248,7 +248,7 @@ def test_llm_summarises_an_improving_step_into_a_verified_skill(tmp_path, server
     ex = TimedExecutor(lambda source: 2.0 if "BLOCK=2048" in source else 10.0)
     with MemoryStore(tmp_path / "m.db") as store:
         result = run_tasks([ADD_RELU], get_policy(llm=local_llm(server, "openai:test-model"), log=store), store,
-                           RunOptions(budget=2, **FAST), executor=ex)
+                           RunOptions.of(budget=2, **FAST), executor=ex)
         [skill] = skills_in(store)
         assert skill.admitted and skill.source == "llm" and skill.title == "Mark the fast path"
         assert skill.scope.operators == ("add relu",) and skill.hint is None
@@ -261,7 +261,7 @@ def test_llm_summarises_an_improving_step_into_a_verified_skill(tmp_path, server
         assert result.tasks[0].tokens_in == 11 + 11 + 50
         # A later task: the skill is recalled, the rerank keeps it, and it is in the prompt's skills section.
         server.script = [openai_reply("1"), openai_reply(_answer(fast))]
-        run_tasks([BIAS_SCALE], get_policy(llm=local_llm(server, "openai:test-model"), log=store), store, RunOptions(budget=1, **FAST),
+        run_tasks([BIAS_SCALE], get_policy(llm=local_llm(server, "openai:test-model"), log=store), store, RunOptions.of(budget=1, **FAST),
                   executor=ex)
         assert "Mark the fast path" in server.requests[-2].body["messages"][-1]["content"]
         prompt = json.dumps(server.requests[-1].body)

@@ -108,7 +108,7 @@ class TwoKernels:
 @pytest.mark.slow
 def test_a_skill_is_admitted_from_a_real_re_timing(tmp_path, task, cpu_executor):
     with MemoryStore(tmp_path / "m.db") as store:
-        result = evokernel.run([task], RunOptions(budget=2, trials=2, device="cpu", jobs=1), policy=TwoKernels(),
+        result = evokernel.run([task], RunOptions.of(budget=2, trials=2, device="cpu", jobs=1), policy=TwoKernels(),
                                store=store, executor=cpu_executor)
         assert result.tasks[0].statuses == ["ok", "ok"]
         [skill] = skills_in(store)

@@ -33,10 +33,10 @@ def test_a_bench_cut_by_its_time_limit_says_so_and_the_same_command_finishes_it(
 
 def test_time_limit_is_checked():
     with pytest.raises(RunError, match="time limit"):
-        RunOptions(time_limit_s=0)
+        RunOptions.of(time_limit_s=0)
     assert runner.invoke(app, ["bench", "relu_add", "--time-limit", "-1"]).exit_code == 2
     # how the run is carried out, not what it computes: a resumed run need not repeat it
-    assert "time_limit_s" not in RunOptions(time_limit_s=5).identity()
+    assert "time_limit_s" not in RunOptions.of(time_limit_s=5).identity()
 
 
 def test_an_interrupted_bench_hands_back_what_it_measured_and_resumes(tmp_path):
@@ -57,7 +57,7 @@ def test_an_interrupted_bench_hands_back_what_it_measured_and_resumes(tmp_path):
             raise KeyboardInterrupt
         return ok(1.0)
 
-    options = RunOptions(budget=3, trials=1, device="cpu")
+    options = RunOptions.of(budget=3, trials=1, device="cpu")
     with pytest.raises(BenchInterrupted) as stop:
         run_bench(task, options, memory=memory, policy=RecordingPolicy(HONEST["add_relu"][1]),
                   executor=ScriptedExecutor(script))

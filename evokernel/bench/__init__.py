@@ -1,6 +1,6 @@
 """Benchmarks: the loop (`evokernel.run`) over a suite, its metrics, the ablation and the report."""
 
-from ._ablate import ARM_NAMES, ARMS, AblationResult, Arm, ArmResult, run_ablation
+from ._ablate import ARM_NAMES, ARM_SETTINGS, ARMS, AblationResult, Arm, ArmResult, run_ablation
 from ._metrics import FAST_PS, compute_metrics, fast_key, geomean, speed_comparability, task_row
 from ._report import ReportError, ReportFiles, write_report
 from ._runner import (
@@ -18,6 +18,7 @@ from ._runner import (
 __all__: list[str] = [
     "ARMS",
     "ARM_NAMES",
+    "ARM_SETTINGS",
     "AblationResult",
     "Arm",
     "ArmResult",

@@ -21,6 +21,8 @@ import dataclasses
 import os
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
+from evokernel.options import RunOptions
+
 from ._metrics import compute_metrics, task_row
 from ._runner import (
     BenchError,
@@ -55,6 +57,8 @@ ARMS: tuple[Arm, ...] = (
     Arm("no-skills", "value-driven retrieval without skills", "value", skills=False),
 )
 ARM_NAMES = tuple(a.name for a in ARMS)
+# The settings each arm sets itself (below, in run_ablation); the rest of the options apply to every arm.
+ARM_SETTINGS = ("memory_mode", "independent_samples", "resume")
 
 
 def arms_named(names: Sequence[str] | None) -> list[Arm]:
@@ -112,7 +116,7 @@ class AblationResult:
 
 def run_ablation(
     source: str | os.PathLike[str],
-    options: Any = None,
+    options: RunOptions | None = None,
     *,
     limit: int | None = None,
     memory: str | os.PathLike[str] | None = None,
@@ -121,13 +125,11 @@ def run_ablation(
     on_event: OnEvent | None = None,
     command: str | None = None,
 ) -> AblationResult:
-    """Run each arm over the suite at `options.budget` steps per task.
+    """Run each arm over the suite at `options.loop.budget` steps per task.
 
     `memory`, when set, is copied into each arm and never written;
     `policy_factory(store)` overrides the policy `options` names (a fresh one per arm).
     """
-    from evokernel.loop import RunOptions
-
     options = options or RunOptions()
     check_options(options)
     chosen = arms_named(arms)
@@ -138,7 +140,7 @@ def run_ablation(
     policy_name, is_llm, device, size, jobs = "", False, "", "", 1
     for arm in chosen:
         arm_options = options.replace(memory_mode=arm.memory_mode, independent_samples=arm.independent, resume=False,
-                                      skills=arm.skills and options.skills)
+                                      skills=arm.skills and options.loop.skills)
 
         def tagged(event: RunEvent, arm_name: str = arm.name) -> None:
             if on_event is not None:
@@ -158,7 +160,7 @@ def run_ablation(
     if not is_llm and any(a.independent for a in chosen):
         notes.append(
             f"the {policy_name} policy is deterministic: its independent samples are one kernel written "
-            f"{options.budget} times, so the independent arm is pass@1, not pass@{options.budget}"
+            f"{options.loop.budget} times, so the independent arm is pass@1, not pass@{options.loop.budget}"
         )
     if memory:
         notes.append(f"each arm started from its own copy of {memory}")

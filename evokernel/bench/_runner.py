@@ -1,7 +1,7 @@
 """Run the loop over a benchmark suite and record the numbers with the
 conditions they were measured under.
 
-    result = run_bench("level1", RunOptions(budget=2), limit=4)
+    result = run_bench("level1", RunOptions.of(budget=2), limit=4)
     result.metrics["correct_rate"], result.to_dict()
 
 A suite is a bundled name (`level1`, `level2`, `level3`, `npu`, found in the
@@ -26,6 +26,8 @@ import sys
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Sequence
+
+from evokernel.options import EvaluationOptions, RunOptions
 
 from ._metrics import compute_metrics, task_row
 
@@ -125,7 +127,7 @@ class BenchResult:
 # --- pieces shared with the ablation ------------------------------------------
 
 
-def bench_options(options: Any, *, limit: int | None, memory: str | None) -> dict[str, Any]:
+def bench_options(options: RunOptions, *, limit: int | None, memory: str | None) -> dict[str, Any]:
     """What a result records as its options: the run's, plus the suite's limit and memory."""
     return {**options.to_dict(), "limit": limit, "memory": memory}
 
@@ -166,7 +168,7 @@ def run_suite(paths: Sequence[Path], options: Any, *, memory: Any = None, store:
         raise BenchError(str(exc)) from None
 
 
-def check_options(options: Any) -> None:
+def check_options(options: RunOptions) -> None:
     """A bench or ablation needs a policy it can name: the builtin one or an LLM."""
     if options.model is None and options.policy != "builtin":
         raise BenchError(f"unknown policy {options.policy!r}: use --policy builtin or --model PROVIDER:MODEL")
@@ -174,7 +176,7 @@ def check_options(options: Any) -> None:
 
 def run_bench(
     source: str | os.PathLike[str],
-    options: Any = None,
+    options: RunOptions | None = None,
     *,
     limit: int | None = None,
     memory: str | os.PathLike[str] | None = None,
@@ -183,7 +185,7 @@ def run_bench(
     on_event: OnEvent | None = None,
     command: str | None = None,
 ) -> BenchResult:
-    """Run `options.budget` steps on each task of a suite and compute its metrics.
+    """Run `options.loop.budget` steps on each task of a suite and compute its metrics.
 
     `options` is a `RunOptions`; `memory` names a bank to use and grow (default:
     a fresh temporary one, so the numbers do not depend on earlier runs);
@@ -191,7 +193,7 @@ def run_bench(
     recorded as the command line (default: this process's argv). Raises
     BenchError (SuiteError for the suite) before any work when it cannot start.
     """
-    from evokernel.loop import RunInterrupted, RunOptions
+    from evokernel.loop import RunInterrupted
 
     options = options or RunOptions()
     check_options(options)
@@ -287,18 +289,18 @@ def _tolerance_policy(paths: Sequence[Path], size: str) -> dict[str, Any]:
     }
 
 
-def _timing_method(device: str, options: Any) -> str:
+def _timing_method(device: str, evaluation: EvaluationOptions) -> str:
     from backends import EvalOptions
 
     if device.startswith("cuda"):
-        if not options.baselines:
+        if not evaluation.baselines:
             baselines = "no baselines timed"
-        elif options.compile_baseline:
+        elif evaluation.compile_baseline:
             baselines = "eager and torch.compile baselines timed in the same worker"
         else:
             baselines = "the eager baseline timed in the same worker (no torch.compile baseline)"
         return (
-            f"CUDA events around each call; median of {options.reps} runs after {options.warmup} warm-ups, the L2 "
+            f"CUDA events around each call; median of {evaluation.reps} runs after {evaluation.warmup} warm-ups, the L2 "
             f"flushed and the inputs cloned before each run; {baselines}"
         )
     return (
@@ -307,7 +309,7 @@ def _timing_method(device: str, options: Any) -> str:
     )
 
 
-def environment(device: str, options: Any, paths: Sequence[Path], *, size: str, jobs: int,
+def environment(device: str, options: RunOptions, paths: Sequence[Path], *, size: str, jobs: int,
                 command: str | None = None) -> dict[str, Any]:
     """Hardware, versions, tolerance, trials, rules and timing method: what is kept with the numbers."""
     import torch
@@ -323,12 +325,13 @@ def environment(device: str, options: Any, paths: Sequence[Path], *, size: str, 
         "evokernel": _version("evokernel"),
         "git_commit": _git_commit(),
         "size": size,
+        "precision": options.evaluation.precision,
         "backend": options.backend,
-        "rules": options.rules,
+        "rules": options.evaluation.rules,
         "jobs": jobs,
         "tolerance": _tolerance_policy(paths, size),
-        "trials": options.trials,
-        "timing_method": _timing_method(device, options),
+        "trials": options.evaluation.trials,
+        "timing_method": _timing_method(device, options.evaluation),
         "command": command if command is not None else " ".join(["evokernel", *sys.argv[1:]]),
         "date_utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
     }
@@ -342,7 +345,9 @@ def result_path(out: str | os.PathLike[str], data: dict[str, Any]) -> Path:
         env = data.get("environment", {})
         stamp = str(env.get("date_utc", "")).replace(":", "").replace("-", "").split("+")[0] or "result"
         kind = str(data.get("kind", "result")).removeprefix("evokernel-")
-        name = f"{kind}-{suite}-{data.get('policy', '')}-{env.get('size', '')}-{stamp}.json"
+        precision = env.get("precision", "fp32")
+        size = env.get("size", "") + ("" if precision == "fp32" else f"-{precision}")
+        name = f"{kind}-{suite}-{data.get('policy', '')}-{size}-{stamp}.json"
         path = path / name.replace("/", "_").replace(":", "_")
     return path
 

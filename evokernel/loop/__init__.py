@@ -10,8 +10,9 @@ from evokernel._step import FEASIBLE_STATUSES, MemoryNote, Policy, Proposal, Sta
 from ._concurrent import RunMonitor, run_all
 from ._events import (OnEvent, RunEvent, RunFinished, RunStarted, RunStats, SkillLearned, StepDone, StepStarted,
                       TaskEvent, TaskStopped, TimeLimitReached)
-from ._loop import Runner, choose_start, eval_options, export_best
-from ._options import DEVICE_NAME, ENGINES, MAX_SECONDS, MEMORY_MODES, SIZES, RunError, RunOptions, default_jobs, resolve_device, resolve_size
+from ._loop import Runner, choose_start, export_best
+from ._options import (DEVICE_NAME, ENGINES, MAX_SECONDS, MEMORY_MODES, SIZES, EvaluationOptions, ExecutionOptions,
+                       LoopOptions, RunError, RunOptions, default_jobs)
 from ._rewards import draft_reward, refine_reward
 from ._run import load_tasks, make_executor, make_policy, refine, run
 from ._tasks import resolve_task_args, tasks_in_bank
@@ -25,6 +26,9 @@ __all__ = [
     "MEMORY_MODES",
     "SIZES",
     "Attempt",
+    "EvaluationOptions",
+    "ExecutionOptions",
+    "LoopOptions",
     "MemoryNote",
     "OnEvent",
     "Policy",
@@ -52,15 +56,12 @@ __all__ = [
     "choose_start",
     "default_jobs",
     "draft_reward",
-    "eval_options",
     "export_best",
     "load_tasks",
     "make_executor",
     "make_policy",
     "refine",
     "refine_reward",
-    "resolve_device",
-    "resolve_size",
     "resolve_task_args",
     "run",
     "run_all",

@@ -114,7 +114,7 @@ class Runner:
         self.executor = executor
         self.monitor = RunMonitor(on_event, executor)
         self.states = [_TaskState(t, k) for t, k in zip(tasks, keys)]
-        self.eval_options = eval_options(options, size)
+        self.eval_options = options.evaluation.executor_options(size=size)
         backend = get_backend(options.backend)
         # Which latencies this run can compare with (the backend's label on this device), asked once.
         self.latency_source = backend.latency_source(device)
@@ -130,7 +130,7 @@ class Runner:
             "config": options.identity(),
             "size": size,
         }
-        self.run_id, self.resumed = self._open_run(options.resume)
+        self.run_id, self.resumed = self._open_run(options.execution.resume)
 
     # --- run bookkeeping ---------------------------------------------------
     def _open_run(self, resume: bool) -> tuple[int, bool]:
@@ -149,7 +149,7 @@ class Runner:
     def _seed_from_memory(self) -> None:
         """Continual refinement: a task whose memory (from before this run) holds a
         comparable feasible kernel starts from the best of them."""
-        if self.options.independent_samples:
+        if self.options.loop.independent_samples:
             return
         for st in self.states:
             earlier = [i for i in self._feasible(st) if i.run_id != self.run_id and self._comparable(i)]
@@ -180,14 +180,14 @@ class Runner:
         return min(times) if times else None
 
     def _choose_start(self, feasible: list[Item], rng: random.Random) -> Item:
-        return choose_start(feasible, rng, self.options.epsilon_start_point, self._comparable)
+        return choose_start(feasible, rng, self.options.loop.epsilon_start_point, self._comparable)
 
     def _retrieve(self, st: _TaskState, stage: str, rng: random.Random, as_of: int | None) -> list[MemoryNote]:
-        mode = self.options.memory_mode
-        if mode == "off" or self.options.independent_samples:
+        mode = self.options.loop.memory_mode
+        if mode == "off" or self.options.loop.independent_samples:
             return []
-        backends = [self.options.backend, *self.options.port_from]
-        kwargs: dict[str, Any] = dict(stage=stage, n=self.options.n_memories, kinds=KINDS_FOR_CONTEXT, rng=rng,
+        backends = [self.options.backend, *self.options.loop.port_from]
+        kwargs: dict[str, Any] = dict(stage=stage, n=self.options.loop.n_memories, kinds=KINDS_FOR_CONTEXT, rng=rng,
                                       as_of=as_of, as_of_task_key=st.key if as_of is not None else None)
         if mode == "task-only":
             kwargs.update(mode="value", only_task_key=st.key, backends=[self.options.backend])
@@ -208,7 +208,7 @@ class Runner:
         start point's and the retrieved kernels' code; then concept notes by category search.
         Reference material, not value-selected; none without memory or for independent samples."""
         backend = self.options.backend
-        if self.options.memory_mode == "off" or self.options.independent_samples or not self._api_note_seeder:
+        if self.options.loop.memory_mode == "off" or self.options.loop.independent_samples or not self._api_note_seeder:
             return []
         self._seed_api_notes()
         texts = [st.feedback or ""] + ([start.content] if start is not None else [])
@@ -240,21 +240,21 @@ class Runner:
         API notes (seeded into the bank once)."""
         out, opts = st.outcome, self.options
         step_no = out.attempts + 1
-        rng = random.Random(zlib.crc32(f"{opts.seed}:{st.key}:{step_no}".encode()))
-        feasible = [] if opts.independent_samples else self._feasible(st)
+        rng = random.Random(zlib.crc32(f"{opts.loop.seed}:{st.key}:{step_no}".encode()))
+        feasible = [] if opts.loop.independent_samples else self._feasible(st)
         stage = stage or ("refine" if feasible else "draft")
         start = self._choose_start(feasible, rng) if feasible and stage == "refine" else None
         best_ms = self._best_ms(feasible)
         memories = self._retrieve(st, stage, rng, as_of)
         api_notes = self._api_notes(st, stage, memories, start, rng)
         skills, skill_usage = self._select_skills(st, stage, as_of)
-        fresh = opts.independent_samples
+        fresh = opts.loop.independent_samples
         ctx = StepContext(
             task_name=st.task.name, task_key=st.key, task_path=str(st.task.path), task_source=st.task.source,
             category=st.task.category, backend=opts.backend, stage=stage, step=step_no, memories=memories,
             feedback=None if fresh else st.feedback, start_point=self._start_view(start),
             tried=frozenset() if fresh else self._tried(st), run_id=self.run_id, api_notes=api_notes,
-            rules=opts.rules, size=self.size, skills=skills, latency_source=self.latency_source,
+            rules=opts.evaluation.rules, size=self.size, skills=skills, latency_source=self.latency_source,
             best=self._start_view(self._fastest(feasible, start)),
         )
         return StepPlan(context=ctx, start=start, best_ms=best_ms, iteration=iteration, skill_usage=skill_usage)
@@ -375,7 +375,8 @@ class Runner:
             "iteration": iteration,
             "task_name": st.task.name,
             "size": self.size,
-            "rules": self.options.rules,
+            "precision": self.options.evaluation.precision,
+            "rules": self.options.evaluation.rules,
             "tokens_in": proposal.tokens_in,
             "tokens_out": proposal.tokens_out,
             "cost_usd": proposal.cost_usd,
@@ -430,7 +431,7 @@ class Runner:
                                      tasks=tuple(s.task.name for s in self.states),
                                      done=tuple(s.outcome.attempts for s in self.states)))
         iteration = max((s.outcome.attempts for s in self.states), default=0)
-        limit = self.options.time_limit_s
+        limit = self.options.execution.time_limit_s
         deadline = None if limit is None else time.monotonic() + limit
 
         def in_time() -> bool:
@@ -438,7 +439,7 @@ class Runner:
 
         try:
             while True:
-                active = [s for s in self.states if s.outcome.attempts < self.options.budget and not s.outcome.stopped]
+                active = [s for s in self.states if s.outcome.attempts < self.options.loop.budget and not s.outcome.stopped]
                 if not active:
                     break
                 if not in_time():
@@ -470,28 +471,17 @@ class Runner:
         return result
 
 
-def eval_options(options: RunOptions, size: str) -> EvalOptions:
-    """The executor's options for this run: what RunOptions says about evaluation, at the run's size."""
-    from backends import KERNELBENCH_SEED
-
-    seed = {"seed": KERNELBENCH_SEED} if options.kernelbench_seeding else {}
-    return EvalOptions(trials=options.trials, reps=options.reps, baselines=options.baselines, rules=options.rules,
-                       size=size, compile_baseline=options.compile_baseline, warmup=options.warmup, atol=options.atol,
-                       rtol=options.rtol, kernelbench_seeding=options.kernelbench_seeding,
-                       min_own_share=options.min_own_share, memory_budget_bytes=options.memory_budget_bytes, **seed)
-
-
 def _skill_library(store: MemoryStore, options: RunOptions, policy: Policy, latency_source: str,
                    executor: ExecutorProtocol, evaluation: EvalOptions) -> Any:
     """The run's skill library, or None: skills off, memory off, or independent samples."""
-    if not getattr(options, "skills", True) or options.memory_mode == "off" or options.independent_samples:
+    if not options.loop.skills or options.loop.memory_mode == "off" or options.loop.independent_samples:
         return None
     from evokernel.skills import SkillLibrary
 
     client = getattr(policy, "client", None) if policy.is_llm else None
     return SkillLibrary(store, backend=options.backend, latency_source=latency_source, executor=executor,
-                        eval_options=evaluation, client=client, rerank=getattr(options, "rerank", True),
-                        memory_mode=options.memory_mode)
+                        eval_options=evaluation, client=client, rerank=options.loop.rerank,
+                        memory_mode=options.loop.memory_mode)
 
 
 def _step_usage(proposal: Proposal, *usages: Any) -> tuple[int, int, float | None]:

@@ -1,7 +1,7 @@
 """`run`: the one library entry point for a run of the loop.
 
     from evokernel import RunOptions, run
-    result = run(["softmax"], RunOptions(budget=4), memory="memory.db")
+    result = run(["softmax"], RunOptions.of(budget=4), memory="memory.db")
 
 Everything is checked before the memory file is touched (options, tasks,
 backend, devices, the policy and its key), so a run that cannot start raises
@@ -19,7 +19,7 @@ from typing import Any, Iterator, Sequence
 from backends import ExecutorProtocol
 
 from ._events import OnEvent
-from ._options import RunError, RunOptions, default_jobs, resolve_device, resolve_size
+from ._options import LoopOptions, RunError, RunOptions, default_jobs
 from ._types import RunResult, TaskOutcome
 
 
@@ -40,7 +40,7 @@ def run(
     or pass an open `store`. `policy` overrides the one `options` names;
     `executor` anything that meets `backends.ExecutorProtocol` (default: a pool the options plan,
     closed at the end); `on_event` hears the run's typed events (evokernel.loop: `RunStarted`,
-    `StepDone`, ...). A matching unfinished run in the memory is resumed unless `options.resume`
+    `StepDone`, ...). A matching unfinished run in the memory is resumed unless `options.execution.resume`
     is False. With `skip_broken`, a task file that does not load is reported as
     a task not solved instead of stopping the run (benchmarks count it).
     Raises `RunError` when the run cannot start.
@@ -49,24 +49,25 @@ def run(
 
     from ._tasks import resolve_task_args
 
-    device = resolve_device(options.device)
-    size = resolve_size(options.size, device)
+    options = options.resolved()
+    device, size = options.execution.run_device(), options.evaluation.size
     known = backend_names()
-    for name in (options.backend, *options.port_from):
+    for name in (options.backend, *options.loop.port_from):
         if name not in known:
             raise RunError(f"unknown backend {name!r}; known: {', '.join(known)}")
     try:
         paths = resolve_task_args([os.fspath(t) for t in tasks])
     except KeyError as exc:
         raise RunError(str(exc.args[0])) from None
-    loaded, broken = load_tasks(paths, size, skip_broken=skip_broken)
-    if options.export and Path(options.export).exists() and not Path(options.export).is_dir():
-        raise RunError(f"--export {options.export} is a file; give a directory for the tasks' best kernels")
-    devices = _plan(options, device, executor)
+    loaded, broken = load_tasks(paths, size, precision=options.evaluation.precision, skip_broken=skip_broken)
+    export = options.execution.export
+    if export and Path(export).exists() and not Path(export).is_dir():
+        raise RunError(f"--export {export} is a file; give a directory for the tasks' best kernels")
+    devices = _plan(options, executor)
     with _memory(memory, store) as bank:
         if policy is None:
             policy = make_policy(options, bank)
-        jobs = options.jobs or default_jobs(policy.is_llm, len(loaded), n_gpus=sum(d.startswith("cuda") for d in devices or ()))
+        jobs = options.execution.jobs or default_jobs(policy.is_llm, len(loaded), n_gpus=sum(d.startswith("cuda") for d in devices or ()))
         owned = executor is None
         if owned:
             try:
@@ -90,15 +91,15 @@ def run(
             scale = len(result.tasks) / (len(result.tasks) + len(broken))
             result.accuracy_by_iteration = [a * scale for a in result.accuracy_by_iteration]
             result.tasks = [*result.tasks, *broken]
-        if options.export:
+        if export:
             from ._loop import export_best
 
-            result.exported = [str(p) for p in export_best(bank, result, options.export)]
+            result.exported = [str(p) for p in export_best(bank, result, export)]
     return result
 
 
 def refine(
-    options: RunOptions = RunOptions(budget=10),
+    options: RunOptions = RunOptions(loop=LoopOptions(budget=10)),
     *,
     memory: str | os.PathLike[str] | None = None,
     policy: Any = None,
@@ -132,15 +133,17 @@ def refine(
 # --- the pieces, checked before anything is written ----------------------------
 
 
-def _load_task(path: Path, size: str, *, run_reference: bool) -> tuple[Any, str]:
-    """The task at its size, and its key in the memory (the size is part of it when not full)."""
+def _load_task(path: Path, size: str, precision: str, *, run_reference: bool) -> tuple[Any, str]:
+    """The task at its size and precision, and its key in the memory (the size is part of
+    it when not full, the precision when not fp32)."""
     from backends import load_task
 
-    task = load_task(path, size=size, run_reference=run_reference)
+    task = load_task(path, size=size, precision=precision, run_reference=run_reference)
     return task, task.key
 
 
-def load_tasks(paths: Sequence[Path], size: str, *, skip_broken: bool = False) -> tuple[list[tuple[Any, str]], list[TaskOutcome]]:
+def load_tasks(paths: Sequence[Path], size: str, *, precision: str = "fp32",
+               skip_broken: bool = False) -> tuple[list[tuple[Any, str]], list[TaskOutcome]]:
     """Loaded tasks with their keys, and (with `skip_broken`) an outcome saying why for
     each file that did not load. At full size the reference is not run here (its
     inputs may not fit this host); a failing one is then the executor's task_error."""
@@ -149,7 +152,7 @@ def load_tasks(paths: Sequence[Path], size: str, *, skip_broken: bool = False) -
     loaded, broken = [], []
     for p in paths:
         try:
-            loaded.append(_load_task(Path(p), size, run_reference=size != "full"))
+            loaded.append(_load_task(Path(p), size, precision, run_reference=size != "full"))
         except TaskError as exc:
             if not skip_broken:
                 raise RunError(str(exc)) from None
@@ -158,13 +161,14 @@ def load_tasks(paths: Sequence[Path], size: str, *, skip_broken: bool = False) -
     return loaded, broken
 
 
-def _plan(options: RunOptions, device: str, executor: ExecutorProtocol | None) -> list[str] | None:
+def _plan(options: RunOptions, executor: ExecutorProtocol | None) -> list[str] | None:
     if executor is not None:
         return None
     from backends import DevicePlanError, plan_devices
 
     try:
-        return plan_devices(device=options.device, gpus=options.gpus, cpu_workers=options.jobs or 1)
+        return plan_devices(device=options.execution.device, gpus=options.execution.gpus,
+                            cpu_workers=options.execution.jobs or 1)
     except DevicePlanError as exc:
         raise RunError(str(exc)) from None
 
@@ -177,9 +181,9 @@ def make_policy(options: RunOptions, store: Any) -> Any:
 
     try:
         # Independent samples are fresh LLM drafts: the deterministic builtin would write one kernel k times.
-        return get_policy(model=options.model, policy=options.policy, log=store, replay=options.replay,
+        return get_policy(model=options.model, policy=options.policy, log=store, replay=options.execution.replay,
                           llm=options.llm, hardware=_hardware(options, store) if options.model else None,
-                          builtin_first=options.builtin_first and not options.independent_samples)
+                          builtin_first=options.loop.builtin_first and not options.loop.independent_samples)
     except (ValueError, ImportError, LLMError) as exc:
         raise RunError(str(exc)) from None
 
@@ -189,7 +193,7 @@ def _hardware(options: RunOptions, store: Any) -> Any:
     None off a GPU, where latencies are not speed."""
     from backends import hardware_facts
 
-    device = resolve_device(options.device)
+    device = options.execution.run_device()
     if not device.startswith("cuda"):
         return None
     return hardware_facts(device, cache_path=Path(store.path).parent / "hardware.json")
@@ -202,8 +206,9 @@ def make_executor(options: RunOptions, devices: Sequence[str], jobs: int) -> Exe
 
     if devices and devices[0] == "cpu":
         devices = ["cpu"] * max(1, min(jobs, os.cpu_count() or 1))
-    kwargs: dict[str, Any] = dict(timeout_s=options.timeout_s, max_jobs_per_worker=options.max_jobs_per_worker)
-    if options.engine == "ray":
+    kwargs: dict[str, Any] = dict(timeout_s=options.evaluation.timeout_s,
+                                  max_jobs_per_worker=options.execution.max_jobs_per_worker)
+    if options.execution.engine == "ray":
         from backends import RayPool
 
         return RayPool(devices, **kwargs)

@@ -9,7 +9,7 @@ evaluated by the executor and committed as a step of the loop (the loop's own
 `evokernel run` share one bank and one value function.
 
     from evokernel.mcp import AgentSession
-    with AgentSession(RunOptions(device="cpu"), memory="memory.db") as session:
+    with AgentSession(RunOptions.of(device="cpu"), memory="memory.db") as session:
         print(session.retrieve_memories("softmax").memories)
 """
 

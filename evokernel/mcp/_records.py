@@ -18,7 +18,7 @@ class TaskEntry:
     name: str
     ref: str
     path: str | None = None
-    key: str | None = None  # the task's key in the memory (size included when not full)
+    key: str | None = None  # the task's key in the memory (size included when not full, precision when not fp32)
     stage: str | None = None  # the stage its next step takes: "draft" until a kernel is feasible, then "refine"
     best_latency_ms: float | None = None
     latency_source: str | None = None
@@ -37,6 +37,7 @@ class SuiteEntry:
 class TaskList:
     backend: str
     size: str
+    precision: str  # what the session's tasks run in (fp32: as written)
     bundled: list[TaskEntry]
     suites: list[SuiteEntry]
     listed: list[TaskEntry]  # the tasks of `source` (a suite, a directory or a file), when one was given
@@ -75,6 +76,7 @@ class BestKernel:
     policy: str | None = None
     device: str | None = None
     size: str | None = None
+    precision: str | None = None
     rules: str | None = None
     parent_id: int | None = None
     created_utc: str | None = None
@@ -91,6 +93,7 @@ class TaskView:
     path: str
     key: str
     size: str
+    precision: str  # the models and floating inputs are cast to it before a candidate runs (fp32: as written)
     category: str
     backend: str
     backend_title: str

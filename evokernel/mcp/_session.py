@@ -30,8 +30,6 @@ from evokernel.loop import (
     StepContext,
     load_tasks,
     make_executor,
-    resolve_device,
-    resolve_size,
 )
 
 from ._describe import describe_io, tolerances
@@ -122,11 +120,11 @@ class _Loaded:
 class AgentSession:
     """The memory and the executor, as an agent's tools use them.
 
-    `options` are the loop's own (`RunOptions`: backend, rules, device, size,
-    seed, retrieval settings, trials, timeout); the session's runs are recorded
-    with them like any run. Pass `store` or `memory` (a path; default the
-    user's bank) and optionally an `executor` (anything with `evaluate(task_path,
-    source, backend=, options=)`); `agent` names the policy in the runs.
+    `options` are the loop's own (`RunOptions`: backend, the evaluation's rules, size,
+    precision, trials and timeout, the loop's seed and retrieval settings, the device);
+    the session's runs are recorded with them like any run. Pass `store` or `memory`
+    (a path; default the user's bank) and optionally an `executor` (anything with
+    `evaluate(task_path, source, backend=, options=)`); `agent` names the policy in the runs.
     Raises `RunError` when the session cannot start.
     """
 
@@ -136,14 +134,15 @@ class AgentSession:
         from memory_store import MemoryStore, MemoryStoreError, default_memory_path
 
         known = backend_names()
-        for name in (options.backend, *options.port_from):
+        for name in (options.backend, *options.loop.port_from):
             if name not in known:
                 raise RunError(f"unknown backend {name!r}; known: {', '.join(known)}")
         # Every session is runs of its own: an agent's state does not survive its server, so
         # there is nothing to resume (and two agents on one bank must not share a run).
-        self.options = options.replace(resume=False)
-        self.device = resolve_device(options.device)
-        self.size = resolve_size(options.size, self.device)
+        self.options = options.resolved().replace(resume=False)
+        self.device = self.options.execution.run_device()
+        self.size = self.options.evaluation.size
+        self.precision = self.options.evaluation.precision
         self.backend = get_backend(options.backend)
         self.latency_source = self.backend.latency_source(self.device)
         self.agent = agent
@@ -167,7 +166,7 @@ class AgentSession:
         from backends import DevicePlanError, plan_devices
 
         try:
-            devices = plan_devices(device=self.options.device, gpus=self.options.gpus, cpu_workers=1)
+            devices = plan_devices(device=self.options.execution.device, gpus=self.options.execution.gpus, cpu_workers=1)
         except DevicePlanError as exc:
             raise ToolInputError(str(exc)) from None
         return make_executor(self.options, devices, 1)
@@ -211,7 +210,7 @@ class AgentSession:
         if cached is not None:
             return cached
         try:
-            [(task, key)], _ = load_tasks([path], self.size)
+            [(task, key)], _ = load_tasks([path], self.size, precision=self.precision)
         except RunError as exc:
             raise ToolInputError(str(exc)) from None
         loaded = _Loaded(task, key, str(path))
@@ -274,11 +273,11 @@ class AgentSession:
             path = record.get("path") or ""
             note = "" if Path(path).is_file() else "its file is gone: rebuilt from the recorded source when used"
             memory.append(self._entry(record.get("name") or key, key, path, key, steps=steps.get(key, 0), note=note))
-        return TaskList(backend=self.options.backend, size=self.size, bundled=bundled, suites=suites, listed=listed,
+        return TaskList(backend=self.options.backend, size=self.size, precision=self.precision, bundled=bundled, suites=suites, listed=listed,
                         memory=memory)
 
     def _file_entry(self, path: Path, *, ref: str) -> TaskEntry:
-        """A task file as listed: its key at this session's size (the loader's own key, from
+        """A task file as listed: its key at this session's size and precision (the loader's own key, from
         the source alone: listing does not import the file) and its best kernel."""
         from backends import Task
 
@@ -287,7 +286,7 @@ class AgentSession:
         except (OSError, UnicodeDecodeError):
             return TaskEntry(name=path.stem, ref=ref, path=str(path), note="cannot read the file")
         key = Task(path=path, name=path.stem, source=text, tolerance=None, has_input_groups=False, category="",
-                   size=self.size).key
+                   size=self.size, precision=self.precision).key
         return self._entry(path.stem, ref, str(path), key)
 
     def _entry(self, name: str, ref: str, path: str, key: str, *, steps: int | None = None, note: str = "") -> TaskEntry:
@@ -309,18 +308,22 @@ class AgentSession:
         cost = task_cost(t.path, size=self.size)
         if cost.note:
             notes.append(cost.note)
+        if self.precision != "fp32":
+            notes.append(f"the shapes and dtypes above are the task as written; a candidate runs in {self.precision}: "
+                         "the models and floating inputs are cast to it first")
         try:
             from backends import describe_rules
 
-            rules_text = describe_rules(self.options.rules)
+            rules_text = describe_rules(self.options.evaluation.rules)
         except ImportError:  # an executor that does not describe its rule sets
             rules_text = ""
         steps = len(self.store.steps(task_key=loaded.key))
         best = self.best_kernel(task)
         return TaskView(
-            name=t.name, ref=loaded.ref, path=str(t.path), key=loaded.key, size=self.size, category=t.category,
+            name=t.name, ref=loaded.ref, path=str(t.path), key=loaded.key, size=self.size, precision=self.precision,
+            category=t.category,
             backend=self.options.backend, backend_title=getattr(self.backend, "title", None) or self.options.backend,
-            rules=self.options.rules, rules_text=rules_text,
+            rules=self.options.evaluation.rules, rules_text=rules_text,
             backend_rules=(getattr(self.backend, "prompt_rules", None) or "").strip(),
             reference_source=t.source, init_inputs=init, inputs=inputs, outputs=outputs,
             tolerances=tolerances(t.tolerance, [s for group in inputs[:1] for s in group] + outputs),
@@ -380,7 +383,7 @@ class AgentSession:
                 used_memory_ids=tuple(used),
                 **_CREDIT_ONLY_NAMED,
             )
-            say(f"evaluating on {self.device} under the {self.options.rules} rules (compile, verify, time)")
+            say(f"evaluating on {self.device} under the {self.options.evaluation.rules} rules (compile, verify, time)")
             started = time.monotonic()
             result = runner.evaluate(st, proposal)
             seconds = time.monotonic() - started
@@ -452,7 +455,8 @@ class AgentSession:
             task=loaded.task.name, key=loaded.key, found=True, item_id=item.id, source=item.content,
             status=item.status, latency_ms=item.latency_ms, latency_source=extra.get("latency_source"),
             comparable_here=comparable, stage=item.stage, run_id=item.run_id, policy=extra.get("policy"),
-            device=extra.get("device"), size=extra.get("size"), rules=extra.get("rules"), parent_id=item.parent_id,
+            device=extra.get("device"), size=extra.get("size"), precision=extra.get("precision", "fp32"),
+            rules=extra.get("rules"), parent_id=item.parent_id,
             created_utc=item.created_utc, baselines=_present((item.feedback or {}).get("baselines")),
             message="" if comparable else f"measured as {extra.get('latency_source')}, not {self.latency_source} as here",
         )
