@@ -191,9 +191,10 @@ def search_space(plan: Plan) -> list[Config]:
     if family == "matmul":
         # both defaults first: a 3xTF32 draft that is not close enough to the reference is redrafted in IEEE
         space = [default_config(plan), _ieee_default(plan)]
-        space += [Config(family, block_m=bm, block_n=bn, block_k=bk, num_warps=w, num_stages=s, group_m=g, split_k=sk,
-                         precision="3xtf32")
-                  for bm, bn, bk, w, s in _MATMUL_SPLIT_TILES for g in (1, 8) for sk in (1, 4, 16, 64)]
+        if _fp32_operands(plan):  # fp16/bf16 operands go to the tensor cores as they are: no TF32 split
+            space += [Config(family, block_m=bm, block_n=bn, block_k=bk, num_warps=w, num_stages=s, group_m=g,
+                             split_k=sk, precision="3xtf32")
+                      for bm, bn, bk, w, s in _MATMUL_SPLIT_TILES for g in (1, 8) for sk in (1, 4, 16, 64)]
         space += [Config(family, block_m=bm, block_n=bn, block_k=bk, num_warps=w, num_stages=s, group_m=g, split_k=sk)
                   for bm, bn, bk, w, s in _MATMUL_TILES for g in (1, 8) for sk in (1, 4, 16, 64)]
         return list(dict.fromkeys(space))
@@ -204,7 +205,7 @@ def search_space(plan: Plan) -> list[Config]:
         tiles = sorted(_CONV_TILES, key=lambda t: t != (first.block_m, first.block_n, first.block_k,
                                                          first.num_warps, first.num_stages))
         return [Config(family, block_m=bm, block_n=bn, block_k=bk, num_warps=w, num_stages=s, precision=p)
-                for bm, bn, bk, w, s in tiles for p in CONV_PRECISIONS]
+                for bm, bn, bk, w, s in tiles for p in _roundings(plan)]
     if family == "pool":
         return [Config(family, block_n=bn, num_warps=w) for bn in (128, 256, 512, 1024, 2048) for w in (2, 4, 8)]
     if family == "scan":
@@ -227,8 +228,22 @@ def search_space(plan: Plan) -> list[Config]:
                         for bk in (16, 32, 64) for w in (1, 2, 4, 8)),
                        key=lambda t: t != (first.one_pass, first.block_m, first.block_n, first.block_k, first.num_warps))
         return [Config(family, one_pass=one, block_m=bm, block_n=bn, block_k=bk, num_warps=w, precision=p)
-                for one, bm, bn, bk, w in tiles for p in CONV_PRECISIONS]
+                for one, bm, bn, bk, w in tiles for p in _roundings(plan)]
     raise ValueError(f"unknown family {family!r}")
+
+
+def _fp32_operands(plan: Plan) -> bool:
+    """Whether the anchor (matmul, conv, rnn) of a plan reads fp32 operands: only then do the
+    precision settings (TF32 rounding, 3xTF32) change what its kernel computes."""
+    node = plan.node(plan.matmul_id if plan.family == "matmul" else plan.anchor_id)
+    operands = node.args[:1] if plan.family == "rnn" else node.args[:2]
+    return any(plan.leaf(r.value).spec.dtype == "float32" for r in operands if r.kind == "leaf")
+
+
+def _roundings(plan: Plan) -> tuple[str, ...]:
+    """The precision settings of a conv or rnn search: each of CONV_PRECISIONS for fp32 operands; one
+    for fp16/bf16, which the tensor cores take as they are (the others would write the same kernel)."""
+    return CONV_PRECISIONS if _fp32_operands(plan) else CONV_PRECISIONS[:1]
 
 
 def _pow2(n: int) -> int:

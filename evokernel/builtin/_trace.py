@@ -14,7 +14,7 @@ import torch
 
 from dataclasses import replace
 
-from backends import parse_python
+from backends import cast_model, cast_values, parse_python
 
 from ._build import Builder, ComputedView, PyVal, Reject
 from ._canon import Context, call_function, call_method, call_module
@@ -39,14 +39,16 @@ def load_task(task, size: str = "full") -> types.ModuleType:
         raise Reject(f"cannot load task file: {exc}") from None
 
 
-def analyze(task, rules: str = "strict") -> Plan | Unsupported:
+def analyze(task, rules: str = "strict", precision: str = "fp32") -> Plan | Unsupported:
     """Trace ``Model`` from a task (module or file path) into a Plan, or say why not.
 
     ``rules`` ("strict" or "kernelbench") decides which work the library may do
-    (see _schedule). Tracing runs the reference on meta tensors: shapes only, so
-    analysing a full-size task costs no memory and no compute."""
+    (see _schedule). ``precision`` ("fp32", "fp16", "bf16") is the one the executor
+    runs the task in: the model and floating inputs are cast as it casts them, so the
+    plan sees the dtypes the kernels will get. Tracing runs the reference on meta
+    tensors: shapes only, so analysing a full-size task costs no memory and no compute."""
     try:
-        plan = _analyze(load_task(task), rules)
+        plan = _analyze(load_task(task), rules, precision)
         _trial_generation(plan)
         return plan
     except Reject as exc:
@@ -147,29 +149,30 @@ def _check_state_kept(state: list) -> None:
         raise RuntimeError(f"forward assigns module state ({', '.join(sorted(changed))})")
 
 
-def _instantiate(module: types.ModuleType, device: str):
-    """The reference model (eval mode, as the executor runs it) and its inputs on ``device``."""
+def _instantiate(module: types.ModuleType, device: str, precision: str = "fp32"):
+    """The reference model (eval mode, as the executor runs it) and its inputs on ``device``,
+    cast to ``precision`` as the executor casts them."""
     with torch.device(device):
         torch.manual_seed(0)
-        model = module.Model(*module.get_init_inputs()).eval()
-        inputs = list(module.get_inputs())
+        model = cast_model(module.Model(*cast_values(list(module.get_init_inputs()), precision)).eval(), precision)
+        inputs = cast_values(list(module.get_inputs()), precision)
     return model, inputs
 
 
-def _analyze(module: types.ModuleType, rules: str = "strict") -> Plan:
+def _analyze(module: types.ModuleType, rules: str = "strict", precision: str = "fp32") -> Plan:
     for attr in ("Model", "get_inputs", "get_init_inputs"):
         if not hasattr(module, attr):
             raise Reject(f"task defines no {attr}")
     source = read_model_source(module, module.Model)
     try:
         with contextlib.redirect_stderr(io.StringIO()):  # ShapeProp prints the failures it re-raises
-            model, inputs = _instantiate(module, "meta")
+            model, inputs = _instantiate(module, "meta", precision)
             gm = _trace(model, inputs, source.forward_names)
     except Reject:
         raise
     except Exception:  # an op without a meta kernel, or .item() at init: trace on real tensors
         with contextlib.redirect_stderr(io.StringIO()):
-            model, inputs = _instantiate(module, "cpu")
+            model, inputs = _instantiate(module, "cpu", precision)
             gm = _trace(model, [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs], source.forward_names)
 
     b = Builder()

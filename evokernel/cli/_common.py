@@ -10,12 +10,12 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Callable, Optional, TypeVar
+from typing import Annotated, Any, Callable, TypeVar
 
 import typer
 
-from ._llm_options import ContextTokensOpt, MultiTurnOpt, ReasoningEffortOpt, ThinkingTokensOpt, llm_options
-from ._llm_options import ModelsOpt as ModelOpt
+from evokernel.options import RunOptions
+
 from ._exit import EXIT_INTERRUPTED, EXIT_OK, EXIT_REJECTED, EXIT_USAGE, fail_usage, interrupted, one_line  # noqa: F401 (re-exported)
 
 T = TypeVar("T")
@@ -109,149 +109,24 @@ def use_environment_build_cache() -> None:
     use_build_cache(os.environ.get("EVOKERNEL_CACHE") or None)
 
 
-def prepare_device(backend: str, device: str | None) -> str:
-    """Check the backend and pick the device (the first GPU, else the CPU); builds go
-    where `$EVOKERNEL_CACHE` says."""
-    from backends import backend_names, default_device
+def prepare(options: RunOptions) -> RunOptions:
+    """The options a command runs with: the backend checked, the size decided from the run's
+    device (`RunOptions.resolved`); builds go where `$EVOKERNEL_CACHE` says."""
+    from backends import backend_names
 
     use_environment_build_cache()
+    if options.backend not in backend_names():
+        raise fail_usage(f"unknown backend {options.backend!r}; known: {', '.join(backend_names())}")
+    return options.resolved()
 
-    if backend not in backend_names():
-        raise fail_usage(f"unknown backend {backend!r}; known: {', '.join(backend_names())}")
-    return device or default_device()
 
-
-def size_note(device: str, size: str | None) -> str | None:
-    """What a user on a CPU should know about the sizes and latencies they will see."""
-    if device.startswith("cuda"):
+def size_note(options: RunOptions) -> str | None:
+    """What a user on a CPU should know about the sizes and latencies they will see
+    (`options` resolved: its size decided)."""
+    if options.execution.run_device().startswith("cuda"):
         return None
-    chosen = size or "small"
-    return f"no GPU: tasks run at size {chosen!r} (--size to choose); latencies are not GPU numbers"
+    return f"no GPU: tasks run at size {options.evaluation.size!r} (--size to choose); latencies are not GPU numbers"
 
 
-def parse_gpus(text: str | None) -> tuple[int, ...] | None:
-    """`--gpus 0,1` -> (0, 1)."""
-    if text is None:
-        return None
-    try:
-        gpus = tuple(int(p) for p in text.split(",") if p.strip())
-    except ValueError:
-        raise fail_usage(f"--gpus takes device indices such as 0,1; got {text!r}") from None
-    if not gpus:
-        raise fail_usage("--gpus needs at least one device index")
-    return gpus
-
-
-def run_options(**fields: Any):
-    """`RunOptions` from the parsed options; a bad combination is a usage error.
-
-    `model` is the list `--model` gave (an ensemble when several); with the LLM
-    flags (`context_tokens`, `multi_turn`, `reasoning_effort`, `thinking_tokens`)
-    it becomes the run's `LLMOptions`."""
-    from evokernel.loop import RunError, RunOptions
-
-    models = fields.pop("model", None)
-    flags = {k: fields.pop(k) for k in ("context_tokens", "multi_turn", "reasoning_effort", "thinking_tokens") if k in fields}
-    llm = llm_options(list(models or []), replay=bool(fields.get("replay", False)), **flags)
-    try:
-        return RunOptions(llm=llm, **fields)
-    except RunError as exc:
-        raise fail_usage(str(exc)) from None
-
-
-# Options shared by several commands, so each reads and helps the same way.
-BackendOpt = Annotated[str, typer.Option(help="Executor backend: triton, cuda or ascendc (see `evokernel backends`).")]
-BudgetOpt = Annotated[int, typer.Option(min=1, help="Steps per task.")]
-
-
-def check_device(value: Optional[str]) -> Optional[str]:
-    """A `--device` value as the backends name devices; anything else is a usage error."""
-    from evokernel.loop import DEVICE_NAME
-
-    if value is not None and not DEVICE_NAME.fullmatch(value):
-        raise typer.BadParameter(f"{value!r} is not a device; use cpu, cuda or cuda:N (npu:N for Ascend C)")
-    return value
-
-
-DeviceOpt = Annotated[Optional[str], typer.Option(callback=check_device, help="cuda:N or cpu; default: every visible GPU, else the CPU.")]
-
-
-def _positive(value: float) -> float:
-    from evokernel.loop import MAX_SECONDS
-
-    if not value > 0:
-        raise typer.BadParameter(f"{value:g} is not a positive number of seconds")
-    if not value <= MAX_SECONDS:  # inf, or a number the OS's timers cannot hold
-        raise typer.BadParameter(f"{value:g} seconds is more than the most allowed, {MAX_SECONDS:g} (a week)")
-    return value
-
-
-TimeoutOpt = Annotated[float, typer.Option(callback=_positive, help="Wall-clock limit per candidate, in seconds (> 0).")]
-
-
-def _positive_or_none(value: Optional[float]) -> Optional[float]:
-    return None if value is None else _positive(value)
-
-
-TimeLimitOpt = Annotated[Optional[float], typer.Option(
-    "--time-limit", callback=_positive_or_none, metavar="SECONDS",
-    help="Start no new step after this many seconds; the run stays unfinished and the same command resumes it "
-         "(bench: the results say complete: false).")]
+# Options several commands share beyond the run's settings (evokernel/cli/_flags.py has those).
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout, and nothing else there.")]
-SeedOpt = Annotated[int, typer.Option(help="Seed of the loop's random choices.")]
-TrialsOpt = Annotated[int, typer.Option(min=1, help="Correctness trials with fresh seeded inputs.")]
-RepsOpt = Annotated[int, typer.Option(min=1, help="Timed runs per candidate on a GPU.")]
-
-
-def _size(value: Optional[str]) -> Optional[str]:
-    from evokernel.loop import SIZES
-
-    if value is not None and value not in SIZES:
-        raise typer.BadParameter(f"{value!r} is not a task size; choose {' or '.join(SIZES)}")
-    return value
-
-
-SizeOpt = Annotated[Optional[str], typer.Option(
-    callback=_size, help="Task size: full or small; default: small without a GPU, full on one.")]
-RulesOpt = Annotated[str, typer.Option(help="Rule set: strict (own kernels only) or kernelbench (partial replacement).")]
-# The executor's options a comparison with KernelBench needs (backends.EvalOptions).
-WarmupOpt = Annotated[int, typer.Option(min=0, help="Warm-up runs before timing on a GPU.")]
-BaselinesOpt = Annotated[bool, typer.Option(help="Time the eager and torch.compile baselines (GPU).")]
-CompileBaselineOpt = Annotated[bool, typer.Option(help="With baselines, time torch.compile too (GPU); KernelBench's eval does not.")]
-AtolOpt = Annotated[Optional[float], typer.Option(
-    min=0.0, help="Absolute tolerance for every output (default: the task's TOLERANCE, else 1e-4 fp32, 1e-2 fp16/bf16).")]
-RtolOpt = Annotated[Optional[float], typer.Option(min=0.0, help="Relative tolerance for every output (default as --atol).")]
-KernelbenchSeedingOpt = Annotated[bool, typer.Option(
-    "--kernelbench-seeding", help="Draw inputs as KernelBench's eval does (trial seeds from seed 42, values from the host "
-                                  "generator), to reproduce a published number.")]
-JobsOpt = Annotated[Optional[int], typer.Option(
-    min=1, help="Steps in flight at once; default: up to 16 with an LLM, the CPU cores (or GPUs) otherwise.")]
-GpusOpt = Annotated[Optional[str], typer.Option(help="GPUs to evaluate on, e.g. 0,1 (one worker each); default: all.")]
-EngineOpt = Annotated[str, typer.Option(help="local (worker processes here) or ray (Ray tasks; pip install 'evokernel[ray]').")]
-MinOwnShareOpt = Annotated[float, typer.Option(
-    min=0.0, max=1.0, help="Under --rules kernelbench: own kernels' least share of GPU time (0: report only).")]
-
-
-def parse_bytes(text: str | None) -> int | None:
-    """'8G', '512M', '1000000' -> bytes (powers of 1024 for K/M/G/T)."""
-    if text is None:
-        return None
-    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
-    t = text.strip().upper().removesuffix("B").removesuffix("I")
-    try:
-        value = float(t[:-1]) * units[t[-1]] if t and t[-1] in units else float(t)
-    except ValueError:
-        raise typer.BadParameter(f"{text!r} is not a size such as 8G, 512M or a number of bytes") from None
-    if not value > 0:
-        raise typer.BadParameter(f"{text!r} is not a positive size")
-    return int(value)
-
-
-MemoryBudgetOpt = Annotated[Optional[str], typer.Option(
-    "--memory-budget", metavar="SIZE",
-    help="At most this much device memory for one evaluation (8G, 512M...); a task that needs more is a task_error.")]
-MemoryModeOpt = Annotated[str, typer.Option("--memory-mode", help="off, task-only, similarity or value (ablations).")]
-SkillsOpt = Annotated[bool, typer.Option(
-    help="The verified skill library: propose skills from improving steps, verify and select them (--no-skills: off).")]
-RerankOpt = Annotated[bool, typer.Option(
-    help="With --model, one short LLM call reranks the recalled skills (--no-rerank: by their stage values).")]

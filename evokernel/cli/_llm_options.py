@@ -1,12 +1,14 @@
-"""The LLM policy's command-line options, shared by the commands that run it.
+"""The LLM policy's command-line flags, one group of every run-shaped command's settings.
 
-A command adds these parameters and calls `llm_options(...)`; the result goes
-into the run's options (`RunOptions.llm`) or straight to `get_policy(llm=...)`.
+`LLM_FLAGS` lists them (parameter name, typer annotation, default); `_flags.settings`
+adds them to a command and `llm_options(...)` turns their values into the run's
+`RunOptions.llm` (or the `llm=` of `get_policy`). Their record, `evokernel.llm.LLMOptions`,
+belongs to the LLM package; tests/test_cli_flags.py holds the defaults here to its own.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
@@ -23,10 +25,6 @@ ContextTokensOpt = Annotated[
 MultiTurnOpt = Annotated[
     bool, typer.Option("--multi-turn", help="The steps of a task continue one conversation (default: a fresh prompt per step).")
 ]
-BuiltinFirstOpt = Annotated[
-    bool, typer.Option("--builtin-first/--llm-only", help="With --model: the builtin policy drafts first where it covers "
-                       "the task (no tokens) and the LLM refines past it or drafts where it stops; --llm-only: the LLM writes every step."),
-]
 ReasoningEffortOpt = Annotated[
     Optional[str], typer.Option("--reasoning-effort", help="OpenAI reasoning models: none, minimal, low, medium, high, xhigh.")
 ]
@@ -34,9 +32,18 @@ ThinkingTokensOpt = Annotated[
     Optional[int], typer.Option("--thinking-tokens", min=1024, help="Anthropic extended thinking budget (tokens).")
 ]
 
+# (parameter, annotation, default): the LLMOptions field each fills has the same name ("model": its models).
+LLM_FLAGS: tuple[tuple[str, Any, Any], ...] = (
+    ("model", ModelsOpt, None),
+    ("context_tokens", ContextTokensOpt, 24_000),
+    ("multi_turn", MultiTurnOpt, False),
+    ("reasoning_effort", ReasoningEffortOpt, None),
+    ("thinking_tokens", ThinkingTokensOpt, None),
+)
+
 
 def llm_options(models: list[str] | None, *, context_tokens: int = 24_000, multi_turn: bool = False,
-                reasoning_effort: str | None = None, thinking_tokens: int | None = None, replay: bool = False):
+                reasoning_effort: str | None = None, thinking_tokens: int | None = None):
     """The `LLMOptions` the flags describe, or None without `--model`; bad values are a usage error.
 
     Keys, endpoints, retries and prices come from the environment, read here at the edge
@@ -49,7 +56,7 @@ def llm_options(models: list[str] | None, *, context_tokens: int = 24_000, multi
 
     try:
         options = LLMOptions.from_specs(models, context_tokens=context_tokens, multi_turn=multi_turn,
-                                        reasoning_effort=reasoning_effort, thinking_tokens=thinking_tokens, replay=replay)
+                                        reasoning_effort=reasoning_effort, thinking_tokens=thinking_tokens)
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from None
     try:

@@ -11,56 +11,26 @@ from typing import Annotated, Any, Optional
 
 import typer
 
+from evokernel.options import RunOptions
+
 from ._common import (
     EXIT_OK,
-    AtolOpt,
-    BackendOpt,
-    BaselinesOpt,
-    CompileBaselineOpt,
-    KernelbenchSeedingOpt,
-    RtolOpt,
-    WarmupOpt,
-    BudgetOpt,
-    DeviceOpt,
-    EngineOpt,
-    GpusOpt,
-    JobsOpt,
     JsonOpt,
-    MemoryBudgetOpt,
-    MemoryModeOpt,
-    MinOwnShareOpt,
-    parse_bytes,
-    ContextTokensOpt,
-    ModelOpt,
-    MultiTurnOpt,
-    ReasoningEffortOpt,
-    ThinkingTokensOpt,
-    RepsOpt,
-    RerankOpt,
-    RulesOpt,
-    SeedOpt,
-    SizeOpt,
-    SkillsOpt,
-    TimeLimitOpt,
-    TimeoutOpt,
-    TrialsOpt,
     err_console,
     fail_usage,
     first_correct_cell,
     interrupted,
     memory_path,
     out_console,
-    parse_gpus,
-    prepare_device,
+    prepare,
     print_json,
-    run_options,
     size_note,
 )
-from ._llm_options import BuiltinFirstOpt
+from ._flags import settings
+from .run_cmd import RUN_SETTINGS
 
 SuiteArg = Annotated[str, typer.Argument(
     help="A bundled suite (level1, level2, level3, npu), a bundled task, a directory of task files, or one task file.")]
-PolicyOpt = Annotated[str, typer.Option(help="Offline policy when no --model is given.")]
 LimitOpt = Annotated[Optional[int], typer.Option(min=1, help="Only the first K tasks, in sorted order.")]
 OutOpt = Annotated[Optional[Path], typer.Option(
     help="Also write the JSON result here; a directory (or a path ending in /) gets a generated file name, "
@@ -104,16 +74,17 @@ def _write(data: dict[str, Any], out: Optional[Path]) -> None:
     err_console().print(f"wrote {path}", style="dim", markup=False)
 
 
-def _call(fn: Any, *args: Any, budget: int, backend: str, device: str | None, size: str | None, **kwargs: Any) -> Any:
+def _call(fn: Any, *args: Any, options: RunOptions, **kwargs: Any) -> Any:
     """The library call with a live view on stderr; a bench that cannot start is a usage error."""
     from evokernel.bench import BenchError, BenchInterrupted
 
     from ._progress import RunProgress
 
-    note = size_note(prepare_device(backend, device), size)
+    options = prepare(options)
+    note = size_note(options)
     try:
-        with RunProgress(err_console(), budget, preamble=[note] if note else []) as progress:
-            return fn(*args, on_event=progress, **kwargs)
+        with RunProgress(err_console(), options.loop.budget, preamble=[note] if note else []) as progress:
+            return fn(*args, options, on_event=progress, **kwargs)
     except BenchInterrupted:
         raise  # the caller writes the results so far
     except KeyboardInterrupt:
@@ -122,45 +93,17 @@ def _call(fn: Any, *args: Any, budget: int, backend: str, device: str | None, si
         raise fail_usage(str(exc)) from None
 
 
+@settings(*RUN_SETTINGS)
 def bench_command(
     ctx: typer.Context,
     suite: SuiteArg,
-    policy: PolicyOpt = "builtin",
-    model: ModelOpt = None,
-    context_tokens: ContextTokensOpt = 24_000,
-    multi_turn: MultiTurnOpt = False,
-    builtin_first: BuiltinFirstOpt = True,
-    reasoning_effort: ReasoningEffortOpt = None,
-    thinking_tokens: ThinkingTokensOpt = None,
-    backend: BackendOpt = "triton",
-    budget: BudgetOpt = 30,
     limit: LimitOpt = None,
     memory: Annotated[Optional[Path], typer.Option(
         help="Memory to use and grow; default: a fresh temporary memory, so the numbers do not depend on earlier runs.")] = None,
-    memory_mode: MemoryModeOpt = "value",
-    skills: SkillsOpt = True,
-    rerank: RerankOpt = True,
-    device: DeviceOpt = None,
-    gpus: GpusOpt = None,
-    size: SizeOpt = None,
-    rules: RulesOpt = "strict",
-    min_own_share: MinOwnShareOpt = 0.0,
-    memory_budget: MemoryBudgetOpt = None,
-    jobs: JobsOpt = None,
-    engine: EngineOpt = "local",
-    seed: SeedOpt = 0,
-    timeout: TimeoutOpt = 300.0,
-    time_limit: TimeLimitOpt = None,
-    trials: TrialsOpt = 5,
-    reps: RepsOpt = 100,
-    warmup: WarmupOpt = 10,
-    baselines: BaselinesOpt = True,
-    compile_baseline: CompileBaselineOpt = True,
-    atol: AtolOpt = None,
-    rtol: RtolOpt = None,
-    kernelbench_seeding: KernelbenchSeedingOpt = False,
     json_output: JsonOpt = False,
     out: OutOpt = None,
+    *,
+    options: RunOptions,
 ) -> None:
     """Run the loop over a benchmark suite; report correctness, fast_p and speedups per task and overall.
 
@@ -170,16 +113,9 @@ def bench_command(
     """
     from evokernel.bench import BenchInterrupted, run_bench
 
-    options = run_options(policy=policy, model=model, context_tokens=context_tokens, multi_turn=multi_turn, builtin_first=builtin_first,
-                          reasoning_effort=reasoning_effort, thinking_tokens=thinking_tokens, backend=backend, budget=budget, memory_mode=memory_mode,
-                          device=device, gpus=parse_gpus(gpus), size=size, rules=rules,
-        min_own_share=min_own_share, memory_budget_bytes=parse_bytes(memory_budget), jobs=jobs, engine=engine,
-                          seed=seed, timeout_s=timeout, time_limit_s=time_limit, trials=trials, reps=reps, warmup=warmup, baselines=baselines,
-                          compile_baseline=compile_baseline, atol=atol, rtol=rtol, kernelbench_seeding=kernelbench_seeding,
-                          skills=skills, rerank=rerank)
     try:
-        result = _call(run_bench, suite, options, limit=limit, memory=memory and memory_path(memory), command=_command_line(ctx),
-                       budget=budget, backend=backend, device=device, size=size)
+        result = _call(run_bench, suite, options=options, limit=limit, memory=memory and memory_path(memory),
+                       command=_command_line(ctx))
     except BenchInterrupted as stop:  # Ctrl-C or SIGINT: what was measured is not lost
         data = stop.result.to_dict()
         _write(data, out)
@@ -250,47 +186,31 @@ def _render_metrics(out: Any, m: dict[str, Any]) -> None:
         err_console().print(f"note: {m['speed_note']}", style="yellow", highlight=False, soft_wrap=True)
 
 
+@settings(*RUN_SETTINGS)
 def ablate_command(
     ctx: typer.Context,
     suite: SuiteArg,
-    policy: PolicyOpt = "builtin",
-    model: ModelOpt = None,
-    context_tokens: ContextTokensOpt = 24_000,
-    multi_turn: MultiTurnOpt = False,
-    builtin_first: BuiltinFirstOpt = True,
-    reasoning_effort: ReasoningEffortOpt = None,
-    thinking_tokens: ThinkingTokensOpt = None,
-    backend: BackendOpt = "triton",
-    budget: BudgetOpt = 30,
     limit: LimitOpt = None,
     arm: Annotated[Optional[list[str]], typer.Option(
         help="Run only these arms (repeatable): independent, refine, similarity, value, no-skills.")] = None,
     memory: Annotated[Optional[Path], typer.Option(
         help="Start every arm from its own copy of this memory (never written); default: empty memories.")] = None,
-    device: DeviceOpt = None,
-    gpus: GpusOpt = None,
-    size: SizeOpt = None,
-    rules: RulesOpt = "strict",
-    min_own_share: MinOwnShareOpt = 0.0,
-    memory_budget: MemoryBudgetOpt = None,
-    jobs: JobsOpt = None,
-    seed: SeedOpt = 0,
-    timeout: TimeoutOpt = 300.0,
-    trials: TrialsOpt = 5,
-    reps: RepsOpt = 100,
     json_output: JsonOpt = False,
     out: OutOpt = None,
+    *,
+    options: RunOptions,
 ) -> None:
-    """Compare independent samples, refinement without memory, similarity-only and value-driven retrieval at equal budget."""
-    from evokernel.bench import run_ablation
+    """Compare independent samples, refinement without memory, similarity-only and value-driven retrieval at equal budget.
 
-    options = run_options(policy=policy, model=model, context_tokens=context_tokens, multi_turn=multi_turn, builtin_first=builtin_first,
-                          reasoning_effort=reasoning_effort, thinking_tokens=thinking_tokens, backend=backend, budget=budget, device=device,
-                          gpus=parse_gpus(gpus), size=size, rules=rules,
-        min_own_share=min_own_share, memory_budget_bytes=parse_bytes(memory_budget), jobs=jobs, seed=seed, timeout_s=timeout,
-                          trials=trials, reps=reps)
-    result = _call(run_ablation, suite, options, limit=limit, memory=memory and memory_path(memory), arms=arm, command=_command_line(ctx),
-                   budget=budget, backend=backend, device=device, size=size)
+    Each arm sets its own memory mode, independent sampling and a fresh run; every other setting applies to all arms."""
+    from evokernel.bench import ARM_SETTINGS, run_ablation
+
+    given = [name for name in ARM_SETTINGS if name in ctx.params and _given(ctx, name)]
+    if given:
+        flags = ", ".join(_flag(ctx, name) for name in given)
+        raise fail_usage(f"{flags}: each ablation arm sets this itself; choose arms with --arm")
+    result = _call(run_ablation, suite, options=options, limit=limit, memory=memory and memory_path(memory), arms=arm,
+                   command=_command_line(ctx))
     data = result.to_dict()
     _write(data, out)
     for note in data["notes"]:
@@ -300,6 +220,16 @@ def ablate_command(
     else:
         _render_ablation(data)
     raise typer.Exit(EXIT_OK)
+
+
+def _given(ctx: typer.Context, name: str) -> bool:
+    """Whether the user gave this flag (not its default)."""
+    source = ctx.get_parameter_source(name)
+    return source is not None and source.name in ("COMMANDLINE", "ENVIRONMENT")
+
+
+def _flag(ctx: typer.Context, name: str) -> str:
+    return next((p.opts[0] for p in ctx.command.params if p.name == name), name)
 
 
 def _render_ablation(data: dict[str, Any]) -> None:

@@ -8,9 +8,11 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from ._common import (EXIT_OK, EXIT_REJECTED, AtolOpt, BaselinesOpt, CompileBaselineOpt, KernelbenchSeedingOpt, RtolOpt,
-                      RulesOpt, SizeOpt, TimeoutOpt, TrialsOpt, WarmupOpt, err_console, fail_usage, one_line, out_console,
-                      prepare_device, print_json, print_result_table, size_note, check_device)
+from evokernel.options import EvaluationOptions, RunOptions
+
+from ._common import (EXIT_OK, EXIT_REJECTED, err_console, fail_usage, one_line, out_console, prepare, print_json,
+                      print_result_table, size_note)
+from ._flags import settings
 
 
 def register(app: typer.Typer) -> None:
@@ -18,6 +20,9 @@ def register(app: typer.Typer) -> None:
     app.command("backends")(backends_command)
 
 
+@settings("run", "evaluation", "execution", only={"run": ("backend",), "execution": ("device",)},
+          helps={"backend": "Executor backend (see `evokernel backends`); a manifest row may name its own.",
+                 "device": "cuda:N or cpu; default: the first GPU, else the CPU."})
 def eval_command(
     paths: Annotated[Optional[list[str]], typer.Argument(
         help="TASK CANDIDATE [CANDIDATE ...]: a KernelBench-format task file (or bundled task name) and candidate "
@@ -25,22 +30,10 @@ def eval_command(
     manifest: Annotated[Optional[Path], typer.Option(
         help="A TSV file of pairs to evaluate, one per line: task, candidate and optionally backend (paths relative "
              "to the file); a header line and # comments are skipped.")] = None,
-    backend: Annotated[str, typer.Option(help="Executor backend (see `evokernel backends`); a manifest row may name its own.")] = "triton",
-    timeout: TimeoutOpt = 300.0,
-    device: Annotated[Optional[str], typer.Option(callback=check_device, help="cuda:N or cpu; default: the first GPU if any.")] = None,
-    size: SizeOpt = None,
-    trials: TrialsOpt = 5,
-    reps: Annotated[int, typer.Option(min=1, help="Timed runs on a GPU (KernelBench: num_perf_trials).")] = 100,
-    warmup: WarmupOpt = 10,
     seed: Annotated[Optional[int], typer.Option(help="Seed of the inputs and weights; default 1234, or 42 with --kernelbench-seeding.")] = None,
-    atol: AtolOpt = None,
-    rtol: RtolOpt = None,
-    kernelbench_seeding: KernelbenchSeedingOpt = False,
-    baselines: BaselinesOpt = True,
-    compile_baseline: CompileBaselineOpt = True,
-    rules: RulesOpt = "strict",
-    min_own_share: Annotated[float, typer.Option(min=0.0, max=1.0, help="Under kernelbench: own kernels' least share of GPU time (0: report only).")] = 0.0,
     json_output: Annotated[bool, typer.Option("--json", help="Print one JSON object per evaluated pair on stdout (JSON Lines), and nothing else there.")] = False,
+    *,
+    options: RunOptions,
 ) -> None:
     """Compile, verify and time candidate kernels against a task's reference.
 
@@ -48,31 +41,23 @@ def eval_command(
     CUDA error). Several candidates or a --manifest print one result per pair,
     in order, and a summary table on stderr.
     """
-    from backends import RULE_SETS, KERNELBENCH_SEED, EvalJob, EvalOptions, Executor
-    from evokernel.loop import resolve_size
+    from backends import EvalJob, Executor
 
-    if rules not in RULE_SETS:
-        raise fail_usage(f"unknown rule set {rules!r}; known: {', '.join(RULE_SETS)}")
-    device = prepare_device(backend, device)
-    size = resolve_size(size, device)
+    options = prepare(options)
+    device, evaluation = options.execution.run_device(), options.evaluation
     try:
-        options = EvalOptions(
-            trials=trials, reps=reps, warmup=warmup, baselines=baselines, compile_baseline=compile_baseline,
-            seed=seed if seed is not None else (KERNELBENCH_SEED if kernelbench_seeding else EvalOptions.seed),
-            size=size, atol=atol, rtol=rtol, kernelbench_seeding=kernelbench_seeding, rules=rules,
-            min_own_share=min_own_share,
-        )
+        eval_options = evaluation.executor_options(**({} if seed is None else {"seed": seed}))
     except ValueError as exc:
         raise fail_usage(str(exc)) from None
-    pairs = _pairs(paths or [], manifest, backend, size)
-    jobs = [EvalJob(p.task.path, p.source, backend=p.backend, options=options) for p in pairs]
-    note = size_note(device, size)
+    pairs = _pairs(paths or [], manifest, options.backend, evaluation)
+    jobs = [EvalJob(p.task.path, p.source, backend=p.backend, options=eval_options) for p in pairs]
+    note = size_note(options)
     console = err_console()
     if note:
         console.print(note, style="dim")
     batch = manifest is not None or len(pairs) > 1
     results = []
-    with Executor(device=device, timeout_s=timeout) as executor:
+    with Executor(device=device, timeout_s=evaluation.timeout_s) as executor:
         if batch:
             for i, (pair, result) in enumerate(zip(pairs, executor.evaluate_many(jobs)), 1):
                 results.append(result)
@@ -89,7 +74,7 @@ def eval_command(
     if batch:
         _summary(pairs, results, console if json_output else out_console())
     elif not json_output:
-        _render(results[0], pairs[0].task.name, pairs[0].backend)
+        _render(results[0], pairs[0])
     raise typer.Exit(EXIT_OK if all(r.feasible for r in results) else EXIT_REJECTED)
 
 
@@ -102,7 +87,7 @@ class _Pair:
     label: str  # how the candidate is named in messages
 
 
-def _pairs(paths: list[str], manifest: Path | None, default_backend: str, size: str) -> list[_Pair]:
+def _pairs(paths: list[str], manifest: Path | None, default_backend: str, evaluation: EvaluationOptions) -> list[_Pair]:
     """Every (task, candidate, backend) to evaluate, each checked before any runs:
     a task that does not load, a candidate that cannot be read or an unknown
     backend is one line on stderr and exit 2."""
@@ -114,7 +99,7 @@ def _pairs(paths: list[str], manifest: Path | None, default_backend: str, size: 
         if len(paths) < 2:
             raise fail_usage("give a task and at least one candidate: evokernel eval TASK CANDIDATE [CANDIDATE ...]")
         rows = [(paths[0], c, default_backend, "") for c in paths[1:]]
-    return _checked(rows, size)
+    return _checked(rows, evaluation)
 
 
 def _manifest_rows(manifest: Path, default_backend: str) -> list[tuple[str, str, str, str]]:
@@ -141,7 +126,7 @@ def _manifest_rows(manifest: Path, default_backend: str) -> list[tuple[str, str,
     return rows
 
 
-def _checked(rows: list[tuple[str, str, str, str]], size: str) -> list[_Pair]:
+def _checked(rows: list[tuple[str, str, str, str]], evaluation: EvaluationOptions) -> list[_Pair]:
     from backends import TaskError, UnknownBackend, backend_names, get_backend, load_task
     from evokernel.loop import resolve_task_args
 
@@ -160,7 +145,8 @@ def _checked(rows: list[tuple[str, str, str, str]], size: str) -> list[_Pair]:
         if task_arg not in tasks:
             try:
                 path = resolve_task_args([task_arg])[0]
-                tasks[task_arg] = load_task(path, size=size, run_reference=True)
+                tasks[task_arg] = load_task(path, size=evaluation.size, precision=evaluation.precision,
+                                            run_reference=True)
             except KeyError as exc:
                 raise fail_usage(f"{where}{exc.args[0]}") from None
             except TaskError as exc:
@@ -175,7 +161,8 @@ def _checked(rows: list[tuple[str, str, str, str]], size: str) -> list[_Pair]:
 
 def _record(pair: _Pair, result: Any) -> dict[str, Any]:
     data = result.to_dict()
-    data.update(task=pair.task.name, task_path=str(pair.task.path), candidate=str(pair.candidate), backend=pair.backend)
+    data.update(task=pair.task.name, task_path=str(pair.task.path), candidate=str(pair.candidate), backend=pair.backend,
+                precision=pair.task.precision)
     return data
 
 
@@ -192,11 +179,11 @@ def _summary(pairs: list[_Pair], results: list[Any], console: Any) -> None:
     console.print(table)
 
 
-def _render(result, task_name: str, backend: str) -> None:
+def _render(result, pair: _Pair) -> None:
     from rich.table import Table
 
     colour = "green" if result.feasible else "red"
-    table = Table(title=f"{task_name} ({backend})", show_header=False)
+    table = Table(title=f"{pair.task.name} ({pair.backend}, {pair.task.precision})", show_header=False)
     table.add_row("status", f"[{colour}]{result.status.value}[/]")
     table.add_row("message", result.message)
     table.add_row("rules", result.rules)

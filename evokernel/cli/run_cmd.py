@@ -7,46 +7,22 @@ from typing import Annotated, Any, Optional
 
 import typer
 
+from evokernel.options import RunOptions
+
 from ._common import (
     EXIT_OK,
     EXIT_REJECTED,
-    BackendOpt,
-    BudgetOpt,
-    DeviceOpt,
-    EngineOpt,
-    GpusOpt,
-    JobsOpt,
     JsonOpt,
-    MemoryBudgetOpt,
-    MemoryModeOpt,
-    MinOwnShareOpt,
-    parse_bytes,
-    ContextTokensOpt,
-    ModelOpt,
-    MultiTurnOpt,
-    ReasoningEffortOpt,
-    ThinkingTokensOpt,
-    RepsOpt,
-    RerankOpt,
-    RulesOpt,
-    SeedOpt,
-    SizeOpt,
-    SkillsOpt,
-    TimeLimitOpt,
-    TimeoutOpt,
-    TrialsOpt,
     call,
     err_console,
     first_correct_cell,
     memory_path,
     out_console,
-    parse_gpus,
-    prepare_device,
+    prepare,
     print_json,
-    run_options,
     size_note,
 )
-from ._llm_options import BuiltinFirstOpt
+from ._flags import settings
 
 
 def register(app: typer.Typer) -> None:
@@ -54,114 +30,56 @@ def register(app: typer.Typer) -> None:
     app.command("refine")(refine_command)
 
 
-PolicyOpt = Annotated[str, typer.Option(help="'builtin': the offline policy (not an LLM), used without --model.")]
 MemoryOpt = Annotated[Optional[Path], typer.Option(help="Memory database (default: $EVOKERNEL_HOME/memory.db or the user's data directory).")]
-ExportOpt = Annotated[Optional[Path], typer.Option(help="Write each task's best kernel to this directory.")]
-ResumeOpt = Annotated[bool, typer.Option(help="Continue a matching unfinished run (--no-resume starts a new one).")]
-ReplayOpt = Annotated[bool, typer.Option(help="Answer repeated LLM requests from the response cache (exact, free rerun).")]
-PortOpt = Annotated[Optional[list[str]], typer.Option("--port-from", help="Also retrieve memories of this backend (porting).")]
+RUN_SETTINGS = ("run", "evaluation", "llm", "loop", "execution")  # every run-shaped command takes them all
 
 
+@settings(*RUN_SETTINGS)
 def run_command(
     tasks: Annotated[Optional[list[str]], typer.Argument(help="Task files or bundled task names; none: the bundled examples.")] = None,
-    backend: BackendOpt = "triton",
-    model: ModelOpt = None,
-    context_tokens: ContextTokensOpt = 24_000,
-    multi_turn: MultiTurnOpt = False,
-    builtin_first: BuiltinFirstOpt = True,
-    reasoning_effort: ReasoningEffortOpt = None,
-    thinking_tokens: ThinkingTokensOpt = None,
-    policy: PolicyOpt = "builtin",
-    budget: BudgetOpt = 30,
     memory: MemoryOpt = None,
-    memory_mode: MemoryModeOpt = "value",
-    skills: SkillsOpt = True,
-    rerank: RerankOpt = True,
-    device: DeviceOpt = None,
-    gpus: GpusOpt = None,
-    size: SizeOpt = None,
-    rules: RulesOpt = "strict",
-    min_own_share: MinOwnShareOpt = 0.0,
-    memory_budget: MemoryBudgetOpt = None,
-    jobs: JobsOpt = None,
-    engine: EngineOpt = "local",
-    timeout: TimeoutOpt = 300.0,
-    time_limit: TimeLimitOpt = None,
-    trials: TrialsOpt = 5,
-    reps: RepsOpt = 100,
-    export: ExportOpt = None,
-    resume: ResumeOpt = True,
-    replay: ReplayOpt = False,
-    port_from: PortOpt = None,
-    seed: SeedOpt = 0,
     json_output: JsonOpt = False,
+    *,
+    options: RunOptions,
 ) -> None:
     """Draft each task until a kernel is correct, then refine its latency."""
     import evokernel
 
-    options = run_options(
-        backend=backend, model=model, context_tokens=context_tokens, multi_turn=multi_turn, builtin_first=builtin_first,
-        reasoning_effort=reasoning_effort, thinking_tokens=thinking_tokens, policy=policy, budget=budget, memory_mode=memory_mode, device=device,
-        gpus=parse_gpus(gpus), size=size, rules=rules,
-        min_own_share=min_own_share, memory_budget_bytes=parse_bytes(memory_budget), jobs=jobs, engine=engine, timeout_s=timeout, time_limit_s=time_limit, trials=trials,
-        reps=reps, export=str(export) if export else None, resume=resume, replay=replay, port_from=tuple(port_from or ()),
-        seed=seed, skills=skills, rerank=rerank,
-    )
     result = _with_progress(evokernel.run, options, list(tasks or []), memory=memory_path(memory))
     _finish(result, json_output)
 
 
+@settings(*RUN_SETTINGS, defaults={"budget": 10})
 def refine_command(
-    backend: BackendOpt = "triton",
-    model: ModelOpt = None,
-    context_tokens: ContextTokensOpt = 24_000,
-    multi_turn: MultiTurnOpt = False,
-    builtin_first: BuiltinFirstOpt = True,
-    reasoning_effort: ReasoningEffortOpt = None,
-    thinking_tokens: ThinkingTokensOpt = None,
-    policy: PolicyOpt = "builtin",
-    budget: BudgetOpt = 10,
     memory: MemoryOpt = None,
-    skills: SkillsOpt = True,
-    rerank: RerankOpt = True,
-    device: DeviceOpt = None,
-    gpus: GpusOpt = None,
-    size: SizeOpt = None,
-    rules: RulesOpt = "strict",
-    min_own_share: MinOwnShareOpt = 0.0,
-    memory_budget: MemoryBudgetOpt = None,
-    jobs: JobsOpt = None,
-    engine: EngineOpt = "local",
-    timeout: TimeoutOpt = 300.0,
-    time_limit: TimeLimitOpt = None,
-    export: ExportOpt = None,
     json_output: JsonOpt = False,
+    *,
+    options: RunOptions,
 ) -> None:
     """Continue refining every task in the memory that already has a feasible kernel."""
     import evokernel
 
-    options = run_options(
-        backend=backend, model=model, context_tokens=context_tokens, multi_turn=multi_turn, builtin_first=builtin_first,
-        reasoning_effort=reasoning_effort, thinking_tokens=thinking_tokens, policy=policy, budget=budget, device=device, gpus=parse_gpus(gpus), size=size,
-        rules=rules,
-        min_own_share=min_own_share, memory_budget_bytes=parse_bytes(memory_budget), jobs=jobs, engine=engine, timeout_s=timeout, time_limit_s=time_limit, export=str(export) if export else None,
-        skills=skills, rerank=rerank,
-    )
     result = _with_progress(evokernel.refine, options, memory=memory_path(memory))
     _finish(result, json_output)
 
 
-def _with_progress(fn: Any, options: Any, *args: Any, memory: Path) -> Any:
+def _with_progress(fn: Any, options: RunOptions, *args: Any, memory: Path) -> Any:
     """Say what runs where, then make the library call with a live view on stderr."""
     from ._progress import RunProgress
 
-    device = prepare_device(options.backend, options.device)
-    label = options.policy_label if options.model else f"{options.policy} (offline, not an LLM)"
-    said = [f"policy: {label}; backend: {options.backend}; device: {device}; memory: {memory}"]
-    note = size_note(device, options.size)
-    view = RunProgress(err_console(), options.budget, preamble=[note, *said] if note else said)
+    options = prepare(options)
+    view = RunProgress(err_console(), options.loop.budget, preamble=preamble(options, memory))
     with view:
         return call(fn, *args, options, memory=memory, on_event=view)
+
+
+def preamble(options: RunOptions, memory: Path) -> list[str]:
+    """What a run says once it has started: what runs where (`options` resolved)."""
+    label = options.policy_label if options.llm is not None else f"{options.policy} (offline, not an LLM)"
+    precision = "" if options.evaluation.precision == "fp32" else f"; precision: {options.evaluation.precision}"
+    said = f"policy: {label}; backend: {options.backend}; device: {options.execution.run_device()}{precision}; memory: {memory}"
+    note = size_note(options)
+    return [note, said] if note else [said]
 
 
 def _finish(result: Any, json_output: bool) -> None:

@@ -24,11 +24,12 @@ FEASIBLE = FEASIBLE_STATUSES  # the verdicts the executor calls feasible, as mem
 
 
 class PlanCache:
-    """`evokernel.builtin.analyze` once per task, size and rule set (the task imported at the
-    step's size; the rule set decides what the library may compute)."""
+    """`evokernel.builtin.analyze` once per task, size, rule set and precision (the task imported at
+    the step's size; the rule set decides what the library may compute; the precision, the dtypes
+    the kernels are written for)."""
 
     def __init__(self) -> None:
-        self._plans: dict[tuple[str, str, str], Any] = {}
+        self._plans: dict[tuple[str, str, str, str], Any] = {}
         # torch.fx tracing patches module-level state: concurrent steps analyse one at a time.
         self._lock = threading.Lock()
 
@@ -43,14 +44,15 @@ class PlanCache:
         from evokernel.builtin import Unsupported, analyze
 
         rules = getattr(ctx, "rules", "strict")
-        key = (ctx.task_key, ctx.size, rules)
+        precision = getattr(ctx, "precision", "fp32")
+        key = (ctx.task_key, ctx.size, rules, precision)
         if key not in self._plans:
             try:
                 module = load_task_module(Path(ctx.task_path), size=ctx.size)
             except TaskError as exc:
                 self._plans[key] = Unsupported(f"the task did not load: {exc.problem}")
             else:
-                self._plans[key] = analyze(module, rules)
+                self._plans[key] = analyze(module, rules, precision)
         return self._plans[key]
 
 
