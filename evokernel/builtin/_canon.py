@@ -78,6 +78,14 @@ def _unary(op):
     return handler
 
 
+def _logical_not(ctx, args, kwargs):
+    """~mask and torch.logical_not: 1 where the value is 0 (a bitwise not of integers is not supported)."""
+    a = _bind(args, kwargs, ["input"])
+    if ctx.spec is None or ctx.spec.dtype != "bool":
+        raise Reject("~ (bitwise not) of a non-boolean tensor is not supported")
+    return ctx.b.pw("eq", ctx.ref(a["input"]), Ref("const", 0.0))
+
+
 def _identity(ctx, args, kwargs):
     value = args[0]
     return value if isinstance(value, (Ref, ComputedView)) else ctx.ref(value)
@@ -394,6 +402,7 @@ HANDLERS = {
     **{name: _identity for name in _IDENTITY}, "contiguous": _contiguous,
     **{name: _binary(op) for name, op in _COMPARE.items()},
     **{name: _caster(dtype) for name, dtype in _CASTS.items()},
+    "invert": _logical_not, "bitwise_not": _logical_not, "logical_not": _logical_not,
     "add": _add, "sub": _sub, "subtract": _sub, "rsub": _rsub,
     "mul": _binary("mul"), "multiply": _binary("mul"),
     "div": _div, "divide": _div, "true_divide": _div, "floor_divide": _binary("floordiv"),
@@ -417,7 +426,7 @@ _OPERATORS = {
     operator.mul: "mul", operator.imul: "mul", operator.truediv: "div", operator.itruediv: "div",
     operator.floordiv: "floor_divide", operator.neg: "neg", operator.pow: "pow", operator.abs: "abs",
     operator.matmul: "matmul", operator.gt: "gt", operator.ge: "ge", operator.lt: "lt",
-    operator.le: "le", operator.eq: "eq", operator.ne: "ne",
+    operator.le: "le", operator.eq: "eq", operator.ne: "ne", operator.invert: "invert",
 }
 _PY_BINOPS = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truediv: "/",
               operator.floordiv: "//", operator.mod: "%", operator.pow: "**"}

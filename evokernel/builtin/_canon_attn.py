@@ -17,7 +17,7 @@ import torch.nn.functional as F
 
 from ._build import Builder, ComputedView, Reject
 from ._canon_nn import _leaf_view, im2col_impl
-from ._canon_util import _any_leaf_source, _bind, _layer_norm_impl, _softmax, _static, matmul, transposed
+from ._canon_util import _bind, filled, _layer_norm_impl, _softmax, _static, matmul, transposed
 from ._ir import Ref, TensorSpec
 
 __all__ = ["ATTN_HANDLERS", "attention_module", "repeat_heads", "repeat_of", "REPEAT_ATTR", "sdpa_impl"]
@@ -153,12 +153,6 @@ def _chunk(ctx, args, kwargs):
     return _pieces(ctx, x, sizes, int(_static(a["dim"], "dim")))
 
 
-def _filled(ctx, shape: tuple[int, ...], value: float, dtype: str) -> Ref:
-    """A constant block allocated in forward (a factory, allowed under every rule set)."""
-    source = f"torch.full({shape!r}, {value!r}, dtype=torch.{dtype}, device={_any_leaf_source(ctx)}.device)"
-    return ctx.b.leaf(source, TensorSpec(shape, dtype), "pad_fill")
-
-
 def _pad(ctx, args, kwargs):
     """F.pad in constant mode: of an input, torch's own pad made in forward; of a computed value,
     torch.cat of the value and constant blocks (copies and a fill in forward)
@@ -194,7 +188,7 @@ def _pad(ctx, args, kwargs):
                 if width is None:
                     parts.append(x)
                 elif width:
-                    parts.append(_filled(ctx, tuple(shape[:dim] + [width] + shape[dim + 1:]), value, ctx.b.dtype(x)))
+                    parts.append(filled(ctx, tuple(shape[:dim] + [width] + shape[dim + 1:]), value, ctx.b.dtype(x)))
             shape[dim] += lo + hi
             x = ctx.b.cat(tuple(parts), dim, tuple(shape))
     return x

@@ -13,8 +13,9 @@ import math
 
 import torch.nn as nn
 
-from ._build import ComputedView, Flipped, Reject, py_source
-from ._canon_util import RSIZE, Diag, _bind, _dims, _norm_of, _static, any_leaf, unsqueezed
+from ._build import Flipped, Reject, py_source
+from ._canon_einsum import einsum
+from ._canon_util import RSIZE, Diag, _bind, _dims, _norm_of, _static, any_leaf, materialized, unsqueezed
 from ._ir import Ref, TensorSpec
 
 __all__ = ["NN_HANDLERS", "call_nn_module", "Diag"]
@@ -641,56 +642,11 @@ def _tensor(ctx, args, kwargs):
 
 def _cat(ctx, args, kwargs):
     a = _bind(args, kwargs, ["tensors", "dim"], {"dim": 0})
-    parts = tuple(ctx.ref(t) for t in a["tensors"])
+    parts = tuple(materialized(ctx, ctx.ref(t)) for t in a["tensors"])
     if ctx.spec is None:
         raise Reject("torch.cat without a traced shape")
     dim = int(_static(a["dim"], "dim")) % len(ctx.spec.shape)
     return ctx.b.cat(parts, dim, ctx.spec.shape)
-
-
-def _einsum(ctx, args, kwargs):
-    equation = _static(args[0], "equation")
-    operands = list(args[1:])
-    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
-        operands = list(operands[0])
-    if not isinstance(equation, str) or len(operands) != 2 or "->" not in equation or "." in equation:
-        raise Reject("einsum: only two operands with an explicit output ('ij,jk->ik') are supported")
-    lhs, out = equation.replace(" ", "").split("->")
-    sa, sb = lhs.split(",")
-    a, b = (ctx.ref(o) for o in operands)
-    if len(set(sa)) != len(sa) or len(set(sb)) != len(sb) or len(set(out)) != len(out):
-        raise Reject("einsum with a repeated index in one operand (a diagonal) is not supported")
-    batch = [c for c in sa if c in sb and c in out]
-    contract = [c for c in sa if c in sb and c not in out]
-    free_a = [c for c in sa if c not in sb]
-    free_b = [c for c in sb if c not in sa]
-    if any(c not in out for c in free_a + free_b) or set(out) != set(batch + free_a + free_b):
-        raise Reject("einsum that sums an index of one operand only is not supported")
-    shape_a, shape_b = ctx.b.shape(a), ctx.b.shape(b)
-    size = {c: shape_a[i] for i, c in enumerate(sa)} | {c: shape_b[i] for i, c in enumerate(sb)}
-
-    def arrange(ref, letters, order, groups):
-        perm = [letters.index(c) for c in order]
-        suffix = "" if perm == list(range(len(perm))) else f".permute({', '.join(map(str, perm))})"
-        dims = [math.prod(size[c] for c in g) for g in groups]
-        shape = tuple(dims)
-        if [len(g) for g in groups] != [1] * len(groups) or suffix:
-            suffix += f".reshape({', '.join(str(d) for d in dims)})"
-        return _leaf_view(ctx, ref, suffix, shape) if suffix else ref
-
-    ga = ([batch] if batch else []) + [free_a or [], contract]
-    gb = ([batch] if batch else []) + [contract, free_b or []]
-    a2 = arrange(a, sa, batch + free_a + contract, [g for g in ga])
-    b2 = arrange(b, sb, batch + contract + free_b, [g for g in gb])
-    prod = ctx.b.matmul(a2, b2)
-    natural = batch + free_a + free_b
-    nat_shape = tuple(size[c] for c in natural)
-    suffix = f".view({', '.join(str(size[c]) for c in natural)})"
-    perm = [natural.index(c) for c in out]
-    if perm != list(range(len(perm))):
-        suffix += f".permute({', '.join(map(str, perm))})"
-    del nat_shape
-    return ComputedView(prod, (suffix,), tuple(size[c] for c in out))
 
 
 # ---------------------------------------------------------------- patches
@@ -800,7 +756,7 @@ NN_HANDLERS = {
     "zeros_like": _factory("zeros_like"), "ones_like": _factory("ones_like"), "full_like": _factory("full_like"),
     "zeros": _factory("zeros"), "ones": _factory("ones"), "full": _factory("full"), "tensor": _tensor,
     "scalar_tensor": _tensor, "randn": _random("normal"), "randn_like": _random("normal"),
-    "rand": _random("uniform"), "rand_like": _random("uniform"), "cat": _cat, "concat": _cat, "concatenate": _cat, "einsum": _einsum,
+    "rand": _random("uniform"), "rand_like": _random("uniform"), "cat": _cat, "concat": _cat, "concatenate": _cat, "einsum": einsum,
     "softsign": _softsign, "tanhshrink": _tanhshrink,
     "hardshrink": _shrink(True), "softshrink": _shrink(False), "celu": _celu, "threshold": _threshold,
     "prelu": _prelu, "im2col": _im2col,

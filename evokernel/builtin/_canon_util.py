@@ -176,3 +176,18 @@ def any_leaf(ctx) -> Ref:
         if leaf.source.isidentifier() or leaf.source.startswith("self."):
             return Ref("leaf", leaf.name)
     raise Reject("device of a computed value with no input to take it from")
+
+
+def filled(ctx, shape: tuple[int, ...], value: float, dtype: str) -> Ref:
+    """A constant block allocated in forward (a factory, allowed under every rule set)."""
+    source = f"torch.full({tuple(shape)!r}, {value!r}, dtype=torch.{dtype}, device={_any_leaf_source(ctx)}.device)"
+    return ctx.b.leaf(source, TensorSpec(tuple(shape), dtype), "pad_fill")
+
+
+def materialized(ctx, ref: Ref) -> Ref:
+    """``ref`` as a tensor forward can hand over whole: a constant (zeros_like of a computed
+    value) becomes a block allocated in forward instead of a kernel with no operand."""
+    if ref.kind == "node" and ctx.b.nodes[ref.value].op == "full":
+        node = ctx.b.nodes[ref.value]
+        return filled(ctx, node.shape, node.attr("value"), ctx.b.dtypes[node.id])
+    return ref

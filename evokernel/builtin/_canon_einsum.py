@@ -1,0 +1,121 @@
+"""torch.einsum with any number of operands, lowered to matmuls, products and sums.
+
+The operands are contracted left to right, as torch does without opt_einsum: at each
+step the running result meets the next operand. Indices that neither the output nor a
+later operand needs are summed away: on one side alone by a reduction first, on both
+sides by the matmul (batch indices: shared and still needed; free ones: on one side).
+With nothing to contract, the two meet in a broadcast product. Every rearrangement is a
+view (permute, reshape) of an input or of a computed value's buffer.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ._build import ComputedView, Reject
+from ._canon_util import _static
+from ._ir import TensorSpec
+
+__all__ = ["einsum"]
+
+
+def einsum(ctx, args, kwargs):
+    """torch.einsum(equation, *operands) (operands also as one list); no ellipsis, no
+    repeated index within an operand, operands that agree on every index's size."""
+    equation = _static(args[0] if args else kwargs.get("equation"), "equation")
+    operands = list(args[1:]) or list(kwargs.get("operands", ()))
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = list(operands[0])
+    if not isinstance(equation, str) or not operands:
+        raise Reject("einsum needs an equation and at least one operand")
+    text = equation.replace(" ", "")
+    if "." in text:
+        raise Reject("einsum with an ellipsis ('...') is not supported")
+    lhs, out = text.split("->") if "->" in text else (text, None)
+    specs = lhs.split(",")
+    if out is None:  # implicit output: the indices that occur once, in alphabetical order
+        flat = "".join(specs)
+        out = "".join(sorted(c for c in set(flat) if flat.count(c) == 1))
+    if len(specs) != len(operands):
+        raise Reject(f"einsum equation {equation!r} names {len(specs)} operands, got {len(operands)}")
+    refs = [ctx.ref(o) for o in operands]
+    size: dict[str, int] = {}
+    for spec, ref in zip(specs, refs):
+        shape = tuple(ctx.b.shape(ref))
+        if len(shape) != len(spec):
+            raise Reject(f"einsum operand {spec!r} has {len(shape)} dims")
+        if len(set(spec)) != len(spec):
+            raise Reject("einsum with a repeated index in one operand (a diagonal) is not supported")
+        for c, n in zip(spec, shape):
+            if size.setdefault(c, n) != n:
+                raise Reject(f"einsum operands give index {c} sizes {size[c]} and {n} (broadcasting is not supported)")
+    if len(set(out)) != len(out) or any(c not in size for c in out):
+        raise Reject(f"einsum output {out!r} repeats an index or names one no operand has")
+
+    value, letters = refs[0], specs[0]
+    for k in range(1, len(refs)):
+        later = set(out).union(*specs[k + 1:])
+        other, other_letters = _sum_out(ctx, refs[k], specs[k], later | set(letters), size)
+        value, letters = _sum_out(ctx, value, letters, later | set(other_letters), size)
+        value, letters = _pair(ctx, value, letters, other, other_letters, later, size)
+    value, letters = _sum_out(ctx, value, letters, set(out), size)
+    perm = [letters.index(c) for c in out]
+    if perm == list(range(len(perm))):
+        return value
+    return _view(ctx, value, f".permute({', '.join(map(str, perm))})", tuple(size[c] for c in out), final=True)
+
+
+def _view(ctx, value, suffix: str, shape: tuple[int, ...], final: bool = False):
+    """``value`` + suffix: a view of an input (a leaf), of a computed value's buffer (a view
+    node, or while it is still the result, a ComputedView the caller may view further)."""
+    if isinstance(value, ComputedView):
+        value = ComputedView(value.base, value.suffixes + (suffix,), shape, value.extra)
+        return value if final else ctx.ref(value)
+    if value.kind == "leaf":
+        leaf = ctx.b.leaf_by_name(value.value)
+        return ctx.b.leaf(leaf.source + suffix, TensorSpec(shape, leaf.spec.dtype), leaf.name + "_v")
+    return ComputedView(value, (suffix,), shape) if final else ctx.b.view(value, (suffix,), shape)
+
+
+def _arranged(ctx, value, letters: str, order: list[str], groups: list[list[str]], size: dict[str, int]):
+    """``value`` (indices ``letters``) permuted to ``order`` and reshaped to one dim per group
+    (an empty group: a dim of size 1)."""
+    perm = [letters.index(c) for c in order]
+    suffix = "" if perm == list(range(len(perm))) else f".permute({', '.join(map(str, perm))})"
+    dims = tuple(math.prod(size[c] for c in g) for g in groups)
+    if [len(g) for g in groups] != [1] * len(groups):
+        suffix += f".reshape({', '.join(map(str, dims))})"
+    return _view(ctx, value, suffix, dims) if suffix else value
+
+
+def _sum_out(ctx, value, letters: str, needed: set[str], size: dict[str, int]):
+    """``value`` with the indices outside ``needed`` summed away (moved last, one reduction)."""
+    keep = [c for c in letters if c in needed]
+    drop = [c for c in letters if c not in needed]
+    if not drop:
+        return value, letters
+    moved = _arranged(ctx, value, letters, keep + drop, [[c] for c in keep + drop], size)
+    dims = tuple(range(len(keep), len(letters)))
+    return ctx.b.reduce("sum", ctx.ref(moved), dims, False), "".join(keep)
+
+
+def _pair(ctx, a, la: str, b, lb: str, later: set[str], size: dict[str, int]):
+    """The product of two operands over their shared indices, summing those not in ``later``."""
+    batch = [c for c in la if c in lb and c in later]
+    contract = [c for c in la if c in lb and c not in later]
+    free_a = [c for c in la if c not in lb]
+    free_b = [c for c in lb if c not in la]
+    letters = batch + free_a + free_b
+    shape = tuple(size[c] for c in letters)
+    if not contract:  # nothing summed: a broadcast product over the union of the indices
+        a2 = _arranged(ctx, a, la, batch + free_a, [[c] for c in batch + free_a] + [[] for _ in free_b], size)
+        b2 = _arranged(ctx, b, lb, batch + free_b, [[c] for c in batch] + [[] for _ in free_a] + [[c] for c in free_b],
+                       size)
+        return ctx.b.pw("mul", ctx.ref(a2), ctx.ref(b2)), "".join(letters)
+    head = [batch] if batch else []
+    a2 = _arranged(ctx, a, la, batch + free_a + contract, head + [free_a, contract], size)
+    b2 = _arranged(ctx, b, lb, batch + contract + free_b, head + [contract, free_b], size)
+    prod = ctx.b.matmul(ctx.ref(a2), ctx.ref(b2))
+    if tuple(ctx.b.shape(prod)) == shape:
+        return prod, "".join(letters)
+    return ComputedView(prod, (f".view({', '.join(map(str, shape))})",), shape), "".join(letters)
