@@ -18,6 +18,9 @@ CASES = [
     Case("adaptive_avg2d", "x: return F.adaptive_avg_pool2d(x, (3, 4)) * 2", "[torch.randn(2, 3, 11, 10)]"),
     Case("adaptive_max1d", "x: return self.pool(x)", "[torch.randn(2, 3, 17)]",
          "self.pool = nn.AdaptiveMaxPool1d(5)", slow=True),
+    # rows of 701 outputs in tiles of 512 (two column tiles, the second mostly masked)
+    Case("avg1d_long_rows", "x: return F.avg_pool1d(x, 8, stride=1, padding=4)", "[torch.randn(2, 3, 700)]",
+         full="[torch.rand(64, 128, 65536)]"),
 ]
 
 

@@ -2,7 +2,13 @@
 ceil mode, adaptive), one output element per lane, with a fused pointwise
 epilogue. Windows are unrolled (their size is a compile-time constant); the
 average's divisor follows torch's rule (the window clipped to the padded input
-with count_include_pad, to the input without it, or divisor_override)."""
+with count_include_pad, to the input without it, or divisor_override).
+
+A program takes a [BLOCK_R, BLOCK_C] tile: BLOCK_R rows (every output dim but
+the last, flattened) by BLOCK_C outputs along the last dim, so the index
+divisions run once a row and the last dim's outputs are the tile's columns
+(with one output per lane in a flat block, three runtime divisions an output
+cost more than the window's loads: 1D pools ran at 0.4 of copy bandwidth)."""
 
 from __future__ import annotations
 
@@ -65,29 +71,32 @@ def generate_pool(plan: Plan, config: Config, tag: str = "") -> StageCode:
         inputs = [f"pstride_{n}_{d}" for n in pro_leaves for d in range(rank)]
     else:
         ptrs, inputs = ["x"] + epi, ["sx_lead"] + [f"sx_{d}" for d in sp]
-    params = ([f"{n}_ptr" for n in ptrs] + ["out_ptr"] + scalars + ["TOTAL"] + din + dout
+    params = ([f"{n}_ptr" for n in ptrs] + ["out_ptr"] + scalars + ["ROWS"] + din + dout
               + inputs + epi_strides + [f"stride_out_{d}" for d in range(rank)])
     consts = [f"KW_{d}: tl.constexpr" for d in sp]
     if not adaptive:
         consts += [f"ST_{d}: tl.constexpr" for d in sp] + [f"PD_{d}: tl.constexpr" for d in sp]
         consts += [f"DL_{d}: tl.constexpr" for d in sp]
+    last = rank - 1
     k = ["@triton.jit", f"def _pool_kernel{tag}(", *wrap_params(params), *wrap_params(consts),
-         "    IDX64: tl.constexpr, BLOCK: tl.constexpr,", "):",
+         "    IDX64: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr,", "):",
+         "    rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)",
+         "    cols = tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C)",
          "    if IDX64:",
-         "        offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)",
-         "    else:",
-         "        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)",
-         "    mask = offs < TOTAL",
-         "    rem = offs"]
-    for d in range(rank - 1, 0, -1):
-        k += [f"    idx_{d} = rem % dout_{d}", f"    rem = rem // dout_{d}"]
-    k.append("    idx_0 = rem")
-    # the leading dims, flattened: which input plane this output element pools
-    plane = "offs"
-    for d in range(lead, rank):
+         "        rows = rows.to(tl.int64)",
+         f"    mask = (rows < ROWS)[:, None] & (cols < dout_{last})[None, :]",
+         "    rem = rows"]
+    for d in range(last - 1, 0, -1):
+        k += [f"    idx_{d} = (rem % dout_{d})[:, None]", f"    rem = rem // dout_{d}"]
+    if last > 0:
+        k.append("    idx_0 = rem[:, None]")
+    k.append(f"    idx_{last} = cols[None, :]")
+    # the leading dims, flattened: which input plane this row of outputs pools
+    plane = "rows"
+    for d in range(lead, last):
         plane = f"({plane} // dout_{d})"
     if not fused:
-        k.append(f"    x_plane = x_ptr + {plane} * sx_lead")
+        k.append(f"    x_plane = x_ptr + {plane}[:, None] * sx_lead")
     o = [f"idx_{lead + d}" for d in sp]
     for d in sp:
         if adaptive:
@@ -96,7 +105,7 @@ def generate_pool(plan: Plan, config: Config, tag: str = "") -> StageCode:
         else:
             k.append(f"    lo_{d} = {o[d]} * ST_{d} - PD_{d}")
     init = '-float("inf")' if kind == "max" else "0.0"
-    k.append(f"    acc = tl.full((BLOCK,), {init}, tl.float32)")
+    k.append(f"    acc = tl.full((BLOCK_R, BLOCK_C), {init}, tl.float32)")
     indent = "    "
     for d in sp:
         k.append(f"{indent}for t_{d} in tl.static_range(KW_{d}):")
@@ -168,11 +177,15 @@ def generate_pool(plan: Plan, config: Config, tag: str = "") -> StageCode:
         input_args = "x_3.stride(0), *x_3.stride()[1:], "
     for n in epi:
         l.append(f"    {n}_s = list({n}.expand(out_shape).stride())")
-    l += [f"    grid = (triton.cdiv(out.numel(), {config.block_n}),)",
+    l += ["    width = out_shape[-1]",
+          "    rows = out.numel() // width",
+          f"    block_c = min({config.block_n}, triton.next_power_of_2(width))",
+          f"    block_r = {config.block_n} // block_c",
+          "    grid = (triton.cdiv(rows, block_r), triton.cdiv(width, block_c))",
           f"    _pool_kernel{tag}[grid](",
-          f"        {ptr_args}out, {''.join(s + ', ' for s in scalars)}out.numel(), *din, *out_shape,",
+          f"        {ptr_args}out, {''.join(s + ', ' for s in scalars)}rows, *din, *out_shape,",
           f"        {input_args}{''.join(f'*{n}_s, ' for n in epi)}*out.stride(),",
-          f"        {geom}, IDX64=_needs_i64(x, out), BLOCK={config.block_n}, num_warps={config.num_warps},",
+          f"        {geom}, IDX64=_needs_i64(x, out), BLOCK_R=block_r, BLOCK_C=block_c, num_warps={config.num_warps},",
           "    )",
           "    return out"]
     launcher = "\n".join(l) + "\n"
