@@ -5,10 +5,13 @@
 # one refinement), eager and torch.compile timed in the same process. Writes
 # kernelbench-level{1,2,3}-h200-builtin.json and
 # kernelbench-level3-h200-builtin-strict.json into OUT_DIR (copy them to
-# benchmarks/results/), logs beside them, and prints the figures.
+# benchmarks/results/), logs beside them, and prints the figures. With
+# PRECISION=bf16 or fp16 the tasks run in that precision (bench --precision:
+# models and floating inputs cast, baselines in it too) and every file name
+# (results, memories, logs) ends in -bf16 / -fp16; fp32 keeps the names above.
 #
 #   usage: bash benchmarks/kernelbench_builtin.sh KERNELBENCH_DIR OUT_DIR [REPS]
-#   environment: LEVELS (default "1 2"; "3" is level3 under kernelbench rules, "3s" under
+#   environment: PRECISION (fp32, the default; fp16; bf16), LEVELS (default "1 2"; "3" is level3 under kernelbench rules, "3s" under
 #   strict), BUDGET (default 2), TIME_LIMIT (seconds per level and call: bench
 #   --time-limit, so a call cut short still writes its results), BENCH_OPTS (more bench
 #   options for every level, e.g. "--jobs 8 --timeout 120"), STOP_AFTER (seconds: the bench
@@ -37,6 +40,14 @@ out=${2:?usage: kernelbench_builtin.sh KERNELBENCH_DIR OUT_DIR [REPS]}
 reps=${3:-30}
 levels=${LEVELS:-1 2}
 budget=${BUDGET:-2}
+precision=${PRECISION:-fp32}
+case "$precision" in
+    # fp32: the task as written, no flag (runs read as before); level 1's goals are against eager only
+    fp32) suffix=""; precision_opt=(); level1_opt=(--no-compile-baseline) ;;
+    # fp16/bf16: goals against eager and torch.compile (both in that precision) on every level
+    fp16|bf16) suffix="-$precision"; precision_opt=(--precision "$precision"); level1_opt=() ;;
+    *) echo "PRECISION must be fp32, fp16 or bf16, not $precision" >&2; exit 2 ;;
+esac
 mkdir -p "$out"
 kb=$(cd "$kb" && pwd)
 out=$(cd "$out" && pwd)
@@ -55,6 +66,7 @@ bench() {  # KEY LEVEL RULES GPU_LIST [EXTRA OPTIONS]; KEY is how LEVELS names t
     shift 4
     case " $levels " in *" $key "*) ;; *) return ;; esac
     if [ "$key" != "$level" ]; then tag="-$rules"; fi
+    tag="$tag$suffix"
     local results="$out/kernelbench-level$level-h200-builtin$tag.json"
     if [ -s "$results" ] && python3 -c "import json, sys; sys.exit(not json.load(open(sys.argv[1])).get('complete', True))" "$results"; then
         echo "level$level$tag: $results is complete, not run again" >>"$out/status.txt"; return
@@ -67,7 +79,8 @@ bench() {  # KEY LEVEL RULES GPU_LIST [EXTRA OPTIONS]; KEY is how LEVELS names t
     local stop=()
     if [ -n "${STOP_AFTER:-}" ]; then stop=(timeout -s INT "$STOP_AFTER"); fi
     "${stop[@]}" python3 -m evokernel.cli bench "$kb/level$level" --policy builtin --budget "$budget" --rules "$rules" \
-        --reps "$reps" --warmup 3 --memory "$out/level$level$tag.db" "${gpu_opt[@]}" "$@" --json --out "$results" \
+        --reps "$reps" --warmup 3 --memory "$out/level$level$tag.db" "${precision_opt[@]}" "${gpu_opt[@]}" "$@" \
+        --json --out "$results" \
         >"$out/level$level$tag.stdout" 2>>"$out/level$level$tag.log"
     echo "level$level$tag ($rules) exit $? in $((SECONDS - start)) s" >>"$out/status.txt"
 }
@@ -80,18 +93,19 @@ warm() {
     local lv
     for lv in 2 3; do
         case " $levels " in *" $lv "*|*" ${lv}s "*) ;; *) continue ;; esac
-        if [ "$gpus" -ge 1 ] && [ ! -s "$out/kernelbench-level$lv-h200-builtin.json" ]; then
-            python3 benchmarks/warm_compile_cache.py "$kb/level$lv" --procs 6 >>"$out/warm.log" 2>&1
+        if [ "$gpus" -ge 1 ] && [ ! -s "$out/kernelbench-level$lv-h200-builtin$suffix.json" ]; then
+            python3 benchmarks/warm_compile_cache.py "$kb/level$lv" --procs 6 --precision "$precision" \
+                >>"$out/warm$suffix.log" 2>&1
         fi
     done
 }
-# Level 1's goals are against eager only: no torch.compile baseline there (its compile per
-# task is most of a level's time). Levels 2 and 3 keep it.
+# Level 1's fp32 goals are against eager only: no torch.compile baseline there (its compile per
+# task is most of a level's time). Levels 2 and 3 keep it, and so does level 1 in fp16/bf16.
 if [ "$gpus" -ge 2 ]; then
     n1=$((gpus * 3 / 8)); [ "$n1" -lt 1 ] && n1=1
     first=$(seq -s, 0 $((n1 - 1)))
     second=$(seq -s, "$n1" $((gpus - 1)))
-    bench 1 1 strict "$first" --no-compile-baseline &
+    bench 1 1 strict "$first" "${level1_opt[@]}" &
     (bench 2 2 kernelbench "$second"; bench 3 3 kernelbench "$second"; bench 3s 3 strict "$second") &
     wait
 else
@@ -101,7 +115,7 @@ else
         *" 1 "*) warm & ;;
         *) warm ;;
     esac
-    bench 1 1 strict "$all" --no-compile-baseline
+    bench 1 1 strict "$all" "${level1_opt[@]}"
     wait
     bench 2 2 kernelbench "$all"
     bench 3 3 kernelbench "$all"
@@ -109,15 +123,16 @@ else
 fi
 cat "$out/status.txt"
 
-python3 - "$out" <<'EOF'
+python3 - "$out" "$suffix" <<'EOF'
 import json, sys
 from pathlib import Path
 
-out = Path(sys.argv[1])
+out, suffix = Path(sys.argv[1]), sys.argv[2]
 for level, tag, goal in (("1", "", "strict: >= 97 correct, geomean over eager >= 1.0"),
                          ("2", "", "kernelbench: >= 99 correct, geomean >= 1.2 over eager, >= 1.0 over compile"),
                          ("3", "", "kernelbench: >= 45 correct, geomean >= 1.0 over compile"),
                          ("3", "-strict", "strict: reported beside kernelbench")):
+    tag += suffix
     path = out / f"kernelbench-level{level}-h200-builtin{tag}.json"
     if not path.exists():
         print(f"level{level}{tag}: no results file")

@@ -13,7 +13,9 @@ Nothing is timed here and nothing is reused but torch's own caches: the
 baseline is still compiled and timed in the bench's worker. Point
 TORCHINDUCTOR_CACHE_DIR at the same folder for both (the worker's default
 lies in its private temporary directory). One line per task on stdout: name,
-seconds, and the error if the compile failed.
+seconds, and the error if the compile failed. --precision fp16/bf16 casts the
+model and floating inputs as the executor does for a run in that precision
+(its compiled graphs are other ones).
 """
 
 from __future__ import annotations
@@ -29,9 +31,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 
-def _compile_share(files: list[str], device: str, queue) -> None:
+def _compile_share(files: list[str], device: str, precision: str, queue) -> None:
     import torch
 
+    from backends import cast_model, cast_values
     from backends._task import load_task_module
 
     for path in files:
@@ -41,8 +44,10 @@ def _compile_share(files: list[str], device: str, queue) -> None:
             module = load_task_module(path)
             torch.manual_seed(0)
             with torch.device(device):
-                model = module.Model(*module.get_init_inputs()).eval()
-                inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in module.get_inputs()]
+                init = cast_values(list(module.get_init_inputs()), precision)
+                model = cast_model(module.Model(*init).eval(), precision)
+                inputs = cast_values([x.to(device) if isinstance(x, torch.Tensor) else x for x in module.get_inputs()],
+                                     precision)
             with torch.no_grad():
                 torch.compile(model)(*inputs)
             if torch.device(device).type == "cuda":
@@ -60,6 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("folder", type=Path)
     parser.add_argument("--procs", type=int, default=4)
     parser.add_argument("--device", default="cuda:0")
+    parser.add_argument("--precision", default="fp32", choices=["fp32", "fp16", "bf16"])
     args = parser.parse_args(argv)
     files = sorted(str(f) for f in args.folder.glob("*.py"))
     if not files:
@@ -69,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "2")
     ctx = mp.get_context("spawn")
     queue = ctx.Queue()
-    procs = [ctx.Process(target=_compile_share, args=(files[i::args.procs], args.device, queue))
+    procs = [ctx.Process(target=_compile_share, args=(files[i::args.procs], args.device, args.precision, queue))
              for i in range(args.procs)]
     for p in procs:
         p.start()
