@@ -13,6 +13,10 @@ from evokernel.builtin import Config, analyze, check_in_subprocess, default_conf
 CASES = [
     Case("split_k", "a, b: return torch.matmul(a, b)", "[torch.randn(20, 300), torch.randn(300, 24)]",
          full="[torch.rand(256, 524288), torch.rand(524288, 256)]"),
+    # K at least 16 x max(M, N): 3xTF32 with the operands split in registers, over K slices
+    Case("long_k_split_in_registers", "a, b: return torch.matmul(a, b) * 0.5",
+         "[torch.randn(20, 900) * torch.logspace(-3, 3, 900), torch.randn(900, 24)]",
+         full="[torch.rand(256, 524288), torch.rand(524288, 256)]"),
     # K padded (45 -> 64), rows and columns past the tile re-read, split operands
     Case("square_3xtf32", "a, b: return torch.matmul(a, b)", "[torch.rand(70, 45), torch.rand(45, 33)]",
          full="[torch.rand(4096, 4096), torch.rand(4096, 4096)]"),
@@ -52,14 +56,17 @@ def test_tile_choice_follows_the_shape(tmp_path):
 
 
 def test_precision_follows_the_shape(tmp_path):
-    """3xTF32 where each operand element feeds many products; IEEE where splitting the operands would
-    cost more than it saves (long K with a small output), and for half-precision operands."""
+    """3xTF32 where each operand element feeds many products, and where K is long beside M and N (the
+    operands then split in registers, no pass before the GEMM); IEEE for a small output whose
+    operands a split would not pay for (a matrix-vector-like product), and for half-precision operands."""
     def default(inputs):
         return default_config(analyze(write(Case("mm", "a, b: return a @ b", inputs), tmp_path)))
 
     assert default("[torch.rand(4096, 4096), torch.rand(4096, 4096)]").precision == "3xtf32"
     assert default("[torch.rand(32768, 32), torch.rand(32, 32768)]").precision == "3xtf32"
-    assert default("[torch.rand(256, 524288), torch.rand(524288, 256)]").precision == "auto"
+    assert default("[torch.rand(256, 524288), torch.rand(524288, 256)]").precision == "3xtf32"
+    assert default("[torch.rand(64, 524288), torch.rand(524288, 64)]").precision == "auto"
+    assert default("[torch.rand(256, 2048), torch.rand(2048, 256)]").precision == "auto"
     assert default("[torch.rand(4096, 4096).half(), torch.rand(4096, 4096).half()]").precision == "auto"
     plan = analyze(write(Case("mm", "a, b: return a @ b", "[torch.rand(4096, 4096), torch.rand(4096, 4096)]"), tmp_path))
     space = search_space(plan)

@@ -36,7 +36,8 @@ from dataclasses import asdict, dataclass, fields
 
 from ._ir import FAMILIES, Plan
 
-__all__ = ["Config", "search_space", "default_config", "neighbours", "split_tf32_pays", "ONE_PASS_MAX"]
+__all__ = ["Config", "search_space", "default_config", "neighbours", "split_tf32_pays", "ONE_PASS_MAX",
+           "SPLIT_IN_REGISTERS_K"]
 
 PRECISIONS = ("auto", "trunc", "ieee", "3xtf32")
 CONV_PRECISIONS = ("auto", "trunc", "ieee")  # see _gen_conv
@@ -46,6 +47,9 @@ CONV_PRECISIONS = ("auto", "trunc", "ieee")  # see _gen_conv
 # 1.36; benchmarks/probes/matmul_3xtf32_accumulation.py, results/matmul-3xtf32-accumulation-h200.json).
 # Used where M*N/(M+N), half the harmonic mean of M and N, reaches this:
 SPLIT_TF32_MIN = 256
+# ... or where K is at least this many times max(M, N): the operands are then split in registers as
+# their tiles load (_gen_matmul), no pass before the GEMM (whose cost made 256 x 524288 x 256 slower)
+SPLIT_IN_REGISTERS_K = 16
 
 ONE_PASS_MAX = 16384  # widest tile (rows x padded row) the one-pass rows kernel keeps in registers
 # A row longer than this many tiles is one program's work by itself in the multi-pass rows kernel:
@@ -60,7 +64,9 @@ def split_tf32_pays(a_shape: Sequence[int], b_shape: Sequence[int], dtypes: Iter
     one GEMM's: a shared (2-D) right operand folds the left one's batch dims into it."""
     rows = math.prod(a_shape[:-1]) if len(b_shape) == 2 else a_shape[-2]
     n = b_shape[-1]
-    return set(dtypes) == {"float32"} and rows * n / (rows + n) >= SPLIT_TF32_MIN
+    # (and M, N a tensor-core tile or more: a matrix-vector product stays on the FMA units, memory bound)
+    long_k = a_shape[-1] >= SPLIT_IN_REGISTERS_K * max(rows, n) and min(rows, n) >= 128
+    return set(dtypes) == {"float32"} and (rows * n / (rows + n) >= SPLIT_TF32_MIN or long_k)
 
 
 @dataclass(frozen=True)

@@ -6,16 +6,24 @@ unless torch's TF32 switch for matmuls is on).
 Split-K (``config.split_k`` > 1, for long K and few output tiles): each program
 reduces one slice of K into an fp32 partial, and a second kernel sums the
 partials and applies the epilogue.
+
+3xTF32 (``config.precision``): the operands are split into TF32 high and low
+parts, in a pass before the GEMM where each operand element feeds many
+products, or in registers as each K step's tiles are loaded where K is long
+beside M and N (``_config.SPLIT_IN_REGISTERS_K``): on the H200 a 256 x 524288
+x 256 product spent 0.84 ms in the split pass alone, against cuBLAS's 1.36 ms
+for the whole product (benchmarks/results/matmul-3xtf32-accumulation-h200.json).
 """
 
 from __future__ import annotations
 
-from ._config import Config
+from ._config import SPLIT_IN_REGISTERS_K, Config
 from ._emit import TF32_ROUND, Emitter, StageCode, load_other, out_dtype_expr, scalar_sources, wrap_params
 from ._gen_elementwise import SPAN_HELPER
 from ._ir import Node, Plan
 
 __all__ = ["generate_matmul", "EpilogueEmitter"]
+
 
 
 class EpilogueEmitter(Emitter):
@@ -83,7 +91,20 @@ _LOOP_IEEE = """\
         k_mask = offs_k < K - k * BLOCK_K
         lhs_tile = tl.load(lhs_ptrs, mask=(offs_m[:, None] < M) & k_mask[None, :], other=0.0)
         rhs_tile = tl.load(rhs_ptrs, mask=k_mask[:, None] & (offs_n[None, :] < N), other=0.0)
-        if FP32_DOT:
+        if SPLIT3:
+            # 3xTF32 with the split in registers: high parts rounded to TF32, low parts the rounded
+            # rest (as _tf32_split makes them), three products into a fresh accumulator a K step
+            a_hi = _to_tf32(lhs_tile)
+            a_rest = lhs_tile - a_hi
+            a_lo = _to_tf32(tl.where(a_rest == a_rest, a_rest, 0.0))
+            b_hi = _to_tf32(rhs_tile)
+            b_rest = rhs_tile - b_hi
+            b_lo = _to_tf32(tl.where(b_rest == b_rest, b_rest, 0.0))
+            part = tl.dot(a_lo, b_hi, input_precision="tf32")
+            part = tl.dot(a_hi, b_lo, part, input_precision="tf32")
+            part = tl.dot(a_hi, b_hi, part, input_precision="tf32")
+            acc += part
+        elif FP32_DOT:
             acc += tl.dot(lhs_tile, rhs_tile, input_precision=PRECISION)
         else:
             acc += tl.dot(lhs_tile, rhs_tile)
@@ -211,37 +232,44 @@ def generate_matmul(plan: Plan, config: Config, tag: str = "") -> StageCode:
     split = config.precision == "3xtf32"
 
     epi_strides = [f"stride_{n}_{d}" for n in epi for d in "bmn"] + ["stride_out_b", "stride_out_m", "stride_out_n"]
-    if split:
-        operands = ["a_hi_ptr", "a_lo_ptr", "b_hi_ptr", "b_lo_ptr"]
-        strides = ["stride_split_a", "stride_split_b"]
-        k_param, loop = "Kp", _LOOP_TF32X3
-        modes = "    GROUP_M: tl.constexpr, TERMS: tl.constexpr, IDX64: tl.constexpr,"
-    else:
-        operands = ["lhs_ptr", "rhs_ptr"]
-        strides = ["stride_lhs_b", "stride_lhs_m", "stride_lhs_k", "stride_rhs_b", "stride_rhs_k", "stride_rhs_n"]
-        k_param, loop = "K", _LOOP_IEEE
-        modes = "    GROUP_M: tl.constexpr, FP32_DOT: tl.constexpr, PRECISION: tl.constexpr, IDX64: tl.constexpr,"
-    params = (operands + [f"{n}_ptr" for n in epi] + ["out_ptr"] + scalars
-              + ["M", "N", k_param, "k_tiles"] + strides + epi_strides + iota_params)
-    main_name, sum_name, part_name = f"_matmul_kernel{tag}", f"_splitk_sum_kernel{tag}", f"_matmul_partial_kernel{tag}"
-    consts = ["    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,", modes]
-    mainloop = (_TILE + loop).rstrip("\n")
-    k = ["@triton.jit", f"def {main_name}(", *wrap_params(params), *consts, "):", mainloop, *lin]
-    if em.lines:
-        k.append("    # fused epilogue, in fp32 registers")
-    k += em.lines
-    k.append(_store(result))
-    kernels = ["\n".join(k) + "\n"]
-
-    # split-K: partial products to an fp32 buffer, then sum + epilogue
-    pk = ["@triton.jit", f"def {part_name}(",
-          *wrap_params(operands + ["out_ptr", "M", "N", k_param, "k_tiles"] + strides
-                       + ["stride_out_b", "stride_out_m", "stride_out_n", "split_stride"]),
-          *consts, "):", mainloop,
-          "    out_ptr += pid_k * split_stride",
-          _store("acc")]
-    kernels.append("\n".join(pk) + "\n")
     em2, result2, epi2, iotas2 = _epilogue(plan, mm.id)
+    sum_name = f"_splitk_sum_kernel{tag}"
+
+    def gemm(pre_split: bool, suffix: str) -> list[str]:
+        """The main kernel (epilogue fused) and the split-K partial kernel of one operand form:
+        TF32 parts split before the GEMM, or the operands themselves."""
+        if pre_split:
+            operands = ["a_hi_ptr", "a_lo_ptr", "b_hi_ptr", "b_lo_ptr"]
+            strides = ["stride_split_a", "stride_split_b"]
+            k_param, loop = "Kp", _LOOP_TF32X3
+            modes = "    GROUP_M: tl.constexpr, TERMS: tl.constexpr, IDX64: tl.constexpr,"
+        else:
+            operands = ["lhs_ptr", "rhs_ptr"]
+            strides = ["stride_lhs_b", "stride_lhs_m", "stride_lhs_k", "stride_rhs_b", "stride_rhs_k", "stride_rhs_n"]
+            k_param, loop = "K", _LOOP_IEEE
+            modes = ("    GROUP_M: tl.constexpr, FP32_DOT: tl.constexpr, PRECISION: tl.constexpr, SPLIT3: tl.constexpr,"
+                     " IDX64: tl.constexpr,")
+        params = (operands + [f"{n}_ptr" for n in epi] + ["out_ptr"] + scalars
+                  + ["M", "N", k_param, "k_tiles"] + strides + epi_strides + iota_params)
+        consts = ["    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,", modes]
+        mainloop = (_TILE + loop).rstrip("\n")
+        k = ["@triton.jit", f"def _matmul_kernel{suffix}{tag}(", *wrap_params(params), *consts, "):", mainloop, *lin]
+        if em.lines:
+            k.append("    # fused epilogue, in fp32 registers")
+        k += em.lines
+        k.append(_store(result))
+        # split-K: partial products to an fp32 buffer, then sum + epilogue
+        pk = ["@triton.jit", f"def _matmul_partial_kernel{suffix}{tag}(",
+              *wrap_params(operands + ["out_ptr", "M", "N", k_param, "k_tiles"] + strides
+                           + ["stride_out_b", "stride_out_m", "stride_out_n", "split_stride"]),
+              *consts, "):", mainloop,
+              "    out_ptr += pid_k * split_stride",
+              _store("acc")]
+        return ["\n".join(k) + "\n", "\n".join(pk) + "\n"]
+
+    kernels = gemm(False, "")
+    if split:
+        kernels += gemm(True, "_presplit")
     sk = ["@triton.jit", f"def {sum_name}(",
           *wrap_params(["part_ptr"] + [f"{n}_ptr" for n in epi2] + ["out_ptr"] + scalars
                        + ["M", "N", "n_split", "split_stride"] + epi_strides + iota_params),
@@ -278,25 +306,37 @@ def generate_matmul(plan: Plan, config: Config, tag: str = "") -> StageCode:
     iota_text = "".join(f"{v}, " for v in iota_vals)
     ptrs = "".join(f"{n}_3d, " for n in epi)
     epi_stride_lists = " + ".join(f"list({t}_3d.stride())" for t in epi + ["out"])
+    operands_as_they_are = [
+        "idx64 = _needs_i64(lhs_3d, rhs_3d, out_3d)",
+        "operands = [lhs_3d, rhs_3d]",
+        "k_size, split_strides = K, list(lhs_3d.stride()) + list(rhs_3d.stride())",
+        f"k_steps = triton.cdiv(K, {c.block_k})",
+        "main_kernel, partial_kernel = " + f"_matmul_kernel{tag}, _matmul_partial_kernel{tag}"]
     if split:
-        l += ["    # K-contiguous TF32 parts, K padded to whole BLOCK_K steps: the tensor cores' operand layout",
-              f"    kp = triton.cdiv(K, {c.block_k}) * {c.block_k}",
-              "    a_hi, a_lo = _tf32_split(lhs_3d, kp)",
-              "    b_hi, b_lo = _tf32_split(rhs_3d.transpose(1, 2), kp)",
-              "    idx64 = _needs_i64(a_hi, b_hi, out_3d)",
-              "    operands = [a_hi, a_lo, b_hi, b_lo]",
-              "    k_size, split_strides = kp, [a_hi.stride(0), b_hi.stride(0)]",
-              f"    k_steps = kp // {c.block_k}",
-              "    modes = dict(TERMS=1 if lhs.is_cuda and torch.backends.cuda.matmul.allow_tf32 else 3,",
-              f"                 num_stages=_split_stages({c.num_stages}, {c.block_m}, {c.block_n}, {c.block_k}, lhs.device))"]
+        l.append(f"    if K >= {SPLIT_IN_REGISTERS_K} * max(rows, N):")
+        l.append("        # K long beside M and N: the operands split in registers as their tiles load")
+        l += [f"        {line}" for line in operands_as_they_are]
+        l += ["        tf32 = lhs.is_cuda and torch.backends.cuda.matmul.allow_tf32  # the reference's products are TF32",
+              "        modes = dict(FP32_DOT=True, PRECISION='tf32', SPLIT3=not tf32,",
+              f"                     num_stages=_split_stages({c.num_stages}, {c.block_m}, {c.block_n}, {c.block_k}, lhs.device))",
+              "    else:",
+              "        # K-contiguous TF32 parts, K padded to whole BLOCK_K steps: the tensor cores' operand layout",
+              f"        kp = triton.cdiv(K, {c.block_k}) * {c.block_k}",
+              "        a_hi, a_lo = _tf32_split(lhs_3d, kp)",
+              "        b_hi, b_lo = _tf32_split(rhs_3d.transpose(1, 2), kp)",
+              "        idx64 = _needs_i64(a_hi, b_hi, out_3d)",
+              "        operands = [a_hi, a_lo, b_hi, b_lo]",
+              "        k_size, split_strides = kp, [a_hi.stride(0), b_hi.stride(0)]",
+              f"        k_steps = kp // {c.block_k}",
+              f"        main_kernel, partial_kernel = _matmul_kernel_presplit{tag}, _matmul_partial_kernel_presplit{tag}",
+              "        modes = dict(TERMS=1 if lhs.is_cuda and torch.backends.cuda.matmul.allow_tf32 else 3,",
+              f"                     num_stages=_split_stages({c.num_stages}, {c.block_m}, {c.block_n}, {c.block_k}, lhs.device))"]
     else:
-        l += ["    idx64 = _needs_i64(lhs_3d, rhs_3d, out_3d)",
-              "    operands = [lhs_3d, rhs_3d]",
-              "    k_size, split_strides = K, list(lhs_3d.stride()) + list(rhs_3d.stride())",
-              f"    k_steps = triton.cdiv(K, {c.block_k})",
-              "    # fp32 operands: IEEE products, as cuBLAS gives unless torch's TF32 switch is on",
+        l += [f"    {line}" for line in operands_as_they_are]
+        l += ["    # fp32 operands: IEEE products, as cuBLAS gives unless torch's TF32 switch is on",
               "    precision = 'tf32' if lhs.is_cuda and torch.backends.cuda.matmul.allow_tf32 else 'ieee'",
-              f"    modes = dict(FP32_DOT=lhs.dtype == torch.float32, PRECISION=precision, num_stages={c.num_stages})"]
+              f"    modes = dict(FP32_DOT=lhs.dtype == torch.float32, PRECISION=precision, SPLIT3=False, "
+              f"num_stages={c.num_stages})"]
     l += [f"    n_split = max(1, min({c.split_k}, k_steps // 4))",
           "    k_tiles = triton.cdiv(k_steps, n_split)",
           "    n_split = triton.cdiv(k_steps, k_tiles)",
@@ -308,7 +348,7 @@ def generate_matmul(plan: Plan, config: Config, tag: str = "") -> StageCode:
           "    if n_split > 1:",
           "        part = torch.empty((n_split, n_batch, rows, N), dtype=torch.float32, device=lhs.device)",
           "        split_stride = n_batch * rows * N",
-          f"        {part_name}[(tiles, n_batch, n_split)](",
+          "        partial_kernel[(tiles, n_batch, n_split)](",
           "            *operands, part, rows, N, k_size, k_tiles, *split_strides, *part.stride()[1:], split_stride,",
           "            **meta,",
           "        )",
@@ -318,12 +358,12 @@ def generate_matmul(plan: Plan, config: Config, tag: str = "") -> StageCode:
           "            BLOCK_M=32, BLOCK_N=128, IDX64=idx64, num_warps=4,",
           "        )",
           "        return out",
-          f"    {main_name}[(tiles, n_batch, 1)](",
+          "    main_kernel[(tiles, n_batch, 1)](",
           f"        *operands, {ptrs}out_3d, {''.join(s + ', ' for s in scalars)}rows, N, k_size, k_steps,",
           f"        *(split_strides + {epi_stride_lists}), {iota_text}",
           "        **meta,",
           "    )",
           "    return out"]
     launcher = "\n".join(l) + "\n"
-    helpers = (SPAN_HELPER, TF32_ROUND, TF32_SPLIT_HELPER) if split else (SPAN_HELPER,)
+    helpers = (SPAN_HELPER, TF32_ROUND, TF32_SPLIT_HELPER) if split else (SPAN_HELPER, TF32_ROUND)
     return StageCode(kernels=tuple(kernels), launcher=launcher, entry=entry, helpers=helpers)
