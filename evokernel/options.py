@@ -261,7 +261,7 @@ class ExecutionOptions:
             (self.device is None or DEVICE_NAME.fullmatch(self.device) is not None,
              f"device must be cpu, cuda or cuda:N (npu:N for Ascend C), got {self.device!r}"),
             (self.gpus is None or (len(self.gpus) > 0 and min(self.gpus) >= 0),
-             f"gpus must be a non-empty list of device indices, got {self.gpus}"),
+             f"gpus must be a non-empty list of device indices, got {','.join(map(str, self.gpus or ()))!r}"),
             (self.jobs is None or self.jobs >= 1, f"jobs must be at least 1, got {self.jobs}"),
             (self.engine in ENGINES, f"engine must be one of {', '.join(ENGINES)}, got {self.engine!r}"),
             (self.max_jobs_per_worker >= 1, f"max_jobs_per_worker must be at least 1, got {self.max_jobs_per_worker}"),

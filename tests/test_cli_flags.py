@@ -207,6 +207,9 @@ def test_a_bench_records_its_precision(tmp_path):
     data = result.to_dict()
     assert data["environment"]["precision"] == "bf16" and data["options"]["precision"] == "bf16"
     assert "-small-bf16-" in result_path(tmp_path, data).name
+    from evokernel.bench import write_report
+
+    assert "| precision | bf16 |" in write_report(data, tmp_path / "report").markdown.read_text()
 
 
 def test_the_cli_says_and_records_the_precision_it_runs_in(tmp_path, monkeypatch):
@@ -227,3 +230,17 @@ def _fake_run(tasks, options, *, memory, on_event=None):
     from evokernel.loop import RunResult
 
     return RunResult(0, "builtin", False, options, [], memory_path=str(memory), size="small", device="cpu")
+
+
+def test_refine_takes_the_tasks_with_a_kernel_at_its_own_precision_once_each(tmp_path):
+    memory = tmp_path / "m.db"
+    for precision in ("fp16", "bf16"):
+        evokernel.run([ADD_RELU], RunOptions.of(budget=1, precision=precision, device="cpu", jobs=1),
+                      policy=RecordingPolicy("# k\n"), executor=_Recording(), memory=memory)
+    with pytest.raises(RunError, match="no task in .* kernel at size small and precision fp32 to refine"):
+        evokernel.refine(RunOptions.of(budget=1, device="cpu", jobs=1), memory=memory, executor=_Recording())
+    policy = RecordingPolicy("# faster\n")
+    result = evokernel.refine(RunOptions.of(budget=1, precision="fp16", device="cpu", jobs=1), memory=memory,
+                              policy=policy, executor=_Recording())
+    assert [t.task_key[-5:] for t in result.tasks] == ["@fp16"], "one task, at the precision refined"
+    assert [c.stage for c in policy.contexts] == ["refine"]

@@ -111,6 +111,7 @@ def _environment_md(env: dict[str, Any]) -> str:
     rows = [
         ("device", f"{env.get('device_name', '')} (`{env.get('device', '')}`)"),
         ("task size", env.get("size", "")),
+        ("precision", env.get("precision", "fp32")),  # results made before --precision ran the tasks as written
         ("versions", ", ".join(f"{k} {env.get(k)}" for k in ("torch", "triton", "python", "evokernel"))),
         ("commit", f"`{env.get('git_commit')}`" if env.get("git_commit") else "–"),
         ("tolerance (atol/rtol)", f"defaults {defaults}; task overrides: {overrides}"),

@@ -133,6 +133,13 @@ def bench_command(
     raise typer.Exit(EXIT_OK)
 
 
+def _precision(data: dict[str, Any]) -> str:
+    """The title's note for a result in another precision than fp32 (', bf16'); results made before
+    --precision existed are fp32."""
+    precision = data["options"].get("precision", "fp32")
+    return "" if precision == "fp32" else f", {precision}"
+
+
 def _pct(v: Any) -> str:
     return "–" if v is None else f"{100 * v:.1f}%"
 
@@ -146,7 +153,7 @@ def _render_bench(data: dict[str, Any]) -> None:
 
     rows = data["tasks"]
     speeds = [b for b in ("eager", "compile") if any(r[f"speedup_{b}"] is not None for r in rows)]
-    table = Table(title=f"{data['suite']} ({data['policy']}, budget {data['options']['budget']})")
+    table = Table(title=f"{data['suite']} ({data['policy']}, budget {data['options']['budget']}{_precision(data)})")
     table.add_column("task")
     for name in ("ok", "steps", "1st ok", "best ms", "best/1st", *(f"vs {b}" for b in speeds)):
         table.add_column(name, justify="right")
@@ -236,7 +243,8 @@ def _render_ablation(data: dict[str, Any]) -> None:
     from rich.table import Table
 
     table = Table("arm", "correct", "compiled", "fast_1 vs eager", "median best/first", "to first correct (mean / median)",
-                  title=f"{data['suite']}: equal budget of {data['options']['budget']} steps per task ({data['policy']})",
+                  title=f"{data['suite']}: equal budget of {data['options']['budget']} steps per task "
+                        f"({data['policy']}{_precision(data)})",
                   caption="; ".join(f"{a['name']}: {a['label']}" for a in data["arms"]))
     for a in data["arms"]:
         m = a["metrics"]

@@ -99,6 +99,8 @@ def _final_table(result: Any) -> None:
     from rich.table import Table
 
     label = result.policy if result.policy_is_llm else f"{result.policy} (offline, not an LLM)"
+    precision = result.options.evaluation.precision
+    label += "" if precision == "fp32" else f", {precision}"
     usage = ("tokens in", "tokens out", "cost $") if result.policy_is_llm else ()
     table = Table("task", "correct", "attempts", "first correct", "best ms", "source", "x first", "x eager", "x compile",
                   "last verdict", *usage, title=f"run {result.run_id} ({label}){' resumed' if result.resumed else ''}")

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 from backends import ExecutorProtocol
+from evokernel._step import FEASIBLE_STATUSES
 
 from ._events import OnEvent
 from ._options import LoopOptions, RunError, RunOptions, default_jobs
@@ -106,7 +107,9 @@ def refine(
     executor: ExecutorProtocol | None = None,
     on_event: OnEvent | None = None,
 ) -> RunResult:
-    """Refine every task in the memory that already has a feasible kernel of `options.backend`.
+    """Refine every task in the memory that already has a feasible kernel of `options.backend`
+    at the run's size and precision (a task's key holds both: a kernel at another is not one to
+    refine here).
 
     A task file that moved or changed is rebuilt from the source its run recorded,
     beside the memory (`refine-tasks/`); `result.notes` says which.
@@ -118,13 +121,19 @@ def refine(
     path = Path(memory) if memory is not None else default_memory_path()
     if not path.is_file():
         raise RunError(f"no memory at {path}")
+    options = options.resolved()
+    size, precision = options.evaluation.size, options.evaluation.precision
     try:
         with MemoryStore(path) as bank:
-            paths, notes = tasks_in_bank(bank, options.backend, path.parent / "refine-tasks")
+            found, notes = tasks_in_bank(bank, options.backend, path.parent / "refine-tasks")
+            loaded, _ = load_tasks(found, size, precision=precision, skip_broken=True)
+            paths = list(dict.fromkeys(task.path for task, key in loaded
+                                       if bank.feasible_items(key, options.backend, statuses=FEASIBLE_STATUSES)))
     except MemoryStoreError as exc:
         raise RunError(str(exc)) from None
     if not paths:
-        raise RunError(f"no task in {path} has a feasible {options.backend} kernel to refine")
+        raise RunError(f"no task in {path} has a feasible {options.backend} kernel at size {size} and precision "
+                       f"{precision} to refine")
     result = run(paths, options, policy=policy, executor=executor, memory=path, on_event=on_event)
     result.notes = [*notes, *result.notes]
     return result
