@@ -161,6 +161,7 @@ Triton rules:
             cls.run = run
 
         _wrap(JITFunction, "gpu")
+        _wrap_compiled(log, backend)
         try:
             from triton.runtime.interpreter import InterpretedFunction
 
@@ -264,3 +265,36 @@ def _start_compile_server() -> subprocess.Popen | None:
         )
     except OSError:
         return None
+
+
+def _wrap_compiled(log: LaunchLog, backend: "TritonBackend") -> None:
+    """Launches through a compiled kernel's own launcher (`compiled[grid](*args)`, which a
+    generated forward keeps to skip Triton's per-launch binding) are logged like the JIT's: the
+    audit and the own-kernel share must see every launch, whichever entry it took."""
+    from triton.compiler import CompiledKernel
+
+    original = CompiledKernel.__getitem__
+    if getattr(original, "_evokernel_hook", False):
+        return
+
+    def getitem(kernel_self, grid):
+        runner = original(kernel_self, grid)
+        name = kernel_self.name
+
+        def launch(*args, **kwargs):
+            if backend.dry_run:
+                log.record("triton", name, mode="dry")
+                return None
+            log.paused += 1
+            try:
+                runner(*args, **kwargs)
+            finally:
+                log.paused -= 1
+            log.record("triton", name, grid=repr(grid), mode="gpu")
+            return None
+
+        return launch
+
+    getitem._evokernel_hook = True  # type: ignore[attr-defined]
+    CompiledKernel.__getitem__ = getitem
+

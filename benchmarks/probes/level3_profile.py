@@ -82,16 +82,18 @@ def _profile(fn, calls: int) -> dict:
         if event.device_type == torch.autograd.DeviceType.CUDA:
             by_name[event.name[:90]] += event.device_time_total if hasattr(event, "device_time_total") else event.cuda_time_total
             count += 1
-            stream = getattr(getattr(event, "kineto_info", None) or object(), "stream", None)
-            if stream is not None:
-                streams.add(stream)
+    results = getattr(getattr(prof, "profiler", None), "kineto_results", None)
+    if results is not None:  # the stream of every device activity (torch.profiler's own events lack it)
+        for e in results.events():
+            if e.device_type() == torch.autograd.DeviceType.CUDA:
+                streams.add(int(e.device_resource_id()))
     total = sum(by_name.values())
     top = sorted(by_name.items(), key=lambda kv: -kv[1])[:12]
     return {"gpu_ms_per_call": total / calls / 1e3, "kernels_per_call": count / calls,
             "top": [(name, round(us / calls / 1e3, 4)) for name, us in top], "streams": sorted(map(str, streams))}
 
 
-def probe(task_file: Path, rules: str, reps: int, device: torch.device) -> dict:
+def probe(task_file: Path, rules: str, reps: int, device: torch.device, cprofile: bool = False) -> dict:
     record: dict = {"task": task_file.stem, "rules": rules}
     t0 = time.perf_counter()
     plan = analyze(str(task_file), rules)
@@ -132,15 +134,80 @@ def probe(task_file: Path, rules: str, reps: int, device: torch.device) -> dict:
         record["ours_host_ms"] = _host_ms(ours, reps)
         record["eager_profile"] = _profile(eager, 3)
         record["ours_profile"] = _profile(ours, 3)
+        if cprofile:
+            record["ours_host_functions"] = _host_functions(ours, 10)
     return record
+
+
+def _host_functions(fn, calls: int) -> list:
+    """The host functions a forward spends its time in (cProfile, own time), per call."""
+    import cProfile
+    import pstats
+
+    prof = cProfile.Profile()
+    prof.enable()
+    for _ in range(calls):
+        fn()
+    prof.disable()
+    torch.cuda.synchronize()
+    stats = pstats.Stats(prof).stats
+    rows = [(f"{Path(file).name}:{line}:{name}", ncalls / calls, tottime / calls * 1e3, cumtime / calls * 1e3)
+            for (file, line, name), (_, ncalls, tottime, cumtime, _) in stats.items()]
+    return [(where, round(n, 1), round(own, 4), round(cum, 4)) for where, n, own, cum in
+            sorted(rows, key=lambda r: -r[2])[:30]]
+
+
+def launch_overhead(reps: int = 2000) -> dict:
+    """Host microseconds of one Triton launch by its JIT entry, with few and with many arguments,
+    and of torch.empty: what a stage of a generated forward pays before its kernel runs."""
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def few(x, y, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        tl.store(y + offs, tl.load(x + offs, mask=offs < n), mask=offs < n)
+
+    @triton.jit
+    def many(x, a, b, c, d, y, n, s0, s1, s2, s3, s4, s5, s6, s7, s8, s9, s10, s11, s12, s13, s14, s15, s16,
+             s17, s18, s19, BLOCK: tl.constexpr, K0: tl.constexpr, K1: tl.constexpr, K2: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        tl.store(y + offs, tl.load(x + offs, mask=offs < n), mask=offs < n)
+
+    x = torch.randn(4096, device="cuda")
+    y = torch.empty_like(x)
+    vecs = [torch.randn(64, device="cuda") for _ in range(4)]
+    out = {}
+
+    def timed(label, call):
+        for _ in range(20):
+            call()
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(reps):
+            call()
+        out[label] = round((time.perf_counter() - t0) / reps * 1e6, 2)
+        torch.cuda.synchronize()
+
+    timed("triton_4_args_us", lambda: few[(4,)](x, y, 4096, BLOCK=1024))
+    strides = list(range(1, 21))
+    timed("triton_31_args_us", lambda: many[(4,)](x, *vecs, y, 4096, *strides, BLOCK=1024, K0=3, K1=2, K2=1))
+    timed("torch_empty_us", lambda: torch.empty((10, 32, 112, 112), device="cuda"))
+    timed("torch_relu_us", lambda: torch.relu(x))
+    v = torch.randn(32, device="cuda")
+    timed("view_us", lambda: v.view(-1, 1, 1))
+    timed("expand_stride_us", lambda: v.view(-1, 1, 1).expand(10, 32, 112, 112).stride())
+    return out
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("tasks", nargs="+", type=Path)
+    ap.add_argument("tasks", nargs="*", type=Path)
     ap.add_argument("--rules", default="kernelbench")
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--cprofile", action="store_true", help="also the host functions a forward spends its time in")
+    ap.add_argument("--launch-overhead", action="store_true", help="first, a record of Triton's and torch's launch costs")
     args = ap.parse_args()
     if not torch.cuda.is_available():
         print("level3_profile: no GPU here; this probe times CUDA kernels", file=sys.stderr)
@@ -149,12 +216,15 @@ def main() -> int:
     if args.out.exists():
         done = {json.loads(line)["task"] for line in args.out.read_text().splitlines() if line.strip()}
     device = torch.device("cuda")
+    if args.launch_overhead and "launch-overhead" not in done:
+        with args.out.open("a") as f:
+            f.write(json.dumps({"task": "launch-overhead", **launch_overhead()}) + "\n")
     for task_file in args.tasks:
         if task_file.stem in done:
             continue
         print(f"level3_profile: {task_file.stem} ...", file=sys.stderr, flush=True)
         try:
-            record = probe(task_file, args.rules, args.reps, device)
+            record = probe(task_file, args.rules, args.reps, device, args.cprofile)
         except Exception as exc:  # a probe: one task's failure is recorded, the rest still run
             record = {"task": task_file.stem, "error": f"{type(exc).__name__}: {str(exc)[:400]}"}
         with args.out.open("a") as f:

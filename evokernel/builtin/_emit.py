@@ -10,7 +10,7 @@ from ._ir import Node, Plan, Ref
 from ._pointwise import literal, pointwise_expr
 
 __all__ = ["Emitter", "StageCode", "assemble", "header", "model_class", "scalar_sources", "wrap_params",
-           "BROADCAST_SHAPES", "HELPERS", "TF32_ROUND", "out_dtype_expr", "stage_args", "load_other", "to_f32"]
+           "BROADCAST_SHAPES", "HELPERS", "RUNNER", "TF32_ROUND", "launch_key", "out_dtype_expr", "stage_args", "load_other", "to_f32"]
 
 
 @dataclass(frozen=True)
@@ -64,6 +64,28 @@ def _result_dtype(*tensors):
         return torch.float32
     return max(dtypes, key=lambda d: _FLOAT_RANK[d])
 '''
+
+
+# A launch's compiled kernel, called directly the next time the same launch comes round.
+RUNNER = '''def _runner(compiled, grid):
+    """The compiled kernel's own launcher for ``grid``: a repeated launch skips Triton's argument
+    binding and cache lookup, host time a deep network's forward pays hundreds of times (it
+    launches the same code on the same kind of arguments). None where no compiled kernel came
+    back (the CPU interpreter): the launch then goes through Triton every time."""
+    # the compiled launcher reads three grid dims (Triton's own entry pads them)
+    return None if compiled is None else compiled[tuple(grid) + (1,) * (3 - len(grid))]
+'''
+
+
+def launch_key(tensors: list[str], scalars: list[str]) -> str:
+    """A launch's memo key as generated code: what Triton specialises a compiled kernel on
+    (dtypes, 16-byte alignment of each pointer, the integer arguments derived from shapes and
+    strides) and the device; equal keys launch the same compiled kernel with the same integers."""
+    parts = [f"{t}.shape, {t}.stride(), {t}.dtype, {t}.data_ptr() % 16" for t in tensors]
+    parts += scalars
+    if tensors:
+        parts.append(f"{tensors[0]}.device")
+    return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
 
 
 def header(plan: Plan, config_text: str) -> str:

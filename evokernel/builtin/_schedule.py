@@ -321,11 +321,18 @@ def _to_library(g: _Graph) -> None:
     candidate must run a kernel of its own), and so does a fp32 matmul that our 3xTF32
     kernel computes faster than cuBLAS, with the work after it fused into its epilogue."""
     for i, n in enumerate(g.nodes):
-        if n.op in LIBRARY_OPS and g.users[n.id] and not _split_tf32_matmul(g.b, n):
+        if n.op in LIBRARY_OPS and g.users[n.id] and not _split_tf32_matmul(g.b, n) and not _grouped_conv(g.b, n):
             lib = replace(n, op=LIBRARY_OPS[n.op])
             g.nodes[i] = lib
             g.by_id[n.id] = lib
     # the library result is a stored tensor; free-node bookkeeping is unchanged (anchors were never free)
+
+
+def _grouped_conv(b: Builder, n: Node) -> bool:
+    """A grouped convolution that is not depthwise stays ours: on the H200 cuDNN runs such a
+    convolution's groups on streams of its own (ShuffleNet: one activity per group off the
+    current stream), which the side-stream rule rejects."""
+    return n.op == "conv" and n.attr("groups") > 1 and b.shape(n.args[1])[1] != 1
 
 
 def _split_tf32_matmul(b: Builder, n: Node) -> bool:
