@@ -57,6 +57,40 @@ class EpilogueEmitter(Emitter):
         return super().compute(node, ctx)
 
 
+# The main kernel's (BLOCK_M, BLOCK_N, num_warps, num_stages) Triton's autotuner times per shape after
+# the configuration's own (BLOCK_K and the split-K slices stay the configuration's): KernelBench's
+# 32768 x 32 x 32768 product spent 2.8 ms on 128 x 128 tiles, three times its output's write.
+MAIN_TILES = ((128, 128, 8, 3), (128, 64, 4, 4), (64, 128, 4, 4), (64, 64, 4, 3))
+
+TILES_HELPER = '''def _matmul_tiles(configs, named_args, **kwargs):
+    """The main kernel's tiles the autotuner times: the configuration's own alone on the CPU (Triton's
+    interpreter), else each with its pipeline stages trimmed to the GPU's shared memory."""
+    device = next((v.device for v in named_args.values() if getattr(v, "is_cuda", False)), None)
+    if device is None:
+        return configs[:1]
+    room = getattr(torch.cuda.get_device_properties(device), "shared_memory_per_block_optin", 101376)
+    parts = 2 if "TERMS" in kwargs or kwargs.get("SPLIT3") else 1  # 3xTF32: high and low parts
+    out = []
+    for c in configs:
+        stage = (c.kwargs["BLOCK_M"] + c.kwargs["BLOCK_N"]) * kwargs["BLOCK_K"] * 4 * parts
+        out.append(triton.Config(c.kwargs, num_warps=c.num_warps,
+                                 num_stages=max(1, min(c.num_stages, (room - 4096) // stage))))
+    return out
+'''
+
+
+def _autotune_lines(config: Config) -> list[str]:
+    tiles = [(config.block_m, config.block_n, config.num_warps, config.num_stages), *MAIN_TILES]
+    listed = ", ".join(f'triton.Config({{"BLOCK_M": {bm}, "BLOCK_N": {bn}, "GROUP_M": {config.group_m}}}, '
+                       f'num_warps={w}, num_stages={st})' for bm, bn, w, st in dict.fromkeys(tiles))
+    return ["@triton.autotune(",
+            f"    configs=[{listed}],",
+            '    key=["M", "N", "k_tiles"],',
+            '    prune_configs_by={"early_config_prune": lambda configs, named_args, **kwargs: '
+            '_matmul_tiles(configs, named_args, **kwargs)},',
+            ")"]
+
+
 _TILE = """\
     pid = tl.program_id(0)
     pid_b = tl.program_id(1)
@@ -253,7 +287,8 @@ def generate_matmul(plan: Plan, config: Config, tag: str = "") -> StageCode:
                   + ["M", "N", k_param, "k_tiles"] + strides + epi_strides + iota_params)
         consts = ["    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,", modes]
         mainloop = (_TILE + loop).rstrip("\n")
-        k = ["@triton.jit", f"def _matmul_kernel{suffix}{tag}(", *wrap_params(params), *consts, "):", mainloop, *lin]
+        k = [*_autotune_lines(config), "@triton.jit", f"def _matmul_kernel{suffix}{tag}(", *wrap_params(params),
+             *consts, "):", mainloop, *lin]
         if em.lines:
             k.append("    # fused epilogue, in fp32 registers")
         k += em.lines
@@ -317,8 +352,8 @@ def generate_matmul(plan: Plan, config: Config, tag: str = "") -> StageCode:
         l.append("        # K long beside M and N: the operands split in registers as their tiles load")
         l += [f"        {line}" for line in operands_as_they_are]
         l += ["        tf32 = lhs.is_cuda and torch.backends.cuda.matmul.allow_tf32  # the reference's products are TF32",
-              "        modes = dict(FP32_DOT=True, PRECISION='tf32', SPLIT3=not tf32,",
-              f"                     num_stages=_split_stages({c.num_stages}, {c.block_m}, {c.block_n}, {c.block_k}, lhs.device))",
+              "        modes = dict(FP32_DOT=True, PRECISION='tf32', SPLIT3=not tf32)",
+              f"        stages = _split_stages({c.num_stages}, {c.block_m}, {c.block_n}, {c.block_k}, lhs.device)",
               "    else:",
               "        # K-contiguous TF32 parts, K padded to whole BLOCK_K steps: the tensor cores' operand layout",
               f"        kp = triton.cdiv(K, {c.block_k}) * {c.block_k}",
@@ -329,28 +364,25 @@ def generate_matmul(plan: Plan, config: Config, tag: str = "") -> StageCode:
               "        k_size, split_strides = kp, [a_hi.stride(0), b_hi.stride(0)]",
               f"        k_steps = kp // {c.block_k}",
               f"        main_kernel, partial_kernel = _matmul_kernel_presplit{tag}, _matmul_partial_kernel_presplit{tag}",
-              "        modes = dict(TERMS=1 if lhs.is_cuda and torch.backends.cuda.matmul.allow_tf32 else 3,",
-              f"                     num_stages=_split_stages({c.num_stages}, {c.block_m}, {c.block_n}, {c.block_k}, lhs.device))"]
+              "        modes = dict(TERMS=1 if lhs.is_cuda and torch.backends.cuda.matmul.allow_tf32 else 3)",
+              f"        stages = _split_stages({c.num_stages}, {c.block_m}, {c.block_n}, {c.block_k}, lhs.device)"]
     else:
         l += [f"    {line}" for line in operands_as_they_are]
         l += ["    # fp32 operands: IEEE products, as cuBLAS gives unless torch's TF32 switch is on",
               "    precision = 'tf32' if lhs.is_cuda and torch.backends.cuda.matmul.allow_tf32 else 'ieee'",
-              f"    modes = dict(FP32_DOT=lhs.dtype == torch.float32, PRECISION=precision, SPLIT3=False, "
-              f"num_stages={c.num_stages})"]
+              "    modes = dict(FP32_DOT=lhs.dtype == torch.float32, PRECISION=precision, SPLIT3=False)",
+              f"    stages = {c.num_stages}"]
     l += [f"    n_split = max(1, min({c.split_k}, k_steps // 4))",
           "    k_tiles = triton.cdiv(k_steps, n_split)",
           "    n_split = triton.cdiv(k_steps, k_tiles)",
           f"    tiles = triton.cdiv(rows, {c.block_m}) * triton.cdiv(N, {c.block_n})",
-          "    meta = dict(",
-          f"        BLOCK_M={c.block_m}, BLOCK_N={c.block_n}, BLOCK_K={c.block_k}, GROUP_M={c.group_m},",
-          f"        IDX64=idx64, num_warps={c.num_warps}, **modes,",
-          "    )",
           "    if n_split > 1:",
           "        part = torch.empty((n_split, n_batch, rows, N), dtype=torch.float32, device=lhs.device)",
           "        split_stride = n_batch * rows * N",
           "        partial_kernel[(tiles, n_batch, n_split)](",
           "            *operands, part, rows, N, k_size, k_tiles, *split_strides, *part.stride()[1:], split_stride,",
-          "            **meta,",
+          f"            BLOCK_M={c.block_m}, BLOCK_N={c.block_n}, BLOCK_K={c.block_k}, GROUP_M={c.group_m},",
+          f"            IDX64=idx64, num_warps={c.num_warps}, num_stages=stages, **modes,",
           "        )",
           f"        {sum_name}[(triton.cdiv(rows, 32) * triton.cdiv(N, 128), n_batch)](",
           f"            part, {ptrs}out_3d, {''.join(s + ', ' for s in scalars)}rows, N, n_split, split_stride,",
@@ -358,12 +390,14 @@ def generate_matmul(plan: Plan, config: Config, tag: str = "") -> StageCode:
           "            BLOCK_M=32, BLOCK_N=128, IDX64=idx64, num_warps=4,",
           "        )",
           "        return out",
-          "    main_kernel[(tiles, n_batch, 1)](",
+          "    # the tile (and so the grid) is the autotuner's",
+          "    grid = lambda meta: (triton.cdiv(rows, meta['BLOCK_M']) * triton.cdiv(N, meta['BLOCK_N']), n_batch, 1)",
+          "    main_kernel[grid](",
           f"        *operands, {ptrs}out_3d, {''.join(s + ', ' for s in scalars)}rows, N, k_size, k_steps,",
           f"        *(split_strides + {epi_stride_lists}), {iota_text}",
-          "        **meta,",
+          f"        BLOCK_K={c.block_k}, IDX64=idx64, **modes,",
           "    )",
           "    return out"]
     launcher = "\n".join(l) + "\n"
-    helpers = (SPAN_HELPER, TF32_ROUND, TF32_SPLIT_HELPER) if split else (SPAN_HELPER, TF32_ROUND)
+    helpers = (SPAN_HELPER, TF32_ROUND, TILES_HELPER) + ((TF32_SPLIT_HELPER,) if split else ())
     return StageCode(kernels=tuple(kernels), launcher=launcher, entry=entry, helpers=helpers)
