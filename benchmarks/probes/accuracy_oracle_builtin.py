@@ -29,7 +29,7 @@ import torch  # noqa: E402
 
 from backends import PRECISIONS, EvalOptions, Executor  # noqa: E402
 from backends._precision import DTYPES  # noqa: E402
-from backends._compare import FLOOR_ROUNDOFF, LESS_ACCURATE  # noqa: E402
+from backends._compare import FLOOR_ROUNDOFF, HALF_FLOOR_ROUNDOFF, LESS_ACCURATE  # noqa: E402
 from evokernel.builtin import analyze, generate  # noqa: E402
 
 SHRINK_BASE = 8  # as kernelbench_coverage.py's runs
@@ -49,7 +49,8 @@ def main() -> None:
     work = args.work / f"level{args.level}"
     work.mkdir(parents=True, exist_ok=True)
     pattern = re.compile(args.pattern, re.I)
-    floor = FLOOR_ROUNDOFF * float(torch.finfo(DTYPES[args.precision]).eps) / 2  # the output dtype's rounding
+    units = FLOOR_ROUNDOFF if args.precision == "fp32" else HALF_FLOOR_ROUNDOFF  # as backends/_compare.py
+    floor = units * float(torch.finfo(DTYPES[args.precision]).eps) / 2  # the output dtype's rounding
     rows = []
     with Executor(device="cpu", timeout_s=900) as executor:
         for path in sorted((args.kernelbench / f"level{args.level}").glob("*.py")):
