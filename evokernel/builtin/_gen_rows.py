@@ -18,7 +18,8 @@ norm) are read in place rather than expanded; an operand constant along the row
   lanes once after the loop, as Inductor's looped reductions do, and a mean with
   its variance or a maximum with its sum of exponentials is one loop
   (``_row_passes``: Welford's update, the online softmax). Triton's autotuner
-  picks the loop kernels' chunk width and warps per shape among a few tiles.
+  picks the loop kernels' chunk width and warps per shape among a few tiles,
+  and the one-pass kernel's warps.
 - Split (few long rows): a first kernel reduces chunks of each row into
   partials, a second merges them (and, for a per-element result, stores the
   per-row values it needs), a third writes the per-element result chunk by
@@ -56,6 +57,7 @@ LOOP_MODES = ("multipass", "partial", "apply")  # kernels that walk a row in BLO
 # The loop kernels' (BLOCK_N, num_warps) Triton's autotuner times per shape after the configuration's own:
 # Inductor's looped reductions take 2048 x 16 warps (4 values a thread); ours took 4096 x 8 (16 a thread).
 LOOP_TILES = ((2048, 16), (4096, 8), (1024, 4))
+ONE_PASS_WARPS = (4, 8, 16)  # the one-pass kernel's warps the autotuner times after the configuration's
 SPLIT_PROGRAMS = 1024  # programs over all chunks of the few long rows (before rounding to whole tiles)
 
 LAYOUT_HELPER = '''def _runs(dims):
@@ -101,20 +103,26 @@ def _rows_operand(t, full, g0, g1):
 
 
 TILES_HELPER = f'''def _rows_tiles(configs, named_args, **kwargs):
-    """The loop kernels' tiles the autotuner times: the configuration's own alone on the CPU
-    (Triton's interpreter) and for strided rows (their tile spans inner positions), else
-    those of at most {ONE_PASS_MAX} elements."""
+    """The tiles (loop kernels) or warps (one-pass kernel) the autotuner times: the configuration's
+    own alone on the CPU (Triton's interpreter) and for strided rows' loops (their tile spans inner
+    positions), else the tiles of at most {ONE_PASS_MAX} elements."""
     on_gpu = any(getattr(value, "is_cuda", False) for value in named_args.values())
-    if not on_gpu or kwargs.get("STRIDED", False):
+    loop = "BLOCK_N" in configs[0].kwargs
+    if not on_gpu or (loop and kwargs.get("STRIDED", False)):
         return configs[:1]
     block_m = kwargs.get("BLOCK_M", 1)
-    return [c for k, c in enumerate(configs) if k == 0 or block_m * c.kwargs["BLOCK_N"] <= {ONE_PASS_MAX}]
+    return [c for k, c in enumerate(configs) if k == 0 or block_m * c.kwargs.get("BLOCK_N", 1) <= {ONE_PASS_MAX}]
 '''
 
 
 def loop_tiles(config: Config) -> list[tuple[int, int]]:
     """(BLOCK_N, num_warps) of the loop kernels' autotuned tiles, the configuration's first."""
     return list(dict.fromkeys([(config.block_n, config.num_warps), *LOOP_TILES]))
+
+
+def onepass_warps(config: Config) -> list[int]:
+    """The one-pass kernel's autotuned warps (its tile is the rows' own), the configuration's first."""
+    return list(dict.fromkeys([config.num_warps, *ONE_PASS_WARPS]))
 
 
 def splittable(plan: Plan) -> bool:
@@ -549,11 +557,14 @@ def _layout_params(arg: str) -> list[str]:
     return [f"lay_{arg}_{k}" for k in ("olo", "solo", "sohi", "nlo", "snlo", "snhi", "ilo", "silo", "sihi")]
 
 
-def _autotune_lines(config: Config) -> list[str]:
-    tiles = ", ".join(f'triton.Config({{"BLOCK_N": {bn}}}, num_warps={w})' for bn, w in loop_tiles(config))
+def _autotune_lines(config: Config, mode: str) -> list[str]:
+    if mode == "onepass":
+        tiles = ", ".join(f"triton.Config({{}}, num_warps={w})" for w in onepass_warps(config))
+    else:
+        tiles = ", ".join(f'triton.Config({{"BLOCK_N": {bn}}}, num_warps={w})' for bn, w in loop_tiles(config))
     return ["@triton.autotune(",
             f"    configs=[{tiles}],",
-            '    key=["outer", "N", "inner", "BLOCK_M", "STRIDED"],',
+            '    key=["outer", "N", "inner", "BLOCK_M", "BLOCK_N", "STRIDED"],',
             '    prune_configs_by={"early_config_prune": lambda configs, named_args, **kwargs: '
             '_rows_tiles(configs, named_args, **kwargs)},',
             ")"]
@@ -577,7 +588,7 @@ def _kernel(plan: Plan, mode: str, name: str, config: Config, stat_ids: list[int
     params += [p for a in args for p in _layout_params(a)] + ["stride_out_o", "stride_out_n", "stride_out_i"]
     params += [p for n in iotas for p in (f"iota{n.id}_div", f"iota{n.id}_mod")]
     flags = [f"lay_{a}_{k}: tl.constexpr" for a in args for k in (*LAYOUT_FLAGS, "bcast")]
-    k = [*(_autotune_lines(config) if mode in LOOP_MODES else []),
+    k = [*(_autotune_lines(config, mode) if mode in LOOP_MODES or mode == "onepass" else []),
          "@triton.jit",
          f"def {name}(",
          *wrap_params(params),
@@ -690,7 +701,7 @@ def generate_rows(plan: Plan, config: Config, tag: str = "") -> StageCode:
         lines.append(f"{indent}    *({lays}), *out_3d.stride(), {''.join(a + ', ' for a in iota)}")
         lines.append(f"{indent}    {flags}STRIDED=strided, IDX64=idx64, BLOCK_M={block_m}, {tile}"
                      f"BLOCK_S={block_s},")
-        if mode not in LOOP_MODES:
+        if mode == "combine":  # the others' warps are the autotuner's
             lines.append(f"{indent}    num_warps={warps or config.num_warps},")
         lines.append(f"{indent})")
         return lines
