@@ -72,6 +72,7 @@ class StepContext:
     api_notes: Sequence[MemoryNote] = ()
     rules: str = "strict"  # the rule set the candidate is judged under (backends.RULE_SETS)
     size: str = "full"  # the task size the step runs at ("full" or "small")
+    precision: str = "fp32"  # what the models and floating inputs are cast to (fp32: the task as written)
     # Verified skills (kind best_practice, evokernel/skills) chosen for this step, best first; their own prompt section.
     skills: Sequence[MemoryNote] = ()
     latency_source: str = "none"  # how this run's latencies are obtained (measured-gpu, interpreted-cpu, ...)

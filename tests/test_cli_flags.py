@@ -18,6 +18,7 @@ from evokernel.cli._flags import GROUPS, group_settings
 from evokernel.options import (EvaluationOptions, ExecutionOptions, LoopOptions, RunError, RunOptions, flag_of,
                                parse_bytes, parse_gpus)
 
+from llm_server import llm_env  # noqa: F401 (the prompt test counts tokens offline)
 from loop_doubles import RecordingPolicy, ScriptedExecutor, ok
 
 runner = CliRunner()
@@ -244,3 +245,16 @@ def test_refine_takes_the_tasks_with_a_kernel_at_its_own_precision_once_each(tmp
                               policy=policy, executor=_Recording())
     assert [t.task_key[-5:] for t in result.tasks] == ["@fp16"], "one task, at the precision refined"
     assert [c.stage for c in policy.contexts] == ["refine"]
+
+
+def test_each_step_and_the_llms_prompt_know_the_precision(tmp_path, llm_env):
+    from evokernel.llm import PromptInputs, build_prompt
+
+    policy = RecordingPolicy("# k\n")
+    evokernel.run([ADD_RELU], RunOptions.of(budget=1, precision="bf16", device="cpu", jobs=1), policy=policy,
+                  executor=_Recording(), memory=tmp_path / "m.db")
+    assert [c.precision for c in policy.contexts] == ["bf16"]
+    task = dict(task_name="relu_add", task_source=ADD_RELU.read_text(), backend="triton", stage="draft")
+    said = build_prompt(PromptInputs(**task, precision="bf16")).user_text
+    assert "Precision: bf16." in said and "torch.bfloat16" in said
+    assert "Precision:" not in build_prompt(PromptInputs(**task)).user_text

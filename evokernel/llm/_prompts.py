@@ -71,6 +71,7 @@ class PromptInputs:
     cost: Any = None  # backends.TaskCost | None
     latency_source: str | None = None  # the run's latency label
     rules: str = "strict"  # the rule set the candidate is judged under (backends.RULE_SETS)
+    precision: str = "fp32"  # what the models and floating inputs are cast to (fp32: the task as written)
 
 
 @dataclass(frozen=True)
@@ -227,10 +228,20 @@ def _feedback_section(feedback: str | None, *, later_turn: bool) -> str:
     return f"{head}\nFix what it reports before anything else.\n" + fence(feedback.strip(), "text")
 
 
+def precision_note(precision: str) -> str:
+    """What a candidate must know when the task runs in another precision than written."""
+    dtype = {"fp16": "torch.float16", "bf16": "torch.bfloat16"}.get(precision, precision)
+    return (f"Precision: {precision}. Before every call the reference `Model` and your `ModelNew` are cast to "
+            f"{dtype} (parameters and buffers) and every floating input is cast to it, as KernelBench's precision "
+            f"argument does: your kernels receive and return {precision} tensors (accumulate in fp32 where it "
+            "matters), and outputs are compared with the reference run in the same precision.")
+
+
 def _task_part(inputs: PromptInputs) -> str:
     parts = [
         f"# Task: {inputs.task_name}",
         f"Backend: {inputs.backend}.",
+        *([precision_note(inputs.precision)] if inputs.precision != "fp32" else []),
         "## Reference implementation (`Model`)\n" + fence(inputs.task_source.strip(), "python"),
     ]
     if hw := hardware_section(inputs.hardware, inputs.cost, inputs.latency_source):

@@ -254,7 +254,8 @@ class Runner:
             category=st.task.category, backend=opts.backend, stage=stage, step=step_no, memories=memories,
             feedback=None if fresh else st.feedback, start_point=self._start_view(start),
             tried=frozenset() if fresh else self._tried(st), run_id=self.run_id, api_notes=api_notes,
-            rules=opts.evaluation.rules, size=self.size, skills=skills, latency_source=self.latency_source,
+            rules=opts.evaluation.rules, size=self.size, precision=opts.evaluation.precision, skills=skills,
+            latency_source=self.latency_source,
             best=self._start_view(self._fastest(feasible, start)),
         )
         return StepPlan(context=ctx, start=start, best_ms=best_ms, iteration=iteration, skill_usage=skill_usage)

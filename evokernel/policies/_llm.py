@@ -102,7 +102,7 @@ class LLMPolicy:
             task_name=ctx.task_name, task_source=ctx.task_source, backend=ctx.backend, stage=ctx.stage,
             memories=views, feedback=ctx.feedback, start_point=start, best=best, api_notes=notes, skills=skills,
             hardware=self.hardware, cost=self._task_cost(ctx),
-            latency_source=source, rules=ctx.rules,
+            latency_source=source, rules=ctx.rules, precision=ctx.precision,
         )
 
     def prompt(self, ctx: StepContext, *, model: str | None = None) -> Any:
