@@ -258,3 +258,18 @@ def test_each_step_and_the_llms_prompt_know_the_precision(tmp_path, llm_env):
     said = build_prompt(PromptInputs(**task, precision="bf16")).user_text
     assert "Precision: bf16." in said and "torch.bfloat16" in said
     assert "Precision:" not in build_prompt(PromptInputs(**task)).user_text
+
+
+def test_an_mcp_session_works_on_its_precision(tmp_path):
+    from evokernel.mcp import AgentSession
+
+    with AgentSession(RunOptions.of(device="cpu", precision="fp16"), memory=tmp_path / "m.db",
+                      executor=_Recording()) as session:
+        shown = session.show_task(str(ADD_RELU))
+        assert shown.precision == "fp16" and shown.key.endswith("@small@fp16")
+        assert any("runs in fp16" in note for note in shown.notes)
+        listed = session.list_tasks(str(ADD_RELU.parent))
+        assert listed.precision == "fp16" and any(e.key == shown.key for e in listed.listed)
+        verdict = session.submit_candidate(str(ADD_RELU), "# k\n", [], None)
+        assert session.executor.options[-1].precision == "fp16" and verdict is not None
+        assert session.best_kernel(str(ADD_RELU)).precision == "fp16"
