@@ -20,6 +20,7 @@ from backends._interpreter_bf16 import to_bits, to_float32
 from backends._precision import cast_dtype
 
 from builtin_case import Case, write
+from evokernel.builtin import search_space
 from executor_candidates import HEADER
 from test_oracle import row_sum
 
@@ -150,8 +151,9 @@ def test_the_builtin_writes_kernels_for_the_precision_and_they_pass(builtin_verd
     assert result.precision == precision and f"run in {precision}" in result.feedback
     assert result.candidate_error is not None and result.oracle_unavailable == ""
     assert result.kernels, "every launched kernel compiled for sm_90"
-    if name == "p_matmul":  # half-precision operands go to the tensor cores as they are, accumulated in fp32
+    if name in ("p_matmul", "p_conv"):  # half-precision operands go to the tensor cores as they are, in fp32 sums
         assert "3xtf32" not in source and "acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)" in source
+        assert {c.precision for c in search_space(plan)} == {"auto"}, "no TF32 roundings to search"
 
 
 # ---------------------------------------------------------------- hidden-style cases on a bf16 task
