@@ -17,7 +17,7 @@ from ._precision import cast_model, cast_values
 from ._pyast import parse_python
 from ._pool import DevicePlanError, ExecutorPool, MemoryWatch, PoolStats, plan_devices, visible_gpu_count
 from ._ray import RayPool, RayUnavailable
-from ._result import RULE_SETS, Baselines, EvalResult, KernelFacts, MemoryPlan, Roofline, Verdict
+from ._result import RULE_SETS, Baselines, EvalResult, KernelFacts, LatencySource, MemoryPlan, Roofline, Verdict
 from ._retime import RetimeReport
 from ._rules import RULES, Rule, describe_rules
 from ._sandbox import SandboxLimits
@@ -47,6 +47,7 @@ __all__ = [
     "ExecutorPool",
     "KERNELBENCH_SEED",
     "KernelFacts",
+    "LatencySource",
     "LaunchLog",
     "MemoryPlan",
     "MemoryWatch",

@@ -14,7 +14,7 @@ import threading
 from importlib import metadata
 from typing import Any, Callable, Protocol, runtime_checkable
 
-from ._result import KernelFacts
+from ._result import KernelFacts, LatencySource
 
 ENTRY_POINT_GROUP = "evokernel.backends"
 
@@ -94,8 +94,8 @@ class Backend(Protocol):
         """Whether candidates run (not only compile) on `device` here."""
         ...
 
-    def latency_source(self, device: str) -> str:
-        """Label for latencies measured on `device` ('measured-gpu', 'interpreted-cpu', ...)."""
+    def latency_source(self, device: str) -> LatencySource:
+        """How latencies are obtained on `device` (`LatencySource.MEASURED_GPU`, `INTERPRETED_CPU`, ...)."""
         ...
 
     def modelled_latency_ms(self, log: LaunchLog, device: str) -> float | None:

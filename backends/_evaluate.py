@@ -40,7 +40,7 @@ from ._guard import (RunRules, SideStreamUsed, fingerprint, inputs_changed, is_c
 from ._options import COMPILE_BASELINE_STEP, EvalOptions
 from ._oracle import Oracle
 from ._precision import cast_model, cast_values, precision_note
-from ._result import Baselines, EvalResult, Roofline, Verdict
+from ._result import Baselines, EvalResult, LatencySource, Roofline, Verdict
 from ._rules import explain
 from ._sandbox import harness
 from ._static import off_accelerator_lines, static_rejection
@@ -621,18 +621,18 @@ def _time(result, ref_model, new_model, task, device, options, backend, cache, t
         modelled = backend.modelled_latency_ms(log, str(device))
         if modelled is not None:
             result.latency_ms, result.latency_iqr_ms, result.latency_samples_ms = modelled, 0.0, [modelled]
-            result.latency_source = backend.latency_source(str(device))
+            result.latency_source = LatencySource(backend.latency_source(str(device)))
             result.timing_method = "modelled from the kernel's counted traffic and vector instructions"
             return
         t = _timed_candidate(new_model, make_args, device, options, cand_file, reps=options.cpu_reps, warmup=1)
         result.latency_ms, result.latency_iqr_ms, result.latency_samples_ms = t.median_ms, t.iqr_ms, t.samples_ms
-        result.latency_source = backend.latency_source(str(device))
+        result.latency_source = LatencySource(backend.latency_source(str(device)))
         result.timing_method = t.method
         return
 
     t = _timed_candidate(new_model, make_args, device, options, cand_file)
     result.latency_ms, result.latency_iqr_ms, result.latency_samples_ms = t.median_ms, t.iqr_ms, t.samples_ms
-    result.latency_source = "measured-gpu"
+    result.latency_source = LatencySource.MEASURED_GPU
     result.timing_method = t.method
     if options.baselines:
         key = (str(Path(task_path).resolve()), options.size, str(options.kernelbench_seeding), str(device),

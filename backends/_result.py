@@ -52,6 +52,36 @@ class Verdict(str, enum.Enum):
         return self.value
 
 
+class LatencySource(str, enum.Enum):
+    """How a latency was obtained. Two latencies may be compared only when their sources are
+    equal: a run compares with the memory's kernels of its own source, a skill is selected only
+    for runs of the source it was verified under. String-valued, so stored JSON and the memory's
+    `latency_source` column hold the label itself; a backend plugin names one of these."""
+
+    MEASURED_GPU = "measured-gpu"  # CUDA events around each call on a GPU
+    MEASURED_NPU = "measured-npu"  # an Ascend NPU's own timing (CANN)
+    # wall clock of an interpreter on the CPU (Triton's): a correctness run, not the target's speed
+    INTERPRETED_CPU = "interpreted-cpu"
+    MODELLED_910B = "modelled-910b"  # the analytic Ascend 910B cost model (backends/ascendc/_cost.py)
+    NONE = "none"  # nothing was timed
+
+    @property
+    def measured(self) -> bool:
+        """Timed on the target hardware itself: speed, not a model's or an interpreter's number."""
+        return self in (LatencySource.MEASURED_GPU, LatencySource.MEASURED_NPU)
+
+    @property
+    def interpreted(self) -> bool:
+        return self is LatencySource.INTERPRETED_CPU
+
+    @property
+    def modelled(self) -> bool:
+        return self is LatencySource.MODELLED_910B
+
+    def __str__(self) -> str:
+        return self.value
+
+
 @dataclasses.dataclass
 class KernelFacts:
     """What the toolchain said about one of the candidate's kernels."""
@@ -164,7 +194,7 @@ class EvalResult:
     latency_ms: float | None = None
     latency_iqr_ms: float | None = None
     latency_samples_ms: list[float] = dataclasses.field(default_factory=list)
-    latency_source: str = "none"  # measured-gpu | interpreted-cpu | modelled-910b | none
+    latency_source: LatencySource = LatencySource.NONE
     timing_method: str = ""
     baselines: Baselines = dataclasses.field(default_factory=Baselines)
     kernels: list[KernelFacts] = dataclasses.field(default_factory=list)
@@ -195,6 +225,9 @@ class EvalResult:
     # limits applied. {"enabled": False} when it was switched off.
     sandbox: dict[str, Any] = dataclasses.field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        self.latency_source = LatencySource(self.latency_source)  # given as its label (JSON, a plugin backend)
+
     @property
     def feasible(self) -> bool:
         return self.status.feasible
@@ -216,6 +249,7 @@ class EvalResult:
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
         d["status"] = self.status.value
+        d["latency_source"] = self.latency_source.value
         d["speedup_eager"] = self.speedup_eager
         d["speedup_compile"] = self.speedup_compile
         return d

@@ -23,7 +23,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from ._result import EvalResult, Verdict
+from ._result import EvalResult, LatencySource, Verdict
 
 RETIME_KIND = "retime"
 
@@ -45,9 +45,12 @@ class RetimeReport:
     candidate_ms: float | None = None
     speedup: float | None = None
     rounds: tuple[tuple[float, float], ...] = ()
-    latency_source: str = "none"
+    latency_source: LatencySource = LatencySource.NONE
     timing_method: str = ""
     seconds: float = 0.0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "latency_source", LatencySource(self.latency_source))
 
     @property
     def ok(self) -> bool:
@@ -61,7 +64,7 @@ class RetimeReport:
         return {
             "status": self.status.value, "message": self.message, "baseline_ms": self.baseline_ms,
             "candidate_ms": self.candidate_ms, "speedup": self.speedup, "rounds": [list(r) for r in self.rounds],
-            "reruns": self.reruns, "latency_source": self.latency_source, "timing_method": self.timing_method,
+            "reruns": self.reruns, "latency_source": self.latency_source.value, "timing_method": self.timing_method,
             "seconds": self.seconds,
         }
 
@@ -71,7 +74,7 @@ class RetimeReport:
             status=Verdict(d.get("status", "runtime_error")), message=str(d.get("message", "")),
             baseline_ms=d.get("baseline_ms"), candidate_ms=d.get("candidate_ms"), speedup=d.get("speedup"),
             rounds=tuple((float(a), float(b)) for a, b in d.get("rounds") or ()),
-            latency_source=str(d.get("latency_source", "none")), timing_method=str(d.get("timing_method", "")),
+            latency_source=LatencySource(d.get("latency_source") or "none"), timing_method=str(d.get("timing_method", "")),
             seconds=float(d.get("seconds") or 0.0),
         )
 

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from ._backend import CompileReport, LaunchLog
+from ._result import LatencySource
 from ._sandbox import harness
 from ._static import StaticFinding, scoped_strings
 
@@ -229,8 +230,8 @@ CUDA rules:
 
         return device.startswith("cuda") and torch.cuda.is_available()
 
-    def latency_source(self, device: str) -> str:
-        return "measured-gpu" if device.startswith("cuda") else "none"
+    def latency_source(self, device: str) -> LatencySource:
+        return LatencySource.MEASURED_GPU if device.startswith("cuda") else LatencySource.NONE
 
     def static_problems(self, source: str) -> list[StaticFinding]:
         cpp = _cpp_strings(source)

@@ -22,6 +22,7 @@ from typing import Any, Iterator
 
 from . import _interpreter_bf16
 from ._backend import CompileReport, LaunchLog
+from ._result import LatencySource
 from ._static import StaticFinding
 from ._pyast import parse_python
 
@@ -93,8 +94,8 @@ Triton rules:
         """Kernels run on a GPU, and in the interpreter on a CPU, wherever triton is installed."""
         return bool(self.mode()["can_run"])
 
-    def latency_source(self, device: str) -> str:
-        return "measured-gpu" if device.startswith("cuda") else "interpreted-cpu"
+    def latency_source(self, device: str) -> LatencySource:
+        return LatencySource.MEASURED_GPU if device.startswith("cuda") else LatencySource.INTERPRETED_CPU
 
     def static_problems(self, source: str) -> list[StaticFinding]:
         tree = parse_python(source)

@@ -1,8 +1,9 @@
 """What the loop and a policy exchange for one step.
 
 A policy sees a `StepContext` (the task, the stage, the retrieved memories as
-`MemoryNote`s, the start point as a `StartPointView`) and answers with a
-`Proposal`; `Policy` is the protocol it implements. `FEASIBLE_STATUSES` are the
+`MemoryNote`s, the start point as a `StartPointView`, each with the verdict its
+item stores as a typed `backends.EvalResult`) and answers with a `Proposal`;
+`Policy` is the protocol it implements. `FEASIBLE_STATUSES` are the
 verdicts the executor calls feasible, as the memory stores them. The loop
 (evokernel/loop) and the policies (evokernel/policies, evokernel/ascendc) both
 take these from here, so neither imports the other for them.
@@ -13,13 +14,25 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Any, Protocol, Sequence, runtime_checkable
 
-from backends import Verdict
+from backends import EvalResult, LatencySource, Verdict
 
 if TYPE_CHECKING:
     from memory_store import Item
 
 # The verdicts the executor calls feasible, as the memory stores them.
 FEASIBLE_STATUSES = tuple(v.value for v in Verdict if v.feasible)
+
+
+def latency_source_of(item: "Item") -> LatencySource:
+    """How the item's latency was obtained (its `latency_source` column); NONE where none was recorded."""
+    return LatencySource(item.latency_source or LatencySource.NONE)
+
+
+def stored_result(item: "Item") -> EvalResult | None:
+    """The verdict an item stores in `feedback` (a trace: the whole EvalResult as its step stored it;
+    an experience: its status and message), typed; None for items that hold none (API notes, skills)."""
+    feedback = item.feedback or {}
+    return EvalResult.from_dict(feedback) if "status" in feedback else None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -37,19 +50,23 @@ class MemoryNote:
     value: float
     extra: dict[str, Any]
     parent_id: int | None = None  # an experience's trace, a trace's start point
-    feedback: dict[str, Any] = dataclasses.field(default_factory=dict)  # the stored verifier report
+    latency_source: LatencySource = LatencySource.NONE  # how latency_ms was obtained
+    result: EvalResult | None = None  # the stored verdict (`stored_result`); None for notes and skills
 
 
 @dataclasses.dataclass(frozen=True)
 class StartPointView:
+    """A kernel a step starts from (or the task's best, shown beside it), with its stored verdict."""
+
     id: int
     code: str
     latency_ms: float | None
     speedup_eager: float | None
     speedup_compile: float | None
-    extra: dict[str, Any]
+    extra: dict[str, Any]  # the policy's own record of the kernel (its configuration, fingerprint)
     facts: tuple[str, ...] = ()
-    feedback: dict[str, Any] = dataclasses.field(default_factory=dict)  # the stored verifier report
+    latency_source: LatencySource = LatencySource.NONE
+    result: EvalResult | None = None  # the verdict its step stored (latency samples, roofline, kernels)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,7 +92,7 @@ class StepContext:
     precision: str = "fp32"  # what the models and floating inputs are cast to (fp32: the task as written)
     # Verified skills (kind best_practice, evokernel/skills) chosen for this step, best first; their own prompt section.
     skills: Sequence[MemoryNote] = ()
-    latency_source: str = "none"  # how this run's latencies are obtained (measured-gpu, interpreted-cpu, ...)
+    latency_source: LatencySource = LatencySource.NONE  # how this run's latencies are obtained
     best: StartPointView | None = None  # the task's fastest comparable kernel, when it is not the start point
     task_cost: Any = None  # backends.TaskCost (minimum bytes, FLOPs) when the caller knows it; else the policy asks
 

@@ -25,10 +25,11 @@ def _columns(conn: sqlite3.Connection) -> dict[str, list[str]]:
     return {t: [r[1] for r in conn.execute(f'PRAGMA table_info("{t}")')] for t in tables}
 
 
-def _expected_columns() -> dict[str, list[str]]:
+def _expected_columns(stop_before: str | None) -> dict[str, list[str]]:
+    """The columns the migrations build, up to the first one the file has still pending."""
     conn = sqlite3.connect(":memory:")
     try:
-        conn.executescript(_schema.schema_sql())
+        conn.executescript(_schema.schema_sql(stop_before))
         return _columns(conn)
     finally:
         conn.close()
@@ -60,7 +61,22 @@ def check_memory_file(path: str | Path) -> CheckReport:
             have = _columns(conn)
         except sqlite3.DatabaseError as exc:
             return CheckReport(str(path), (*problems, f"schema unreadable: {exc}"))
-        for table, columns in _expected_columns().items():
+        pending: list[str] = []
+        if "_sqlite_migrations" in have:
+            try:
+                applied = [r[0] for r in conn.execute(
+                    "SELECT name FROM _sqlite_migrations WHERE migration_set = ? ORDER BY rowid", (_schema.MIGRATION_SET,))]
+            except sqlite3.DatabaseError as exc:
+                problems.append(f"migrations: {exc}")
+            known = _schema.migration_names()
+            unknown = [m for m in applied if m not in known]
+            pending = [m for m in known if m not in applied]
+            if unknown:
+                notes.append(f"written by a newer EvoKernel: unknown migration(s) {', '.join(unknown)}")
+            if pending:
+                notes.append(f"migration(s) {', '.join(pending)} will be applied when the memory is next opened")
+        # A memory with migrations still pending is sound with the columns of those it has.
+        for table, columns in _expected_columns(pending[0] if applied and pending else None).items():
             if table not in have:
                 problems.append(f"schema: table {table!r} is missing")
                 continue
@@ -79,19 +95,6 @@ def check_memory_file(path: str | Path) -> CheckReport:
             except sqlite3.DatabaseError as exc:
                 if "readonly" not in str(exc).lower():
                     problems.append(f"items_fts: {exc}")
-        if "_sqlite_migrations" in have:
-            try:
-                applied = [r[0] for r in conn.execute(
-                    "SELECT name FROM _sqlite_migrations WHERE migration_set = ? ORDER BY rowid", (_schema.MIGRATION_SET,))]
-            except sqlite3.DatabaseError as exc:
-                problems.append(f"migrations: {exc}")
-            known = _schema.migration_names()
-            unknown = [m for m in applied if m not in known]
-            pending = [m for m in known if m not in applied]
-            if unknown:
-                notes.append(f"written by a newer EvoKernel: unknown migration(s) {', '.join(unknown)}")
-            if pending:
-                notes.append(f"migration(s) {', '.join(pending)} will be applied when the memory is next opened")
-        elif not problems:
+        if "_sqlite_migrations" not in have and not problems:
             problems.append("schema: no migration record (_sqlite_migrations): not an EvoKernel memory")
     return CheckReport(str(path), tuple(problems), tuple(notes), tuple(applied))

@@ -32,7 +32,7 @@ ITEM_INSERT_SQL = (
 
 REQUIRED_ITEM_FIELDS = ("kind", "task_key", "backend", "key_text", "content")
 OPTIONAL_ITEM_FIELDS = (
-    "stage", "category", "name", "feedback", "reward", "latency_ms", "status",
+    "stage", "category", "name", "feedback", "reward", "latency_ms", "latency_source", "status",
     "parent_id", "run_id", "extra",
 )
 
@@ -140,6 +140,7 @@ def prepare_item(fields: Mapping[str, Any], *, q_init: float, where: str = "item
     if latency is not None and latency < 0:
         raise MemoryStoreError(f"{where}: latency_ms must be >= 0, got {latency}")
     status = fields.get("status")
+    source = fields.get("latency_source")
     name = fields.get("name")
     return {
         "uid": uuid.uuid4().hex,
@@ -156,6 +157,7 @@ def prepare_item(fields: Mapping[str, Any], *, q_init: float, where: str = "item
         # A failed kernel has no latency; infinity is how callers often say so,
         # and NULL is how the table does (JSON has no infinity).
         "latency_ms": None if latency is None or math.isinf(latency) else latency,
+        "latency_source": None if source is None else check_text(str(source), f"{where}: latency_source"),
         "status": None if status is None else check_text(status, f"{where}: status"),
         "parent_id": check_id(fields.get("parent_id"), f"{where}: parent_id"),
         "q_draft": q_init,

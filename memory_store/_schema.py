@@ -171,6 +171,18 @@ def _m001_initial(db: sqlite_utils.Database) -> None:
     db["embeddings"].create_index(["model"])
 
 
+@migrations(name="m002_item_latency_source")
+def _m002_item_latency_source(db: sqlite_utils.Database) -> None:
+    # How a trace's latency was obtained (backends.LatencySource's label): whether two latencies
+    # may be compared. It lived in extra_json, read back from JSON wherever latencies met; a
+    # column now, filled from there for the items written before.
+    db["items"].add_column("latency_source", str)
+    db.execute(
+        "UPDATE items SET latency_source = json_extract(extra_json, '$.latency_source') "
+        "WHERE json_extract(extra_json, '$.latency_source') IS NOT NULL"
+    )
+
+
 def _is_busy(exc: sqlite3.OperationalError) -> bool:
     text = str(exc).lower()
     return "locked" in text or "busy" in text
@@ -259,11 +271,12 @@ def migrate(conn: sqlite3.Connection, *, retries: int) -> None:
     write(conn, lambda: migrations.apply(db), retries=retries)
 
 
-def schema_sql() -> str:
-    """The schema the migrations build, as SQL: docs generated, never drifting."""
+def schema_sql(stop_before: str | None = None) -> str:
+    """The schema the migrations build (those before `stop_before`, when named), as SQL:
+    docs generated, never drifting."""
     conn = sqlite3.connect(":memory:", isolation_level=None)
     try:
-        migrations.apply(sqlite_utils.Database(conn, execute_plugins=False))
+        migrations.apply(sqlite_utils.Database(conn, execute_plugins=False), stop_before=stop_before)
         rows = conn.execute(
             # FTS5's own shadow tables are implementation, not schema.
             "SELECT sql FROM sqlite_master WHERE sql IS NOT NULL "

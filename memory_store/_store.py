@@ -181,6 +181,7 @@ class MemoryStore:
         feedback: dict | None = None,
         reward: float | None = None,
         latency_ms: float | None = None,
+        latency_source: str | None = None,
         status: str | None = None,
         parent_id: int | None = None,
         run_id: int | None = None,
@@ -191,13 +192,14 @@ class MemoryStore:
 
         `name` is the exact name `api_notes_by_name` matches; for an API note it
         defaults to the first word of `key_text`. An infinite `latency_ms` (a
-        failed kernel) is stored as NULL.
+        failed kernel) is stored as NULL. `latency_source` labels how the latency
+        was obtained (backends.LatencySource): latencies compare only within one.
         """
         fields = dict(
             kind=kind, task_key=task_key, backend=backend, key_text=key_text, content=content,
             stage=stage, category=category, feedback=feedback, reward=reward,
-            latency_ms=latency_ms, status=status, parent_id=parent_id, run_id=run_id,
-            extra=extra, name=name,
+            latency_ms=latency_ms, latency_source=latency_source, status=status, parent_id=parent_id,
+            run_id=run_id, extra=extra, name=name,
         )
         return self.add_items([fields])[0]
 

@@ -21,7 +21,7 @@ VERSION = 1
 _VALUE_FIELDS = ("q_draft", "q_refine", "visits_draft", "visits_refine")
 _CARRIED = (
     "kind", "task_key", "backend", "key_text", "content", "stage", "category", "name",
-    "feedback", "reward", "latency_ms", "status", "extra",
+    "feedback", "reward", "latency_ms", "latency_source", "status", "extra",
 )
 
 
@@ -60,7 +60,10 @@ def _check_record(record: Any, line: int) -> dict[str, Any]:
     for field in ("visits_draft", "visits_refine"):
         if check_id(record[field], f"{where}: {field}", allow_none=False) < 0:  # type: ignore[operator]
             raise MemoryStoreError(f"{where}: {field} must be >= 0")
-    row = prepare_item({f: record.get(f) for f in _CARRIED}, q_init=0.0, where=where)
+    fields = {f: record.get(f) for f in _CARRIED}
+    if fields["latency_source"] is None and isinstance(record.get("extra"), dict):
+        fields["latency_source"] = record["extra"].get("latency_source")  # an export from before the column
+    row = prepare_item(fields, q_init=0.0, where=where)
     row.update(
         uid=record["uid"],
         created_utc=record["created_utc"],

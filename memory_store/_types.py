@@ -157,6 +157,7 @@ class Item:
     feedback: dict[str, Any]
     reward: float | None
     latency_ms: float | None
+    latency_source: str | None  # how latency_ms was obtained (backends.LatencySource's label); None: not recorded
     status: str | None
     parent_id: int | None
     q_draft: float

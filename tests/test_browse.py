@@ -45,9 +45,10 @@ def build_bank(path: Path) -> dict[str, int]:
         run = store.start_run({"policy": "builtin", "signature": {"config": {"budget": 3, "note": HOSTILE}},
                                "tasks": [{"key": KEY, "name": "relu_add"}]})
         common = dict(task_key=KEY, backend="triton", category="elementwise", run_id=run)
-        extra = {"task_name": "relu_add", "latency_source": "measured-gpu"}
+        extra = {"task_name": "relu_add"}
         draft = store.add_item(kind="trace", key_text="relu_add elementwise triton block 1024", content=KERNEL_V1,
-                               stage="draft", reward=1.0, latency_ms=3.0, status="ok", extra=extra,
+                               stage="draft", reward=1.0, latency_ms=3.0, latency_source="measured-gpu", status="ok",
+                               extra=extra,
                                feedback={"status": "ok", "message": "correct on 5 input set(s)",
                                          "feedback": "Correct. Latency 3 ms.",
                                          "baselines": {"eager_ms": 2.5, "compile_ms": 1.8}}, **common)
@@ -56,7 +57,8 @@ def build_bank(path: Path) -> dict[str, int]:
         lesson = store.add_item(kind="experience", key_text=f"relu_add draft ok {HOSTILE}", content=f"lesson {HOSTILE}",
                                 stage="draft", parent_id=draft, status="ok", **common)
         refined = store.add_item(kind="trace", key_text="relu_add elementwise triton block 512 warps", content=KERNEL_V2,
-                                 stage="refine", reward=0.5, latency_ms=1.5, status="ok", parent_id=draft, extra=extra,
+                                 stage="refine", reward=0.5, latency_ms=1.5, latency_source="measured-gpu", status="ok",
+                                 parent_id=draft, extra=extra,
                                  feedback={"status": "ok", "message": f"correct {HOSTILE}",
                                            "feedback": f"Correct; the comment says {HOSTILE}",
                                            "baselines": {"eager_ms": 2.5, "compile_ms": 1.8}}, **common)

@@ -10,7 +10,7 @@ import pytest
 from llm_server import FakeLog, anthropic_reply, llm_env, openai_reply, server  # noqa: F401  (fixtures)
 
 import llm_answers as A
-from backends import HardwareFacts, TaskCost
+from backends import HardwareFacts, LatencySource, TaskCost
 from evokernel.llm import LLMOptions, ModelChoice, PriceTable, ProviderAccess, RetryPolicy, get_token_counter
 from evokernel.loop import MemoryNote, StartPointView, StepContext
 from evokernel.policies._llm import LLMPolicy
@@ -26,20 +26,21 @@ COST = TaskCost(min_bytes=3 * 37 * 1000 * 4, flops=0, dtype="fp32")
 
 def note(i: int, kind: str, content: str, **kw) -> MemoryNote:
     base = dict(id=i, kind=kind, task_key="k1", backend="triton", key_text=f"add_relu {kind} {i}", content=content,
-                status="ok", latency_ms=0.05, value=0.5, extra={"task_name": "add_relu", "latency_source": "measured-gpu"})
+                status="ok", latency_ms=0.05, value=0.5, extra={"task_name": "add_relu"},
+                latency_source=LatencySource.MEASURED_GPU)
     return MemoryNote(**(base | kw))
 
 
 def start_view(code: str = A.GOOD_FILE, **kw) -> StartPointView:
     base = dict(id=1, code=code, latency_ms=0.05, speedup_eager=2.0, speedup_compile=1.1,
-                extra={"latency_source": "measured-gpu"})
+                extra={}, latency_source=LatencySource.MEASURED_GPU)
     return StartPointView(**(base | kw))
 
 
 def ctx(**kw):
     base = dict(task_name="add_relu", task_key="k1", task_path="", task_source=TASK, category="elementwise",
                 backend="triton", stage="draft", step=1, memories=(), feedback=None, start_point=None,
-                tried=frozenset(), run_id=None, api_notes=(), task_cost=COST, latency_source="measured-gpu")
+                tried=frozenset(), run_id=None, api_notes=(), task_cost=COST, latency_source=LatencySource.MEASURED_GPU)
     return StepContext(**(base | kw))
 
 

@@ -259,14 +259,14 @@ def test_a_refinement_starts_from_the_fastest_comparable_kernel_not_the_highest_
     with MemoryStore(tmp_path / "m.db") as store:
         def kernel(latency, q, source="measured-gpu"):
             item = store.add_item(kind="trace", task_key="t", backend="triton", key_text="k", content="c",
-                                  status="ok", latency_ms=latency, extra={"latency_source": source})
+                                  status="ok", latency_ms=latency, latency_source=source)
             store.conn.execute("UPDATE items SET q_refine = ? WHERE id = ?", (q, item))
             return store.get_item(item)
 
         parent, child = kernel(2.0, 0.9), kernel(1.0, 0.0)
         foreign, untimed = kernel(0.5, 0.0, source="interpreted-cpu"), kernel(None, 2.0)
         def on_gpu(item):
-            return item.extra.get("latency_source") == "measured-gpu"
+            return item.latency_source == "measured-gpu"
 
         rng = random.Random(0)
         assert choose_start([parent, child, foreign, untimed], rng, 0.0, on_gpu).id == child.id

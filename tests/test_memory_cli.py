@@ -10,6 +10,7 @@ from typer.testing import CliRunner
 
 from evokernel.cli import memory_cmd
 from memory_store import MemoryStore
+from memory_store._schema import migration_names
 
 
 @pytest.fixture
@@ -172,7 +173,7 @@ def test_check_a_sound_bank(app, runner, bank):
     result = runner.invoke(app, ["memory", "check", "--memory", str(bank)])
     assert result.exit_code == 0 and result.stdout.strip().endswith(": sound")
     data = json.loads(runner.invoke(app, ["memory", "check", "--memory", str(bank), "--json"]).stdout)
-    assert data["ok"] is True and data["problems"] == [] and data["migrations"] == ["m001_initial"]
+    assert data["ok"] is True and data["problems"] == [] and data["migrations"] == migration_names()
 
 
 def test_check_a_damaged_or_foreign_file(app, runner, damaged, tmp_path):

@@ -31,6 +31,7 @@ from memory_store import (
     default_memory_path,
     schema_sql,
 )
+from memory_store._schema import migration_names, migrations
 from memory_store._retrieval import Candidate, postings_budget, prune_terms, query_terms, recency_floor, select
 
 REPO = Path(__file__).resolve().parents[1]
@@ -63,7 +64,7 @@ def test_creates_wal_file_with_migrations_and_reopens(tmp_path):
         assert s.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         first = s.stats()["migrations"]
         add(s, "softmax row")
-    assert first == ["m001_initial"]
+    assert first == ["m001_initial", "m002_item_latency_source"] == migration_names()
     with MemoryStore(path) as s:  # reopening applies nothing twice
         assert s.stats()["migrations"] == first
         assert s.stats()["items"] == 1
@@ -97,7 +98,7 @@ def test_check_memory_file_on_sound_foreign_and_missing_files(tmp_path):
     sound = tmp_path / "m.db"
     with MemoryStore(sound) as s:
         add(s, "softmax row")
-    assert check_memory_file(sound).ok and check_memory_file(sound).migrations == ("m001_initial",)
+    assert check_memory_file(sound).ok and check_memory_file(sound).migrations == tuple(migration_names())
     foreign = tmp_path / "other.db"
     conn = sqlite3.connect(foreign)
     conn.execute("CREATE TABLE t (x)")
@@ -322,6 +323,51 @@ def test_deep_bank_scores_only_the_newest_matches(tmp_path):
         res = s.retrieve("softmax", stage="draft", n=5, pool_size=10, mode="similarity")
         # 100 postings, budget 20: only ids above 100 - 20 are scored.
         assert len(res) == 5 and min(r.item.id for r in res) > 80
+
+
+def _bank_before_latency_source(path: Path) -> None:
+    """A bank as the version before m002 wrote it: the first migration only, the label in extra_json."""
+    import sqlite_utils
+
+    db = sqlite_utils.Database(path)
+    migrations.apply(db, stop_before="m002_item_latency_source")
+    db["runs"].insert({"id": 1, "started_utc": "t", "config_json": "{}", "status": "done"})
+    for i, (extra, latency) in enumerate([({"latency_source": "measured-gpu"}, 1.0), ({}, None)], 1):
+        db["items"].insert({
+            "id": i, "uid": f"u{i}", "kind": "trace", "task_key": "t", "backend": "triton", "category": "", "stage": "draft",
+            "name": "", "latency_ms": latency, "q_draft": 0.0, "q_refine": 0.0, "visits_draft": 0, "visits_refine": 0,
+            "q_draft_init": 0.0, "q_refine_init": 0.0, "visits_draft_init": 0, "visits_refine_init": 0, "created_utc": "t",
+            "run_id": 1, "key_text": f"softmax {i}", "feedback_json": "{}", "extra_json": json.dumps(extra), "content": "",
+        })
+    db.conn.commit()
+    db.close()
+
+
+def test_an_older_bank_is_sound_and_gains_the_latency_source_column_from_its_json(tmp_path):
+    path = tmp_path / "old.db"
+    _bank_before_latency_source(path)
+    report = check_memory_file(path)
+    assert report.ok, report.problems
+    assert report.migrations == ("m001_initial",) and "m002_item_latency_source will be applied" in report.notes[0]
+    with MemoryStore(path) as s:
+        assert {i.id: i.latency_source for i in s.list_items(limit=None)} == {1: "measured-gpu", 2: None}
+        assert s.stats()["migrations"] == migration_names()
+    assert check_memory_file(path).ok and check_memory_file(path).notes == ()
+
+
+def test_the_latency_source_is_a_column_that_export_and_import_carry(tmp_path):
+    with MemoryStore(tmp_path / "a.db") as a:
+        add(a, "softmax timed", kind="trace", latency_ms=2.0, latency_source="interpreted-cpu")
+        buf = io.StringIO()
+        a.export_jsonl(buf)
+    line = json.loads(buf.getvalue().splitlines()[1])
+    assert line["latency_source"] == "interpreted-cpu" and "latency_source" not in line["extra"]
+    older = {**line, "uid": "older", "id": 2, "extra": {"latency_source": "measured-gpu"}}
+    del older["latency_source"]  # an export written before the column: the label in extra
+    text = buf.getvalue() + json.dumps(older) + "\n"
+    with MemoryStore(tmp_path / "b.db") as b:
+        b.import_jsonl(io.StringIO(text))
+        assert sorted(i.latency_source for i in b.list_items(limit=None)) == ["interpreted-cpu", "measured-gpu"]
 
 
 def test_schema_sql_is_generated_from_migrations():

@@ -12,6 +12,7 @@ import time
 from typing import Any, Iterator
 
 from .._backend import CompileReport, LaunchLog
+from .._result import LatencySource
 from ._cost import SOURCE as MODELLED_SOURCE
 from ._cost import modelled_latency_ms
 from ._detect import detect_mode
@@ -174,8 +175,8 @@ Ascend C rules:
         """The CPU model runs every kernel; CANN modes decide by what they detected."""
         return bool(self.mode()["can_run"])
 
-    def latency_source(self, device: str) -> str:
+    def latency_source(self, device: str) -> LatencySource:
         mode = detect_mode()["mode"]
         if mode == "cann-npu" and device.startswith("npu"):
-            return "measured-npu"
+            return LatencySource.MEASURED_NPU
         return MODELLED_SOURCE

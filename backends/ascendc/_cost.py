@@ -39,7 +39,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Iterable, Sequence
 
-SOURCE = "modelled-910b"
+from .._result import LatencySource
+
+SOURCE = LatencySource.MODELLED_910B
 
 
 @dataclasses.dataclass(frozen=True)

@@ -22,13 +22,13 @@ import math
 import statistics
 from typing import Any, Iterable, Sequence
 
+from backends import LatencySource
+
 FAST_PS: tuple[float, ...] = (0.0, 0.5, 0.8, 1.0, 1.5, 2.0)
 BASELINES: tuple[str, ...] = ("eager", "compile")
-MEASURED = "measured-gpu"
-
 _SOURCE_NOTES = {
-    "interpreted-cpu": "latencies are wall-clock times of Triton's CPU interpreter, not GPU numbers",
-    "modelled-910b": "latencies come from a cost model of the Ascend 910B, not measurements",
+    LatencySource.INTERPRETED_CPU: "latencies are wall-clock times of Triton's CPU interpreter, not GPU numbers",
+    LatencySource.MODELLED_910B: "latencies come from a cost model of the Ascend 910B, not measurements",
 }
 
 
@@ -66,7 +66,7 @@ def task_row(outcome: Any) -> dict[str, Any]:
         "started_from_item_id": outcome.started_from_item_id,  # None unless it started from an earlier run's kernel
         "first_latency_ms": outcome.first_latency_ms,
         "best_latency_ms": outcome.best_latency_ms,
-        "latency_source": outcome.latency_source,
+        "latency_source": LatencySource(outcome.latency_source).value,
         "eager_ms": outcome.eager_ms,
         "compile_ms": outcome.compile_ms,
         "speedup_eager": outcome.speedup_eager,
@@ -97,11 +97,11 @@ def task_row(outcome: Any) -> dict[str, Any]:
 
 def speed_comparability(outcomes: Sequence[Any], device: str | None = None) -> tuple[bool, str | None]:
     """Whether the run's latencies can stand beside GPU numbers, and if not, why."""
-    sources = sorted({o.latency_source for o in outcomes if o.correct and o.best_latency_ms})
+    sources = sorted({LatencySource(o.latency_source) for o in outcomes if o.correct and o.best_latency_ms})
+    odd = [s for s in sources if s is not LatencySource.MEASURED_GPU]
     if device is not None and not device.startswith("cuda"):
-        why = "; ".join(_SOURCE_NOTES.get(s, s) for s in sources if s != MEASURED) or "no GPU was used"
+        why = "; ".join(_SOURCE_NOTES.get(s, s) for s in odd) or "no GPU was used"
         return False, f"run on {device}: {why}. Speed metrics are not comparable with GPU results."
-    odd = [s for s in sources if s != MEASURED]
     if odd:
         why = "; ".join(_SOURCE_NOTES.get(s, f"latency source {s}") for s in odd)
         return False, f"{why}. Speed metrics are not comparable with GPU results."

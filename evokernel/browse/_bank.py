@@ -40,7 +40,9 @@ from ._records import (
 
 _JSON_COLUMNS = {"feedback": "feedback_json", "extra": "extra_json"}
 _ITEM_FIELDS = tuple(f.name for f in dataclasses.fields(Item))
-_ITEM_SELECT = ", ".join(_JSON_COLUMNS.get(f, f) for f in _ITEM_FIELDS)
+# A bank the store has not opened since the column was added (browsing never migrates) still
+# holds each item's latency source in its extra JSON.
+_LATENCY_SOURCE_BEFORE_COLUMN = "json_extract(extra_json, '$.latency_source')"
 _STEP_SELECT = (
     "id, run_id, task_key, backend, stage, reward, normalized_reward, value_target, alpha, "
     "context_item_ids_json, start_point_id, result_item_id, created_utc"
@@ -132,6 +134,10 @@ class BankReader:
     def __init__(self, conn: sqlite3.Connection, path: Path):
         self.conn = conn
         self.path = path
+        columns = {r[1] for r in conn.execute("PRAGMA table_info(items)")}
+        self._latency_source = "latency_source" if "latency_source" in columns else _LATENCY_SOURCE_BEFORE_COLUMN
+        self._item_select = ", ".join(
+            _JSON_COLUMNS.get(f, self._latency_source if f == "latency_source" else f) for f in _ITEM_FIELDS)
 
     def check(self) -> None:
         tables = {r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
@@ -140,7 +146,7 @@ class BankReader:
             raise BrowseError(f"{self.path} is not an EvoKernel memory (no table {', '.join(missing)})")
 
     def _items(self, where: str, params: Sequence[Any] = ()) -> list[Item]:
-        return [_item(r) for r in self.conn.execute(f"SELECT {_ITEM_SELECT} FROM items WHERE {where}", params)]
+        return [_item(r) for r in self.conn.execute(f"SELECT {self._item_select} FROM items WHERE {where}", params)]
 
     def _steps(self, where: str, params: Sequence[Any] = ()) -> list[Step]:
         return [_step(r) for r in self.conn.execute(f"SELECT {_STEP_SELECT} FROM steps WHERE {where}", params)]
@@ -219,7 +225,7 @@ class BankReader:
         last = self.conn.execute(
             f"SELECT status, json_extract(extra_json, '$.task_name') {traces} ORDER BY id DESC LIMIT 1", params).fetchone()
         source = self.conn.execute(
-            f"SELECT json_extract(extra_json, '$.latency_source') {traces} AND latency_ms IS NOT NULL "
+            f"SELECT {self._latency_source} {traces} AND latency_ms IS NOT NULL "
             "ORDER BY id DESC LIMIT 1", params).fetchone()
         return TaskSummary(key=key, name=task_name(key, {"task_name": last[1] if last else None}), backend=backend or "",
                            attempts=count, feasible=feasible, best_ms=best_ms, last_status=last[0] if last else None,

@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from backends import parse_python
+from backends import LatencySource, parse_python
 
 from ._views import MemoryView, StartPoint
 
@@ -64,18 +64,19 @@ def source_key(code: str) -> str:
 # --- latency labels ------------------------------------------------------------
 
 
-def measured(source: str | None) -> bool:
-    return bool(source) and source.startswith("measured")
+def measured(source: LatencySource | None) -> bool:
+    return source is not None and LatencySource(source).measured
 
 
-def latency_words(latency_ms: float | None, source: str | None, iqr_ms: float | None = None,
+def latency_words(latency_ms: float | None, source: LatencySource | None, iqr_ms: float | None = None,
                   runs: int | None = None) -> str:
     """A latency with what it is: a measurement with its spread, or an interpreter's or model's number."""
     if latency_ms is None:
         return "no latency"
-    if source and source.startswith("interpreted"):
+    source = LatencySource(source) if source is not None else None
+    if source is not None and source.interpreted:
         return f"{fmt_ms(latency_ms)} in a CPU interpreter ({source}: a correctness run, not speed)"
-    if source and source.startswith("modelled"):
+    if source is not None and source.modelled:
         return f"{fmt_ms(latency_ms)} from a cost model ({source}, not a measurement)"
     spread = []
     if runs:
@@ -93,7 +94,7 @@ class Outcome:
     status: str | None
     latency_ms: float | None = None
     latency_iqr_ms: float | None = None
-    latency_source: str | None = None
+    latency_source: LatencySource | None = None
 
     def words(self) -> str:
         status = self.status or "unknown"
@@ -301,7 +302,7 @@ def _si(n: float, unit: str) -> str:
     return f"{n:.4g} {unit}"
 
 
-def hardware_section(hardware: Any, cost: Any, latency_source: str | None) -> str:
+def hardware_section(hardware: Any, cost: Any, latency_source: LatencySource | None) -> str:
     """The device's measured limits and the task's floor; or, off a GPU, what the latencies here are."""
     lines = ["## Hardware and the task's floor"]
     if hardware is not None and getattr(hardware, "is_gpu", False):
@@ -320,7 +321,7 @@ def hardware_section(hardware: Any, cost: Any, latency_source: str | None) -> st
         lines.append(f"No GPU runs these kernels here: latencies are labelled `{latency_source}`. "
                      + ("They come from a CPU interpreter and check correctness only: they are not speed, so do "
                         "not tune for them; write the kernel you would write for the real device."
-                        if latency_source.startswith("interpreted") else
+                        if LatencySource(latency_source).interpreted else
                         "They come from a cost model of the target, not from a measurement."))
     if cost is not None and (cost.min_bytes or cost.flops):
         dtype = f" ({cost.dtype})" if cost.dtype else ""
@@ -339,7 +340,7 @@ def hardware_section(hardware: Any, cost: Any, latency_source: str | None) -> st
     return "\n".join(lines) if len(lines) > 1 else ""
 
 
-def roofline_words(latency_ms: float | None, source: str | None, hardware: Any, cost: Any,
+def roofline_words(latency_ms: float | None, source: LatencySource | None, hardware: Any, cost: Any,
                    min_bytes: int | None = None) -> str:
     """Where a measured latency stands against the copy bandwidth and the matmul rate."""
     if latency_ms is None or not measured(source) or hardware is None or not getattr(hardware, "is_gpu", False):
@@ -363,7 +364,7 @@ def diff_text(old: str, new: str, old_name: str = "start_point.py", new_name: st
 
 
 def start_point_section(start: StartPoint, *, outcomes: Sequence[Outcome], hardware: Any, cost: Any,
-                        latency_source: str | None, code_shown_as: str | None = None) -> str:
+                        latency_source: LatencySource | None, code_shown_as: str | None = None) -> str:
     """The kernel to improve, its measurements, its roofline position and the other results of its code.
     `code_shown_as` replaces the code with a reference when the conversation already holds it."""
     source = start.latency_source or latency_source
@@ -387,7 +388,7 @@ def start_point_section(start: StartPoint, *, outcomes: Sequence[Outcome], hardw
     return "\n".join(lines)
 
 
-def best_section(start: StartPoint, best: StartPoint, latency_source: str | None) -> str:
+def best_section(start: StartPoint, best: StartPoint, latency_source: LatencySource | None) -> str:
     diff = diff_text(start.code, best.code)
     if not diff:
         return ""

@@ -28,6 +28,8 @@ import functools
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+from backends import LatencySource
+
 from . import _rules
 from ._context import (
     Unit,
@@ -69,7 +71,7 @@ class PromptInputs:
     skills: Sequence[MemoryView] = ()
     hardware: Any = None  # backends.HardwareFacts | None
     cost: Any = None  # backends.TaskCost | None
-    latency_source: str | None = None  # the run's latency label
+    latency_source: LatencySource | None = None  # how the run's latencies are obtained (None: not known)
     rules: str = "strict"  # the rule set the candidate is judged under (backends.RULE_SETS)
     precision: str = "fp32"  # what the models and floating inputs are cast to (fp32: the task as written)
 

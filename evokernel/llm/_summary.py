@@ -11,6 +11,8 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from backends import LatencySource, Verdict
+
 from ._secrets import logger
 from ._types import LLMError
 
@@ -43,7 +45,7 @@ class StepFacts:
     speedup_compile: float | None = None
     code: str | None = None
     latency_iqr_ms: float | None = None
-    latency_source: str | None = None
+    latency_source: LatencySource | None = None
     location: str | None = None  # where it went wrong: the feedback line naming an index, row or line
     roofline: str | None = None  # the latency against the copy bandwidth
     kernels: tuple[str, ...] = ()  # "name: registers 32, spills 0"
@@ -101,8 +103,6 @@ def _first_line(text: str | None, limit: int = 160) -> str:
 
 def _feasible(status: str) -> bool:
     """What the executor's verdict says (`compiled` is feasible: it compiles where it cannot run)."""
-    from backends import Verdict
-
     try:
         return Verdict(status.lower()).feasible
     except ValueError:
@@ -126,7 +126,7 @@ def facts_summary(facts: StepFacts) -> str:
         lat = f"Latency: {facts.latency_ms:.4g} ms"
         if facts.latency_iqr_ms:
             lat += f" (IQR {facts.latency_iqr_ms:.3g} ms)"
-        if facts.latency_source and facts.latency_source.startswith("interpreted"):
+        if facts.latency_source is not None and LatencySource(facts.latency_source).interpreted:
             lat += f", {facts.latency_source}: a correctness run, not speed"
         elif facts.latency_source:
             lat += f", {facts.latency_source}"

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
+from backends import LatencySource
+
 
 @dataclass(frozen=True)
 class MemoryView:
@@ -29,7 +31,7 @@ class MemoryView:
     id: int | None = None
     parent_id: int | None = None
     latency_iqr_ms: float | None = None
-    latency_source: str | None = None  # "measured-gpu", "interpreted-cpu", ...
+    latency_source: LatencySource | None = None  # None: not known
 
 
 @dataclass(frozen=True)
@@ -43,6 +45,6 @@ class StartPoint:
     facts: Sequence[str] = ()
     latency_iqr_ms: float | None = None
     timing_runs: int | None = None
-    latency_source: str | None = None
+    latency_source: LatencySource | None = None
     min_bytes: int | None = None  # the executor's minimum bytes moved (Roofline.min_bytes_moved)
     id: int | None = None

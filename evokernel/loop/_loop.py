@@ -24,10 +24,11 @@ import zlib
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from backends import EvalOptions, EvalResult, ExecutorProtocol, Task, Verdict, get_backend
+from backends import EvalOptions, EvalResult, ExecutorProtocol, LatencySource, Task, Verdict, get_backend
 from memory_store import Item, MemoryStore
 
-from evokernel._step import FEASIBLE_STATUSES, MemoryNote, Policy, Proposal, StartPointView, StepContext, StepPlan
+from evokernel._step import (FEASIBLE_STATUSES, MemoryNote, Policy, Proposal, StartPointView, StepContext, StepPlan,
+                             latency_source_of, stored_result)
 
 from ._concurrent import RunMonitor, StepsInterrupted, run_all
 from ._events import (OnEvent, RunFinished, RunStarted, SkillLearned, StepDone, StepStarted, TaskStopped,
@@ -50,7 +51,8 @@ def _note(item: Item, value: float) -> MemoryNote:
     return MemoryNote(
         id=item.id, kind=item.kind, task_key=item.task_key, backend=item.backend, key_text=item.key_text,
         content=item.content, status=item.status, latency_ms=item.latency_ms, value=float(value),
-        extra=dict(item.extra or {}), parent_id=item.parent_id, feedback=dict(item.feedback or {}),
+        extra=dict(item.extra or {}), parent_id=item.parent_id, latency_source=latency_source_of(item),
+        result=stored_result(item),
     )
 
 
@@ -117,7 +119,7 @@ class Runner:
         self.eval_options = options.evaluation.executor_options(size=size)
         backend = get_backend(options.backend)
         # Which latencies this run can compare with (the backend's label on this device), asked once.
-        self.latency_source = backend.latency_source(device)
+        self.latency_source = LatencySource(backend.latency_source(device))
         self._api_note_seeder: str | None = getattr(backend, "api_notes", None)
         self._seed_lock = threading.Lock()
         self._seeded = False
@@ -166,11 +168,12 @@ class Runner:
                 item = self.store.get_item(step["result_item_id"])
                 attempt = Attempt.from_item(item, step=st.outcome.attempts + 1, stage=step["stage"], reward=step["reward"])
                 st.outcome.record(attempt)
-                st.feedback = (item.feedback or {}).get("feedback") or (item.feedback or {}).get("message")
+                report = stored_result(item)
+                st.feedback = _feedback_of(report) if report is not None else None
 
     # --- state from the memory --------------------------------------------
     def _comparable(self, item: Item) -> bool:
-        return (item.extra or {}).get("latency_source", "none") == self.latency_source
+        return latency_source_of(item) is self.latency_source
 
     def _feasible(self, st: _TaskState) -> list[Item]:
         return self.store.feasible_items(st.key, self.options.backend, statuses=FEASIBLE_STATUSES)
@@ -311,14 +314,14 @@ class Runner:
     def _start_view(self, start: Item | None) -> StartPointView | None:
         if start is None:
             return None
-        report = EvalResult.from_dict({"status": start.status or "ok", **(start.feedback or {})})
+        report = stored_result(start) or EvalResult(Verdict(start.status or Verdict.OK))
         lat = start.latency_ms
         facts = [f"kernel {k.name}: {k.summary()}" for k in report.kernels[:4] if k.summary()]
         return StartPointView(
             id=start.id, code=start.content, latency_ms=lat,
             speedup_eager=report.baselines.speedup("eager", lat),
             speedup_compile=report.baselines.speedup("compile", lat),
-            extra=dict(start.extra or {}), facts=tuple(facts), feedback=dict(start.feedback or {}),
+            extra=dict(start.extra or {}), facts=tuple(facts), latency_source=latency_source_of(start), result=report,
         )
 
     def evaluate(self, st: _TaskState, proposal: Proposal) -> EvalResult:
@@ -371,7 +374,6 @@ class Runner:
             **proposal.extra,
             "fingerprint": proposal.fingerprint,
             "policy": self.policy.name,
-            "latency_source": result.latency_source,
             "device": result.device,
             "iteration": iteration,
             "task_name": st.task.name,
@@ -391,14 +393,15 @@ class Runner:
             trace_id = self.store.add_item(
                 kind="trace", task_key=st.key, backend=backend, key_text=key_text, content=proposal.source or "",
                 stage=stage, category=st.task.category, feedback=result.to_dict(), reward=reward, latency_ms=latency,
-                status=result.status.value, parent_id=start.id if start else None, run_id=self.run_id, extra=extra,
+                latency_source=result.latency_source.value, status=result.status.value,
+                parent_id=start.id if start else None, run_id=self.run_id, extra=extra,
             )
             self.store.add_item(
                 kind="experience", task_key=st.key, backend=backend,
                 key_text=f"{key_text}\n{result.status.value}: {result.message[:300]}", content=summary, stage=stage,
                 category=st.task.category, feedback={"status": result.status.value, "message": result.message[:2000]},
-                reward=reward, latency_ms=latency, status=result.status.value, parent_id=trace_id, run_id=self.run_id,
-                extra={"policy": self.policy.name, "latency_source": result.latency_source},
+                reward=reward, latency_ms=latency, latency_source=result.latency_source.value,
+                status=result.status.value, parent_id=trace_id, run_id=self.run_id, extra={"policy": self.policy.name},
             )
             step_id = self.store.record_step(
                 run_id=self.run_id, task_key=st.key, backend=backend, stage=stage, reward=reward,
@@ -472,7 +475,7 @@ class Runner:
         return result
 
 
-def _skill_library(store: MemoryStore, options: RunOptions, policy: Policy, latency_source: str,
+def _skill_library(store: MemoryStore, options: RunOptions, policy: Policy, latency_source: LatencySource,
                    executor: ExecutorProtocol, evaluation: EvalOptions) -> Any:
     """The run's skill library, or None: skills off, memory off, or independent samples."""
     if not options.loop.skills or options.loop.memory_mode == "off" or options.loop.independent_samples:
@@ -518,7 +521,7 @@ def export_best(store: MemoryStore, result: RunResult, out_dir: str | Path) -> l
         path.write_text(item.content)
         (out / f"{t.name}.json").write_text(json.dumps({
             "task": t.name, "task_key": t.task_key, "status": item.status, "latency_ms": item.latency_ms,
-            "latency_source": (item.extra or {}).get("latency_source"), "item_id": item.id,
+            "latency_source": item.latency_source, "item_id": item.id,
             "from_run": item.run_id,
         }, indent=1))
         written.append(path)

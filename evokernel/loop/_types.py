@@ -8,10 +8,12 @@ import dataclasses
 import math
 from typing import TYPE_CHECKING, Any
 
+from backends import Baselines, EvalResult, KernelFacts, LatencySource, Roofline, Verdict
+from evokernel._step import latency_source_of, stored_result
+
 from ._options import RunOptions
 
 if TYPE_CHECKING:
-    from backends import EvalResult
     from memory_store import Item
 
 
@@ -23,13 +25,13 @@ class Attempt:
 
     step: int
     stage: str
-    verdict: Any  # backends.Verdict
+    verdict: Verdict
     message: str
     latency_ms: float | None
-    latency_source: str
-    baselines: Any  # backends.Baselines
-    kernels: tuple[Any, ...] = ()  # backends.KernelFacts
-    roofline: Any = None  # backends.Roofline | None
+    latency_source: LatencySource
+    baselines: Baselines
+    kernels: tuple[KernelFacts, ...] = ()
+    roofline: Roofline | None = None
     samples_ms: tuple[float, ...] = ()
     item_id: int | None = None
     reward: float | None = None
@@ -39,6 +41,9 @@ class Attempt:
     own_kernel_share: float | None = None  # GPU time in the candidate's own kernels (GPU runs)
     degenerate: str = ""  # why the task's outputs cannot tell a kernel from a no-op, when no stress trial helped
     stress_trials: tuple[str, ...] = ()  # the stress trials the candidate had to pass
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "latency_source", LatencySource(self.latency_source))  # given as its label
 
     @property
     def feasible(self) -> bool:
@@ -68,9 +73,7 @@ class Attempt:
     @classmethod
     def from_item(cls, item: "Item", *, step: int, stage: str, reward: float | None = None) -> "Attempt":
         """The attempt a stored trace records (its `feedback` is the EvalResult as stored)."""
-        from backends import EvalResult
-
-        result = EvalResult.from_dict({"status": item.status or "runtime_error", **(item.feedback or {})})
+        result = stored_result(item) or EvalResult(Verdict(item.status or Verdict.RUNTIME_ERROR))
         extra = item.extra or {}
         return cls.from_result(result, step=step, stage=stage, item_id=item.id, reward=reward,
                                tokens_in=int(extra.get("tokens_in") or 0), tokens_out=int(extra.get("tokens_out") or 0),
@@ -79,7 +82,7 @@ class Attempt:
     def to_dict(self) -> dict[str, Any]:
         return {
             "step": self.step, "stage": self.stage, "status": self.status, "message": self.message,
-            "latency_ms": self.latency_ms, "latency_source": self.latency_source, "reward": self.reward,
+            "latency_ms": self.latency_ms, "latency_source": self.latency_source.value, "reward": self.reward,
             "item_id": self.item_id, "own_kernel_share": self.own_kernel_share, **self.baselines.present(),
         }
 
@@ -95,7 +98,7 @@ class TaskOutcome:
     first_latency_ms: float | None = None
     best_latency_ms: float | None = None
     best_item_id: int | None = None
-    latency_source: str = "none"
+    latency_source: LatencySource = LatencySource.NONE
     eager_ms: float | None = None
     compile_ms: float | None = None
     stage: str = "draft"
@@ -117,18 +120,18 @@ class TaskOutcome:
     stress_tested: bool = False  # candidates also had to match stress trials (a degenerate reference, fixed)
     history: list[Attempt] = dataclasses.field(default_factory=list, repr=False)
 
+    def __post_init__(self) -> None:
+        self.latency_source = LatencySource(self.latency_source)  # given as its label
+
     def start_from(self, item: "Item") -> None:
         """Continual refinement: the memory's best kernel (from before this run) is
         both where this run starts and the one to beat."""
-        from backends import Baselines
-
-        base = (item.feedback or {}).get("baselines") or {}
+        known = (stored_result(item) or EvalResult(Verdict.OK)).baselines
         self.first_latency_ms = self.best_latency_ms = item.latency_ms
         self.best_item_id = self.started_from_item_id = item.id
-        self.latency_source = (item.extra or {}).get("latency_source", self.latency_source)
+        self.latency_source = latency_source_of(item)
         self.correct = True
         self.stage = "refine"
-        known = Baselines(**{k: base.get(k) for k in ("eager_ms", "compile_ms")})
         self.eager_ms, self.compile_ms = known.eager_ms, known.compile_ms
 
     def record(self, attempt: Attempt) -> None:

@@ -19,7 +19,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from backends import EvalOptions, EvalResult, ExecutorProtocol, RetimeReport
+from backends import EvalOptions, EvalResult, ExecutorProtocol, LatencySource, RetimeReport, Verdict
+from evokernel._step import latency_source_of, stored_result
 from evokernel.loop import (
     FEASIBLE_STATUSES,
     MemoryNote,
@@ -144,7 +145,7 @@ class AgentSession:
         self.size = self.options.evaluation.size
         self.precision = self.options.evaluation.precision
         self.backend = get_backend(options.backend)
-        self.latency_source = self.backend.latency_source(self.device)
+        self.latency_source = LatencySource(self.backend.latency_source(self.device))
         self.agent = agent
         self._own_store = store is None
         if store is None:
@@ -240,7 +241,7 @@ class AgentSession:
         """The fastest feasible kernel measured the way this server measures, else the fastest
         of any; and whether it is comparable here."""
         feasible = self._feasible(key)
-        here = [i for i in feasible if (i.extra or {}).get("latency_source") == self.latency_source]
+        here = [i for i in feasible if latency_source_of(i) is self.latency_source]
         if here:
             return here[0], True
         return (feasible[0] if feasible else None), False
@@ -294,7 +295,7 @@ class AgentSession:
         return TaskEntry(
             name=name, ref=ref, path=path, key=key, stage="refine" if best is not None else "draft",
             best_latency_ms=best.latency_ms if best is not None else None,
-            latency_source=(best.extra or {}).get("latency_source") if best is not None else None,
+            latency_source=best.latency_source if best is not None else None,
             steps=steps, note=note,
         )
 
@@ -350,7 +351,7 @@ class AgentSession:
             api_notes=[_memory(m) for m in ctx.api_notes],
             start_point=None if start is None else StartPointRecord(
                 id=start.id, source=start.code, latency_ms=start.latency_ms,
-                latency_source=(start.extra or {}).get("latency_source"), speedup_eager=start.speedup_eager,
+                latency_source=_label(start.latency_source), speedup_eager=start.speedup_eager,
                 speedup_compile=start.speedup_compile, facts=list(start.facts)),
             best_latency_ms=plan.best_ms, feedback=ctx.feedback, how_to_credit=HOW_TO_CREDIT,
         )
@@ -453,12 +454,12 @@ class AgentSession:
         extra = item.extra or {}
         return BestKernel(
             task=loaded.task.name, key=loaded.key, found=True, item_id=item.id, source=item.content,
-            status=item.status, latency_ms=item.latency_ms, latency_source=extra.get("latency_source"),
+            status=item.status, latency_ms=item.latency_ms, latency_source=item.latency_source,
             comparable_here=comparable, stage=item.stage, run_id=item.run_id, policy=extra.get("policy"),
             device=extra.get("device"), size=extra.get("size"), precision=extra.get("precision", "fp32"),
             rules=extra.get("rules"), parent_id=item.parent_id,
-            created_utc=item.created_utc, baselines=_present((item.feedback or {}).get("baselines")),
-            message="" if comparable else f"measured as {extra.get('latency_source')}, not {self.latency_source} as here",
+            created_utc=item.created_utc, baselines=(stored_result(item) or EvalResult(Verdict.OK)).baselines.present(),
+            message="" if comparable else f"measured as {item.latency_source}, not {self.latency_source} as here",
         )
 
     def memory_stats(self) -> MemoryStats:
@@ -471,12 +472,13 @@ def _memory(note: MemoryNote) -> MemoryRecord:
     return MemoryRecord(
         id=note.id, kind=note.kind, task_key=note.task_key, task_name=extra.get("task_name") or note.task_key,
         backend=note.backend, status=note.status, latency_ms=note.latency_ms,
-        latency_source=extra.get("latency_source"), value=note.value, key_text=note.key_text, content=note.content,
+        latency_source=_label(note.latency_source), value=note.value, key_text=note.key_text, content=note.content,
     )
 
 
-def _present(baselines: Any) -> dict[str, float]:
-    return {k: v for k, v in (baselines or {}).items() if isinstance(v, (int, float)) and v is not None}
+def _label(source: LatencySource) -> str | None:
+    """A latency source as the tools report it: its label, None where nothing was timed."""
+    return None if source is LatencySource.NONE else source.value
 
 
 def _finite(value: float | None) -> float | None:

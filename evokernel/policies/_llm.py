@@ -14,7 +14,8 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from evokernel._step import Proposal, StepContext
+from backends import EvalResult, LatencySource, Verdict
+from evokernel._step import Proposal, StartPointView, StepContext
 
 
 def _title(note) -> str:
@@ -85,8 +86,8 @@ class LLMPolicy:
         views = [
             MemoryView(kind=m.kind, title=_title(m), content=m.content, status=m.status, latency_ms=m.latency_ms,
                        value=m.value, id=m.id, parent_id=m.parent_id,
-                       latency_iqr_ms=m.feedback.get("latency_iqr_ms"),
-                       latency_source=(m.extra or {}).get("latency_source"))
+                       latency_iqr_ms=m.result.latency_iqr_ms if m.result is not None else None,
+                       latency_source=_known(m.latency_source))
             for m in ctx.memories
         ]
         # Backend API notes (exact-name and category lookups): reference material, given no id so
@@ -96,7 +97,7 @@ class LLMPolicy:
         skills = [MemoryView(kind="skill", title=s.key_text.splitlines()[0], content=s.content, value=s.value,
                              id=None) for s in ctx.skills]
         start = _start(ctx.start_point)
-        source = ctx.latency_source if ctx.latency_source != "none" else None
+        source = _known(ctx.latency_source)
         best = _start(ctx.best)
         return PromptInputs(
             task_name=ctx.task_name, task_source=ctx.task_source, backend=ctx.backend, stage=ctx.stage,
@@ -169,20 +170,23 @@ class LLMPolicy:
         )
 
 
-def _start(sp: Any) -> Any:
+def _known(source: LatencySource) -> LatencySource | None:
+    """The prompt's label for a latency source: None where nothing was timed."""
+    return None if source is LatencySource.NONE else source
+
+
+def _start(sp: StartPointView | None) -> Any:
     """A StartPointView (or the best kernel's view) as the prompt's StartPoint."""
     if sp is None:
         return None
     from evokernel.llm import StartPoint
 
-    fb = sp.feedback
-    samples = fb.get("latency_samples_ms") or []
-    roof = fb.get("roofline") or {}
+    result = sp.result or EvalResult(Verdict.OK)  # a view built without its verdict (tests, agents) times nothing
     return StartPoint(
         code=sp.code, latency_ms=sp.latency_ms, speedup_eager=sp.speedup_eager, speedup_compile=sp.speedup_compile,
-        facts=tuple(sp.facts), latency_iqr_ms=fb.get("latency_iqr_ms"), timing_runs=len(samples) or None,
-        latency_source=sp.extra.get("latency_source") or fb.get("latency_source"),
-        min_bytes=roof.get("min_bytes_moved"), id=sp.id,
+        facts=tuple(sp.facts), latency_iqr_ms=result.latency_iqr_ms, timing_runs=len(result.latency_samples_ms) or None,
+        latency_source=_known(sp.latency_source),
+        min_bytes=result.roofline.min_bytes_moved if result.roofline is not None else None, id=sp.id,
     )
 
 

@@ -16,7 +16,8 @@ import math
 import threading
 from typing import Any, Sequence
 
-from backends import EvalOptions, ExecutorProtocol
+from backends import EvalOptions, ExecutorProtocol, LatencySource
+from evokernel._step import latency_source_of
 
 from ._select import by_value, llm_rerank, recall
 from ._summary import Improvement, builtin_draft, llm_draft
@@ -63,12 +64,12 @@ class SkillLibrary:
     """The skill library of one run: its store, the run's backend and latency source, the
     executor that re-times, and the LLM client that summarises and reranks (None: builtin)."""
 
-    def __init__(self, store: Any, *, backend: str, latency_source: str, executor: ExecutorProtocol,
+    def __init__(self, store: Any, *, backend: str, latency_source: LatencySource, executor: ExecutorProtocol,
                  options: SkillOptions | None = None, eval_options: EvalOptions | None = None, client: Any = None,
                  rerank: bool = True, memory_mode: str = "value"):
         self.store = store
         self.backend = backend
-        self.latency_source = latency_source
+        self.latency_source = LatencySource(latency_source)
         self.options = options or SkillOptions()
         self.executor = executor
         self.eval_options = eval_options
@@ -116,9 +117,9 @@ class SkillLibrary:
         if start is None or not result.feasible or not after_ms or not math.isfinite(after_ms):
             return None
         before_ms = start.latency_ms
-        if result.latency_source != self.latency_source or not before_ms:
+        if result.latency_source is not self.latency_source or latency_source_of(start) is not self.latency_source:
             return None
-        if (start.extra or {}).get("latency_source") != self.latency_source:
+        if not before_ms:
             return None
         if best_ms is not None and after_ms >= best_ms:
             return None

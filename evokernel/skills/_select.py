@@ -12,6 +12,9 @@ from __future__ import annotations
 import re
 from typing import Any, Sequence
 
+from backends import LatencySource
+from evokernel._step import latency_source_of
+
 from ._types import KIND, Skill, SkillStatus, Usage
 
 RERANK_SYSTEM = (
@@ -22,14 +25,14 @@ RERANK_SYSTEM = (
 )
 
 
-def recall(store: Any, query: str, *, backend: str, stage: str, latency_source: str, pool: int,
+def recall(store: Any, query: str, *, backend: str, stage: str, latency_source: LatencySource, pool: int,
            only_task_key: str | None = None, as_of: int | None = None,
            as_of_task_key: str | None = None) -> list[tuple[Any, float]]:
     """Admitted skills closest to `query` by BM25, as (item, similarity), best first."""
     hits = store.retrieve(query, stage=stage, n=pool, pool_size=pool, mode="similarity", kinds=[KIND],
                           statuses=[SkillStatus.ADMITTED.value], backends=[backend], epsilon=0.0,
                           only_task_key=only_task_key, as_of=as_of, as_of_task_key=as_of_task_key)
-    return [(r.item, r.similarity) for r in hits if (r.item.extra or {}).get("latency_source") == latency_source]
+    return [(r.item, r.similarity) for r in hits if latency_source_of(r.item) is latency_source]
 
 
 def by_value(pool: Sequence[tuple[Any, float]], stage: str, k: int) -> list[Any]:

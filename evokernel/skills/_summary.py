@@ -16,6 +16,8 @@ import json
 import re
 from typing import Any
 
+from backends import LatencySource
+
 from ._types import Evidence, Scope, SkillDraft, Usage
 
 _MAX_SKETCH_LINES = 24
@@ -64,7 +66,7 @@ class Improvement:
     after_extra: dict[str, Any]
     after_key_text: str
     after_ms: float
-    latency_source: str
+    latency_source: LatencySource
 
     @property
     def speedup(self) -> float:
@@ -161,7 +163,7 @@ def _clip(text: str, limit: int = _MAX_CODE_CHARS) -> str:
 
 
 def summary_request(imp: Improvement) -> str:
-    src = "" if not imp.latency_source.startswith("interpreted") else (
+    src = "" if not imp.latency_source.interpreted else (
         " (a CPU interpreter's wall clock: it follows the number of program instances, not GPU speed)")
     return "\n\n".join([
         f"Task: {imp.task_name} on {imp.backend}.",

@@ -18,6 +18,9 @@ import json
 import re
 from typing import Any, Sequence
 
+from backends import LatencySource
+from evokernel._step import latency_source_of
+
 KIND = "best_practice"
 
 
@@ -60,7 +63,8 @@ class SkillOptions:
     k: int = 3
     pool: int = 12
     merge_similarity: float = 0.6
-    admit_sources: tuple[str, ...] = ("measured-gpu", "interpreted-cpu", "modelled-910b")
+    admit_sources: tuple[LatencySource, ...] = (LatencySource.MEASURED_GPU, LatencySource.INTERPRETED_CPU,
+                                                LatencySource.MODELLED_910B)
 
     def __post_init__(self) -> None:
         checks = [
@@ -132,8 +136,11 @@ class Evidence:
     after_item_id: int | None
     before_ms: float
     after_ms: float
-    latency_source: str
+    latency_source: LatencySource
     verification: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "latency_source", LatencySource(self.latency_source))  # read back as its label
 
     @property
     def speedup(self) -> float:
@@ -147,7 +154,7 @@ class Evidence:
         return line
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        return {**dataclasses.asdict(self), "latency_source": self.latency_source.value}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Evidence":
@@ -163,17 +170,20 @@ class Verification:
     skill_ms: float | None
     speedup: float | None
     reruns: int
-    latency_source: str
+    latency_source: LatencySource
     admitted: bool
     reason: str
     min_speedup: float
     rounds: tuple[tuple[float, float], ...] = ()
     timing_method: str = ""
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "latency_source", LatencySource(self.latency_source))  # read back as its label
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "baseline_ms": self.baseline_ms, "skill_ms": self.skill_ms, "speedup": self.speedup,
-            "reruns": self.reruns, "latency_source": self.latency_source, "admitted": self.admitted,
+            "reruns": self.reruns, "latency_source": self.latency_source.value, "admitted": self.admitted,
             "reason": self.reason, "min_speedup": self.min_speedup, "rounds": [list(r) for r in self.rounds],
             "timing_method": self.timing_method,
         }
@@ -182,7 +192,7 @@ class Verification:
     def from_dict(cls, d: dict[str, Any]) -> "Verification":
         return cls(
             baseline_ms=d.get("baseline_ms"), skill_ms=d.get("skill_ms"), speedup=d.get("speedup"),
-            reruns=int(d.get("reruns") or 0), latency_source=str(d.get("latency_source") or "none"),
+            reruns=int(d.get("reruns") or 0), latency_source=LatencySource(d.get("latency_source") or "none"),
             admitted=bool(d.get("admitted")), reason=str(d.get("reason") or ""),
             min_speedup=float(d.get("min_speedup") or 0.0),
             rounds=tuple((float(a), float(b)) for a, b in d.get("rounds") or ()),
@@ -246,7 +256,7 @@ class Skill:
     hint: dict[str, Any] | None
     evidence: tuple[Evidence, ...]
     verification: Verification | None
-    latency_source: str
+    latency_source: LatencySource
     q_draft: float = 0.0
     q_refine: float = 0.0
     visits_draft: int = 0
@@ -272,7 +282,7 @@ class Skill:
             source=str(record.get("source") or ""), fingerprint=str(record.get("fingerprint") or item.name),
             hint=record.get("hint"), evidence=tuple(Evidence.from_dict(e) for e in extra.get("evidence") or ()),
             verification=Verification.from_dict(verification) if isinstance(verification, dict) else None,
-            latency_source=str(extra.get("latency_source") or "none"),
+            latency_source=latency_source_of(item),
             q_draft=item.q_draft, q_refine=item.q_refine, visits_draft=item.visits_draft,
             visits_refine=item.visits_refine,
         )
@@ -298,7 +308,7 @@ def render_content(title: str, scope: Scope, technique: str, sketch: str, eviden
     shown = list(evidence)[-_MAX_EVIDENCE_SHOWN:]
     more = len(evidence) - len(shown)
     lines.append("Evidence: " + "; ".join(e.text() for e in shown) + (f" (and {more} earlier)" if more > 0 else "") + ".")
-    if any(e.latency_source.startswith("interpreted") for e in shown):
+    if any(e.latency_source.interpreted for e in shown):
         lines.append("(Measured in the CPU interpreter, where time follows the number of program instances: "
                      "not GPU speed.)")
     return "\n".join(lines)
@@ -316,10 +326,11 @@ def item_fields(draft: SkillDraft, verification: Verification, *, status: SkillS
         kind=KIND, task_key=evidence.task_key, backend=draft.scope.backend, category=category, stage=stage,
         name=draft.fingerprint, key_text=key_text(draft.title, draft.scope, draft.technique),
         content=render_content(draft.title, draft.scope, draft.technique, draft.sketch, [evidence]),
-        status=status.value, latency_ms=evidence.after_ms, parent_id=evidence.after_item_id, run_id=run_id,
+        status=status.value, latency_ms=evidence.after_ms, latency_source=evidence.latency_source.value,
+        parent_id=evidence.after_item_id, run_id=run_id,
         extra={
             "skill": draft.to_dict(), "evidence": [evidence.to_dict()], "verification": verification.to_dict(),
-            "latency_source": evidence.latency_source, "task_name": evidence.task_name,
+            "task_name": evidence.task_name,
             "call_id": draft.call_id,
         },
     )

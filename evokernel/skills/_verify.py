@@ -41,7 +41,7 @@ def verify(executor: ExecutorProtocol, task_path: str, before_code: str, after_c
     else:
         admitted, reason = False, (f"the speedup did not reproduce: {speedup:.3g}x, {held} of {len(ratios)} "
                                    f"alternations at {options.min_speedup:g}x or more")
-    if admitted and report.latency_source.startswith("interpreted"):
+    if admitted and report.latency_source.interpreted:
         reason += " (interpreted CPU wall clock, not GPU speed: used only by runs with the same latency source)"
     return Verification(report.baseline_ms, report.candidate_ms, speedup, report.reruns, report.latency_source,
                         admitted, reason, options.min_speedup, report.rounds, report.timing_method)
