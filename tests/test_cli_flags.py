@@ -273,3 +273,23 @@ def test_an_mcp_session_works_on_its_precision(tmp_path):
         verdict = session.submit_candidate(str(ADD_RELU), "# k\n", [], None)
         assert session.executor.options[-1].precision == "fp16" and verdict is not None
         assert session.best_kernel(str(ADD_RELU)).precision == "fp16"
+
+
+def test_bench_out_ending_in_a_slash_makes_that_directory(tmp_path, monkeypatch):
+    """`--out res/` wrote a file named res: the option was a Path, which drops the slash."""
+    import evokernel.bench as bench
+
+    real = bench.run_bench
+
+    def fake(source, options, **kw):
+        return real(source, options, policy=RecordingPolicy("# k\n"), executor=_Recording(),
+                               limit=kw["limit"], memory=kw["memory"], command=kw["command"])
+
+    monkeypatch.setenv("EVOKERNEL_HOME", str(tmp_path / "home"))
+    monkeypatch.setattr(bench, "run_bench", fake)
+    out = tmp_path / "results"
+    res = runner.invoke(app, ["bench", str(ADD_RELU), "--budget", "1", "--device", "cpu", "--jobs", "1",
+                              "--json", "--out", f"{out}/"])
+    assert res.exit_code == 0, res.output
+    (written,) = out.iterdir()
+    assert written.name.startswith("bench-task_add_relu-") and json.loads(written.read_text())["complete"] is True

@@ -32,9 +32,10 @@ from .run_cmd import RUN_SETTINGS
 SuiteArg = Annotated[str, typer.Argument(
     help="A bundled suite (level1, level2, level3, npu), a bundled task, a directory of task files, or one task file.")]
 LimitOpt = Annotated[Optional[int], typer.Option(min=1, help="Only the first K tasks, in sorted order.")]
-OutOpt = Annotated[Optional[Path], typer.Option(
-    help="Also write the JSON result here; a directory (or a path ending in /) gets a generated file name, "
-         "e.g. --out benchmarks/results/.")]
+# Text, not a Path: a Path drops the trailing "/" that asks for a new directory.
+OutOpt = Annotated[Optional[str], typer.Option(
+    metavar="PATH", help="Also write the JSON result here; a directory (or a path ending in /) gets a generated file "
+                         "name, e.g. --out benchmarks/results/.")]
 
 
 def register(app: typer.Typer) -> None:
@@ -65,7 +66,7 @@ def _command_line(ctx: typer.Context) -> str:
     return shlex.join(words)
 
 
-def _write(data: dict[str, Any], out: Optional[Path]) -> None:
+def _write(data: dict[str, Any], out: Optional[str]) -> None:
     if out is None:
         return
     from evokernel.bench import write_result
