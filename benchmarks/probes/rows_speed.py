@@ -48,7 +48,7 @@ TASKS = (
     "6_Matmul_with_large_K_dimension_", "9_Tall_skinny_matrix_multiplication_",
     "36_RMSNorm_", "38_L1Norm_", "100_HingeLoss", "47_Sum_reduction_over_a_dimension", "89_cumsum",
 )
-SHRINK_BASE = 8  # as kernelbench_coverage.py's runs
+SHRINK_BASES = (8, 16, 32)  # as kernelbench_coverage.py's runs
 PACKAGES = ("evokernel", "backends", "memory_store")
 
 # The draft of a task by the checkout at argv[1] (a child process, so two generators never share one):
@@ -112,6 +112,18 @@ def task_files(level_dir: Path, wanted: list[str]) -> list[Path]:
             raise SystemExit(f"no task {want!r} in {level_dir}")
         out += [f for f in match if f not in out]
     return out
+
+
+def shrunk(path: Path, work: Path, rules: str) -> Path:
+    """The task shrunk for the interpreter, at the first base its shapes still allow (a dilated
+    window needs room), as kernelbench_coverage.py shrinks it."""
+    for base in SHRINK_BASES:
+        small = work / f"{path.stem}_b{base}.py"  # a file per size: the task loader caches by path
+        small.write_text(shrink_source(path.read_text(), base))
+        plan = analyze(small, rules)
+        if plan or not plan.reason.startswith("analysis failed"):
+            break
+    return small
 
 
 def environment(device: str) -> dict:
@@ -232,10 +244,7 @@ def main(argv: list[str] | None = None) -> int:
             if args.stop_after and time.perf_counter() - start > args.stop_after:
                 print(f"stopping after {args.stop_after:g} s; rerun to go on", file=sys.stderr)
                 break
-            small = path
-            if not gpu:  # the interpreter: shrunk sizes
-                small = work / f"{path.stem}_b{SHRINK_BASE}.py"
-                small.write_text(shrink_source(path.read_text(), SHRINK_BASE))
+            small = path if gpu else shrunk(path, work, args.rules)  # the interpreter: shrunk sizes
             record = measure(executor, path, small, args, gpu)
             records[path.stem] = record
             base = record.get("baseline") or {}
