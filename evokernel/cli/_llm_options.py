@@ -54,12 +54,25 @@ def llm_options(models: list[str] | None, *, context_tokens: int = 24_000, multi
 
     from evokernel.llm import LLMOptions, from_environment
 
+    settings = dict(context_tokens=context_tokens, multi_turn=multi_turn, reasoning_effort=reasoning_effort,
+                    thinking_tokens=thinking_tokens)
     try:
-        options = LLMOptions.from_specs(models, context_tokens=context_tokens, multi_turn=multi_turn,
-                                        reasoning_effort=reasoning_effort, thinking_tokens=thinking_tokens)
+        options = LLMOptions.from_specs(models, **settings)
     except ValueError as exc:
-        raise typer.BadParameter(str(exc)) from None
+        raise fail_usage(f"Invalid value for '{_refused_flag(models, settings)}': {exc}") from None
     try:
         return from_environment(options, os.environ)
     except ValueError as exc:  # a bad EVOKERNEL_LLM_* value or price file: not a flag's fault
         raise fail_usage(str(exc)) from None
+
+
+def _refused_flag(models: list[str], settings: dict[str, Any]) -> str:
+    """The flag whose value alone LLMOptions refuses (--model when every setting passes alone)."""
+    from evokernel.llm import LLMOptions
+
+    for name, value in settings.items():
+        try:
+            LLMOptions.from_specs(["openai:any"], **{name: value})
+        except ValueError:
+            return "--" + name.replace("_", "-")
+    return "--model"
