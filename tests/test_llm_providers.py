@@ -191,7 +191,8 @@ def test_access_retry_and_prices_from_a_given_environment(tmp_path):
                "EVOKERNEL_ANTHROPIC_ALLOW_NO_KEY": "1", "EVOKERNEL_LLM_MAX_ATTEMPTS": "2",
                "EVOKERNEL_LLM_BACKOFF_S": "0.5", "EVOKERNEL_PRICES": str(prices)}
     options = from_environment(LLMOptions.from_specs(["openai:test-model", "anthropic:claude-x"]), environ)
-    assert options.options_for("openai") == {"api_key": "sk-test-given-000000", "base_url": "http://127.0.0.1:9/v1"}
+    assert options.options_for("openai") == {"api_key": "sk-test-given-000000", "base_url": "http://127.0.0.1:9/v1",
+                                             "prompt_caching": True}
     assert options.options_for("anthropic") == {"allow_no_key": True, "prompt_caching": True}
     assert (options.retry.max_attempts, options.retry.base_delay_s) == (2, 0.5)
     assert options.prices.cost_usd("openai", "test-model", 1_000_000, 1_000_000) == 3.0

@@ -60,6 +60,34 @@ def test_entry_point_is_loaded_lazily(monkeypatch):
     assert provider.model == "m1" and provider.options == {"temperature_floor": 0.1}
 
 
+def test_a_provider_gets_the_run_settings_its_factory_declares():
+    """Issue 32: the core branched on the names "openai" and "anthropic", so a plugin never got
+    the reasoning effort or the thinking budget. Now each factory gets the settings it names."""
+    from evokernel.llm import LLMOptions
+
+    class Thinker(StubProvider):
+        def __init__(self, model, *, reasoning_effort=None, thinking_tokens=None, api_key=None):
+            super().__init__(model, reasoning_effort=reasoning_effort, thinking_tokens=thinking_tokens, api_key=api_key)
+
+    options = LLMOptions.from_specs(["thinker:m"], reasoning_effort="high", thinking_tokens=2048, timeout_s=30.0,
+                                    provider_options={"thinker": {"api_key": "k"}})
+    register_provider("thinker", Thinker)
+    try:
+        provider = get_provider("thinker:m", **options.options_for("thinker"))
+    finally:
+        unregister_provider("thinker")
+    assert provider.options == {"reasoning_effort": "high", "thinking_tokens": 2048, "api_key": "k"}
+    # The built-in factories declare theirs: OpenAI's the effort, not the thinking budget or caching.
+    from evokernel.llm._providers import AnthropicProvider, OpenAIProvider
+
+    given = options.options_for("openai")
+    assert _registry.accepted_options(OpenAIProvider, given) == {"reasoning_effort": "high", "timeout_s": 30.0}
+    assert _registry.accepted_options(AnthropicProvider, given) == {"thinking_tokens": 2048, "timeout_s": 30.0,
+                                                                   "prompt_caching": True}
+    # A factory taking any keyword (`**options`) is given everything, as before.
+    assert _registry.accepted_options(StubProvider, given) == given
+
+
 def test_runtime_registration_wins():
     register_provider("openai", StubProvider)
     try:

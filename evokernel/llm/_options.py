@@ -13,7 +13,7 @@ from typing import Any, Mapping, Sequence
 
 from ._access import ProviderAccess
 from ._prices import PriceTable
-from ._registry import parse_spec
+from ._registry import PROVIDER_SETTINGS, parse_spec
 from ._retry import RetryPolicy
 
 REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")
@@ -51,9 +51,10 @@ class LLMOptions:
     `context_tokens` is the prompt's token budget (counted with the model's
     tokenizer); `multi_turn` continues one conversation per task instead of a
     fresh prompt per step (the default keeps values comparable with the
-    paper); `reasoning_effort` goes to OpenAI reasoning models and
-    `thinking_tokens` turns on Anthropic's extended thinking with that budget;
-    `prompt_caching` marks the stable prefix for Anthropic's cache.
+    paper); `reasoning_effort`, `thinking_tokens` (extended thinking with that
+    budget) and `prompt_caching` (the stable prefix marked for a cache) go to every
+    provider whose factory takes them by name: OpenAI's takes the effort,
+    Anthropic's the thinking budget and caching, a plugin what it declares.
 
     `access` (each provider's key and endpoint), `retry` and `prices` say how to
     call, not what a run computes: the caller resolves them (the CLI from its
@@ -101,18 +102,12 @@ class LLMOptions:
         return {f.name: _plain(getattr(self, f.name)) for f in dataclasses.fields(self) if not f.metadata.get("how")}
 
     def options_for(self, provider: str) -> dict[str, Any]:
-        """Keyword arguments for the provider factory named `provider`."""
+        """Keyword arguments for the provider factory named `provider`: the run's settings that are
+        set (`PROVIDER_SETTINGS`; the registry gives each factory the ones it declares), its access
+        and its own `provider_options`."""
         access = self.access.get(provider)
-        opts: dict[str, Any] = {**(access.arguments() if access else {}), **self.provider_options.get(provider, {})}
-        if self.timeout_s is not None:
-            opts.setdefault("timeout_s", self.timeout_s)
-        if provider == "openai" and self.reasoning_effort:
-            opts.setdefault("reasoning_effort", self.reasoning_effort)
-        if provider == "anthropic":
-            if self.thinking_tokens:
-                opts.setdefault("thinking_tokens", self.thinking_tokens)
-            opts.setdefault("prompt_caching", self.prompt_caching)
-        return opts
+        settings = {name: value for name in PROVIDER_SETTINGS if (value := getattr(self, name)) is not None}
+        return {**settings, **(access.arguments() if access else {}), **self.provider_options.get(provider, {})}
 
     @property
     def label(self) -> str:

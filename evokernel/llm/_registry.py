@@ -2,7 +2,10 @@
 
 Providers are plugins in the `evokernel.providers` entry-point group, each a
 lazy `"module:attr"` reference to a factory `factory(model, **options) ->
-Provider`. The built-in ones are declared in the same group by our own
+Provider`. A factory declares the run's settings it takes (`PROVIDER_SETTINGS`:
+reasoning effort, thinking tokens, prompt caching, the timeout) and the access
+arguments it takes (key, endpoint) as keyword parameters of those names; it is
+given those and not the others, so the core never asks which provider it is. The built-in ones are declared in the same group by our own
 pyproject; `_BUILTIN` repeats them only so that a checkout that was not
 reinstalled since they were declared still works. Nothing is imported until a
 provider is asked for, so `evokernel --help` never loads an SDK.
@@ -14,9 +17,12 @@ import importlib
 import inspect
 from typing import Any, Callable
 
+from ._access import ACCESS_ARGUMENTS
 from ._types import LLMError, Provider
 
 ENTRY_POINT_GROUP = "evokernel.providers"
+# The LLMOptions settings any provider may take, each passed to the factories that name it.
+PROVIDER_SETTINGS = ("timeout_s", "reasoning_effort", "thinking_tokens", "prompt_caching")
 
 _BUILTIN: dict[str, str] = {
     "openai": "evokernel.llm._providers:OpenAIProvider",
@@ -79,18 +85,18 @@ def get_provider(spec: str, **options: Any) -> Provider:
             status="unknown_provider",
         )
     factory = _load(target) if isinstance(target, str) else target
-    return factory(model, **_accepted_access(factory, options))
+    return factory(model, **accepted_options(factory, options))
 
 
-def _accepted_access(factory: Callable[..., Provider], options: dict[str, Any]) -> dict[str, Any]:
-    """`options` without the access arguments (key, endpoint) a plugin's factory does not
-    take: such a plugin finds its own credentials, and any other option still reaches it."""
-    from ._access import ACCESS_ARGUMENTS
-
+def accepted_options(factory: Callable[..., Provider], options: dict[str, Any]) -> dict[str, Any]:
+    """`options` without the access arguments (key, endpoint) and run settings (`PROVIDER_SETTINGS`)
+    the factory does not take: a provider declares what it uses by naming it. A plugin without a
+    key parameter finds its own credentials; any other option (`provider_options`) still reaches it."""
     try:
         params = inspect.signature(factory).parameters
     except (TypeError, ValueError):  # a builtin or C callable: give it everything
         return options
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
         return options
-    return {k: v for k, v in options.items() if k not in ACCESS_ARGUMENTS or k in params}
+    optional = (*ACCESS_ARGUMENTS, *PROVIDER_SETTINGS)
+    return {k: v for k, v in options.items() if k not in optional or k in params}
