@@ -44,8 +44,12 @@ that stage), and the success rate per arm over quarters of the task stream.
     python benchmarks/learning_sim.py --recorded benchmarks/results/learning-h200.json \
         --out benchmarks/results/learning-sim.json      # adds the recorded run's refine-step analysis
 
-Rules: 5 seeds, rho in {0, 0.3, 0.7}, every arm on every (seed, rho); then, at rho = 0.3, the
-sweeps of `SWEEPS_RULE`. The method's defaults are the store's and the loop's as they are now.
+Rules: 10 seeds (the value-minus-similarity difference varies by about 7 points from seed to
+seed, so 5 seeds leave its mean about 3 points uncertain), rho in {0, 0.3, 0.7}, every arm on
+every (seed, rho); then the sweeps of `SWEEPS_RULE`. The method's defaults are the store's and
+the loop's as they are now. Beside each rank correlation, the same items ranked by
+`posterior_mode`, the exact model's posterior given every step of the run: a learner that knew
+the world could reach that on these steps, and no rule of values can be expected to beat it.
 """
 
 from __future__ import annotations
@@ -73,16 +77,29 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from evokernel.loop import FEASIBLE_STATUSES, LoopOptions, choose_start, draft_reward, refine_reward  # noqa: E402
-from memory_store import MemoryConfig, MemoryStore  # noqa: E402
+from evokernel.loop import FEASIBLE_STATUSES, RunOptions, choose_start, draft_reward, refine_reward  # noqa: E402
+from memory_store import MemoryConfig, MemoryStore, updated_ids  # noqa: E402
 
 KIND = "evokernel-learning-sim"
 REFINE_REWARDS = ("loop", "tanh", "start")
-SWEEPS_RULE = ("at rho = 0.3, 5 seeds each: alpha (0.03 and 0.3 beside the default 0.1), epsilon and the "
+SWEEPS_RULE = ("at rho = 0.3, every seed: alpha (0.03 and 0.3 beside the default 0.1), epsilon and the "
                "similarity/value mix (mode mix) on the value arm; the method as it was before (tanh refine reward "
                "against the best, start point by Q_refine, refine rewards normalised, alpha 0.3) on every arm; "
-               "each change undone alone, and beta, on the value and similarity arms")
+               "each change undone alone, beta, and n = 2 items per context, on the value and similarity arms; "
+               "at every rho, the value rules of VALUE_RULE_VARIANTS on the value arm (Method's docstring), "
+               "compared with the arms group's similarity arm on the same seeds")
 START_RULES = ("loop", "value")
+VALUE_RULE_VARIANTS: tuple[tuple[str, dict[str, Any]], ...] = (
+    ("baseline=stage", {"baseline": "stage"}),
+    ("baseline=position", {"baseline": "position"}),
+    ("credit=joint", {"credit": "joint"}),
+    ("step_size=sample_mean", {"step_size": "sample_mean"}),
+    ("credit_start_point=False", {"credit_start_point": False}),
+    ("exploration=ucb", {"exploration": "ucb", "epsilon": 0.0}),
+    ("q_init=0.5", {"q_init": 0.5}),
+)
+VALUE_RULES = {"baseline": ("none", "stage", "position"), "credit": ("shared", "joint"),
+               "step_size": ("constant", "sample_mean"), "exploration": ("epsilon", "ucb")}
 BACKEND = "sim"
 MIN_VISITS = 3
 
@@ -132,6 +149,18 @@ class Method:
     before, tanh(log best - log latency)) or `start` (the loop's reward against the start
     point's latency instead of the task's best); `start_rule` `value` (the rule before: the
     kernel with the highest Q_refine); `normalized_stages` ("refine",) (the default before).
+
+    The value rules tried against the low rank correlation (none is the store's; each goes
+    through the store's own update, `record_step`, with the reward it is given):
+    `baseline` `stage` (the reward minus the mean of the stage's earlier rewards: an advantage)
+    or `position` (minus the mean of earlier rewards at the same step of a task's stage, so a
+    task's progress does not leak into values); `credit` `joint` (each item moves by
+    alpha (r - mean Q of the step's items), a least-squares credit that explains a reward by the
+    other items first) and `step_size` `sample_mean` (step max(alpha, 1/visits): a plain average
+    while an item has few visits), both given to the store as one step per item whose reward is
+    the target that makes its update the rule's; `credit_start_point` False (the start point's
+    value not updated); `exploration` `ucb` (the recalled pool ranked by Q + ucb_c sqrt(ln N / (1 +
+    visits)), N the pool's visits, instead of epsilon-greedy); `q_init` (optimistic start values).
     """
 
     alpha: float = MemoryConfig().alpha
@@ -143,15 +172,30 @@ class Method:
     refine_reward: str = "loop"
     normalized_stages: tuple[str, ...] = MemoryConfig().normalized_stages
     start_rule: str = "loop"
+    baseline: str = "none"
+    credit: str = "shared"
+    step_size: str = "constant"
+    credit_start_point: bool = True
+    exploration: str = "epsilon"
+    ucb_c: float = 0.5
+    q_init: float = MemoryConfig().q_init
 
     def __post_init__(self) -> None:
         if self.refine_reward not in REFINE_REWARDS or self.start_rule not in START_RULES:
             raise ValueError(f"Method: refine_reward must be one of {REFINE_REWARDS}, start_rule one of {START_RULES}")
+        for name, allowed in VALUE_RULES.items():
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"Method: {name} must be one of {allowed}, got {getattr(self, name)!r}")
 
     def config(self, seed: int) -> MemoryConfig:
         return MemoryConfig(alpha=self.alpha, epsilon=self.epsilon, mix_weight=self.mix_weight, n=self.n,
                             recall_factor=self.recall_factor, recall_factor_max=max(16.0, self.recall_factor),
-                            normalized_stages=self.normalized_stages, seed=seed, synchronous="OFF")
+                            normalized_stages=self.normalized_stages, q_init=self.q_init, seed=seed,
+                            synchronous="OFF")
+
+    @property
+    def per_item_targets(self) -> bool:
+        return self.credit != "shared" or self.step_size != "constant"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -175,6 +219,7 @@ class RunRecord:
     ranked_items: dict[str, int]
     log_speedups: tuple[float, ...]
     seconds: float
+    diagnostics: dict[str, float | None] = dataclasses.field(default_factory=dict)
 
 
 def _sigmoid(x: float) -> float:
@@ -255,10 +300,15 @@ def _context(store: MemoryStore, arm: Arm, method: Method, family: int, stage: s
              rng: random.Random) -> list[int]:
     if arm is Arm.OFF:
         return []
-    if arm is Arm.RANDOM:
+    if arm is Arm.RANDOM or (arm is Arm.VALUE and method.exploration == "ucb"):
         pool = store.retrieve(_query(family), stage=stage, n=store.config.pool_size(method.n, 0), mode="similarity",
                               embedder=embedder, backends=[BACKEND])
-        return [r.item.id for r in rng.sample(pool, min(method.n, len(pool)))]
+        if arm is Arm.RANDOM:
+            return [r.item.id for r in rng.sample(pool, min(method.n, len(pool)))]
+        total = 1 + sum(r.item.visits(stage) for r in pool)
+        bonus = {r.item.id: method.ucb_c * math.sqrt(math.log(total) / (1 + r.item.visits(stage))) for r in pool}
+        ranked = sorted(pool, key=lambda r: (-(r.value + bonus[r.item.id]), -r.similarity, r.item.id))
+        return [r.item.id for r in ranked[:method.n]]
     mode = "similarity" if arm is Arm.SIMILARITY else method.mode
     picked = store.retrieve(_query(family), stage=stage, n=method.n, mode=mode, embedder=embedder,
                             backends=[BACKEND], rng=rng)
@@ -279,7 +329,7 @@ def _choose_start(feasible: list, rng: random.Random, rule: str):
     if rule == "value":
         return max(feasible, key=lambda i: (i.q_refine, -(i.latency_ms or math.inf), -i.id))
     # every simulated latency is comparable (one simulated device)
-    return choose_start(feasible, rng, LoopOptions().epsilon_start_point, lambda item: True)
+    return choose_start(feasible, rng, RunOptions().epsilon_start_point, lambda item: True)
 
 
 def spearman(xs: Sequence[float], ys: Sequence[float]) -> float | None:
@@ -304,6 +354,134 @@ def spearman(xs: Sequence[float], ys: Sequence[float]) -> float | None:
     if rx.std() == 0 or ry.std() == 0:
         return None
     return float(np.corrcoef(rx, ry)[0, 1])
+
+
+@dataclasses.dataclass(frozen=True)
+class _Evidence:
+    """What one step tells about its context's utilities, under the world's own model: the
+    success's log-odds are offsets[k] + beta u_bar for each factor k (drafting: feasible;
+    refining from the task's best: feasible and faster, two independent events)."""
+
+    stage: str
+    context: tuple[int, ...]
+    offsets: tuple[float, ...]
+    success: bool
+
+
+def posterior_mode(evidence: Sequence[_Evidence], world: World, prior_mean: float,
+                   iterations: int = 100) -> dict[int, float]:
+    """The most probable utility of every item in these steps' contexts given their outcomes,
+    under the world's true model and prior N(prior_mean, 1) (Fisher scoring, a step halved until
+    the posterior rises). A learner that knew the world exactly could rank no better on average:
+    the ceiling for any value rule on the same steps."""
+    ids = sorted({i for e in evidence for i in e.context})
+    if not ids:
+        return {}
+    column = {i: k for k, i in enumerate(ids)}
+    design = np.zeros((len(evidence), len(ids)))
+    factors = max(len(e.offsets) for e in evidence)
+    offsets = np.full((len(evidence), factors), 50.0)  # a missing factor: certain (sigmoid(50) = 1)
+    for row, e in enumerate(evidence):
+        for i in e.context:
+            design[row, column[i]] += world.beta / len(e.context)
+        offsets[row, :len(e.offsets)] = e.offsets
+    y = np.array([e.success for e in evidence], dtype=float)
+
+    def success_and_slope(u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        sig = 1.0 / (1.0 + np.exp(-(offsets + (design @ u)[:, None])))
+        p = np.clip(sig.prod(axis=1), 1e-12, 1.0 - 1e-12)
+        return p, p * (1.0 - sig).sum(axis=1)  # d p / d logit
+
+    def log_posterior(u: np.ndarray) -> float:
+        p, _ = success_and_slope(u)
+        return float((y * np.log(p) + (1.0 - y) * np.log1p(-p)).sum() - 0.5 * ((u - prior_mean) ** 2).sum())
+
+    u = np.full(len(ids), prior_mean)
+    current = log_posterior(u)
+    for _ in range(iterations):
+        p, slope = success_and_slope(u)
+        residual = (y - p) * slope / (p * (1.0 - p))
+        weight = slope * slope / (p * (1.0 - p))
+        gradient = design.T @ residual - (u - prior_mean)
+        step = np.linalg.solve(design.T @ (weight[:, None] * design) + np.eye(len(ids)), gradient)
+        size = 1.0
+        while size > 1e-4 and log_posterior(u + size * step) < current:
+            size /= 2
+        if size <= 1e-4:
+            break
+        u = u + size * step
+        updated = log_posterior(u)
+        if updated - current < 1e-9:
+            break
+        current = updated
+    return {i: float(u[column[i]]) for i in ids}
+
+
+@dataclasses.dataclass(frozen=True)
+class _Credit:
+    """One step as the values saw it: the items it credited and its raw reward."""
+
+    stage: str
+    context: tuple[int, ...]
+    credited: tuple[int, ...]
+    reward: float
+    context_utility: float
+
+
+class _Baseline:
+    """The what-if baselines (Method.baseline): the mean of the raw rewards seen so far, per
+    stage or per (stage, step of the task's stage); 0 before the first."""
+
+    def __init__(self, rule: str):
+        self.rule = rule
+        self.sums: dict[tuple[str, int], tuple[float, int]] = {}
+
+    def advantage(self, reward: float, stage: str, position: int) -> float:
+        if self.rule == "none":
+            return reward
+        key = (stage, 0 if self.rule == "stage" else position)
+        total, count = self.sums.get(key, (0.0, 0))
+        self.sums[key] = (total + reward, count + 1)
+        return reward - (total / count if count else 0.0)
+
+
+def _item_targets(store: MemoryStore, stage: str, item_ids: Sequence[int], target: float,
+                  method: Method) -> list[tuple[int, float]]:
+    """Per item, the reward whose store update Q + alpha (t - Q) is the what-if rule's
+    Q + step (error): error r - Q (shared) or r - mean Q of the step's items (joint); step alpha
+    or max(alpha, 1 / visits) (sample_mean)."""
+    items = store.get_items(list(item_ids))
+    if not items:
+        return []
+    mean_q = statistics.fmean(i.value(stage) for i in items)
+    out = []
+    for item in items:
+        q = item.value(stage)
+        error = target - (mean_q if method.credit == "joint" else q)
+        step = max(method.alpha, 1.0 / (item.visits(stage) + 1)) if method.step_size == "sample_mean" else method.alpha
+        out.append((item.id, q + step / method.alpha * error))
+    return out
+
+
+def _diagnose(stage: str, ranked: Sequence[Any], history: Sequence[_Credit]) -> dict[str, float | None]:
+    """Why values rank utility as they do, for one stage: how many visits the ranked items had,
+    how far their values follow the visit count, how many items share one step's reward, how
+    often the same context came back, how much of the rewards the contexts' true mean utility
+    explains, and how many ranked items were only ever start points."""
+    steps = [c for c in history if c.stage == stage]
+    with_context = [c for c in steps if c.context]
+    in_context = {i for c in with_context for i in c.context}
+    visits = [i.visits(stage) for i in ranked]
+    r = _pearson([c.context_utility for c in with_context], [c.reward for c in with_context])
+    return {
+        "visits_median": statistics.median(visits) if visits else None,
+        "value_visits_correlation": spearman([i.value(stage) for i in ranked], visits),
+        "items_credited_per_step": statistics.fmean(len(c.credited) for c in steps) if steps else None,
+        "distinct_context_share": len({frozenset(c.context) for c in with_context}) / len(with_context)
+        if with_context else None,
+        "reward_variance_explained_by_context": None if r is None else r * r,
+        "ranked_only_as_start_point": float(sum(1 for i in ranked if i.id not in in_context)),
+    }
 
 
 def simulate(world: World, method: Method, arm: Arm, seed: int, workdir: Path | None = None) -> RunRecord:
@@ -333,6 +511,10 @@ def _run(world: World, method: Method, arm: Arm, seed: int, store: MemoryStore) 
     retrieval_rng = _rng("retrieval", seed, arm.value)
     floor = -math.log(world.headroom)
     outcomes: list[StepOutcome] = []
+    evidence: list[_Evidence] = []
+    history: list[_Credit] = []
+    baseline = _Baseline(method.baseline)
+    position: dict[tuple[str, str], int] = {}
     log_speedups = []
     for order, (family, t) in enumerate(tasks):
         key = f"task-{family}-{t}"
@@ -353,6 +535,8 @@ def _run(world: World, method: Method, arm: Arm, seed: int, store: MemoryStore) 
                 log_ms = 0.0
                 success = feasible
                 reward = draft_reward(feasible)
+                if context:
+                    evidence.append(_Evidence(stage, tuple(context), (world.draft_logit + b,), success))
             else:
                 start_log = math.log(start.latency_ms)
                 progress = min(1.0, max(0.0, start_log / floor))
@@ -365,16 +549,28 @@ def _run(world: World, method: Method, arm: Arm, seed: int, store: MemoryStore) 
                     log_ms = start_log + abs(world.slower_sd * r_size)
                 latency = math.exp(log_ms)
                 success = feasible and latency < best_ms
+                if context and start.latency_ms == best_ms:  # from the best, a new best is a faster kernel
+                    evidence.append(_Evidence(stage, tuple(context), (world.feasible_logit + b, world.improve_logit
+                                                                      + b - world.progress_penalty * progress), success))
                 reward = _refine_reward(method.refine_reward, feasible, latency, best_ms, start.latency_ms)
             latency_ms = math.exp(log_ms) if feasible else None
             if feasible and first_ms is None and stage == "draft":
                 first_ms = latency_ms
+            credited_start = start.id if start and method.credit_start_point else None
+            credited = updated_ids(context, credited_start)
+            position[(key, stage)] = position.get((key, stage), 0) + 1
+            target = baseline.advantage(reward, stage, position[(key, stage)])
             with store.transaction():
                 trace = bank.write_trace(family, key, step, feasible=feasible, latency_ms=latency_ms, stage=stage,
                                          run_id=run_id, parent_id=start.id if start else None)
-                store.record_step(run_id=run_id, task_key=key, backend=BACKEND, stage=stage, reward=reward,
-                                  context_item_ids=context, start_point_id=start.id if start else None,
-                                  result_item_id=trace)
+                if method.per_item_targets:
+                    for item_id, item_target in _item_targets(store, stage, credited, target, method):
+                        store.record_step(run_id=run_id, task_key=key, backend=BACKEND, stage=stage, reward=item_target,
+                                          context_item_ids=[item_id], result_item_id=trace)
+                else:
+                    store.record_step(run_id=run_id, task_key=key, backend=BACKEND, stage=stage, reward=target,
+                                      context_item_ids=context, start_point_id=credited_start, result_item_id=trace)
+            history.append(_Credit(stage, tuple(context), credited, reward, u_bar))
             outcomes.append(StepOutcome(order, step, stage, success, reward, u_bar if context else None))
         best = store.best_item(key, BACKEND, statuses=FEASIBLE_STATUSES)
         log_speedups.append(-math.log(best.latency_ms) if best else 0.0)
@@ -382,19 +578,24 @@ def _run(world: World, method: Method, arm: Arm, seed: int, store: MemoryStore) 
     # The ceiling for any per-item average: each item's mean raw reward over the steps it took
     # part in, ranked against its utility (the same uses the store's values learned from).
     rewards: dict[tuple[str, int], list[float]] = {}
-    for row in store.steps(run_id):
-        for item_id in dict.fromkeys([*row["context_item_ids"], *([row["start_point_id"]] if row["start_point_id"] else [])]):
-            rewards.setdefault((row["stage"], item_id), []).append(row["reward"])
+    for credit in history:
+        for item_id in credit.credited:
+            rewards.setdefault((credit.stage, item_id), []).append(credit.reward)
     correlation: dict[str, float | None] = {}
     counted: dict[str, int] = {}
+    diagnostics: dict[str, float | None] = {}
     for stage in ("draft", "refine"):
         used = [i for i in items if i.visits(stage) >= MIN_VISITS]
         utilities = [bank.utility[i.id] for i in used]
         correlation[stage] = spearman([i.value(stage) for i in used], utilities)
         correlation[f"{stage}_mean_reward"] = spearman(
             [statistics.fmean(rewards.get((stage, i.id), [0.0])) for i in used], utilities)
+        # A start point's utility moves no outcome in this world: nothing can rank it (prior mean).
+        posterior = posterior_mode([e for e in evidence if e.stage == stage], world, world.utility_mean)
+        correlation[f"{stage}_posterior"] = spearman([posterior.get(i.id, world.utility_mean) for i in used], utilities)
         counted[stage] = len(used)
-    return RunRecord(arm.value, seed, tuple(outcomes), correlation, counted, tuple(log_speedups), 0.0)
+        diagnostics.update({f"{stage}_{k}": v for k, v in _diagnose(stage, used, history).items()})
+    return RunRecord(arm.value, seed, tuple(outcomes), correlation, counted, tuple(log_speedups), 0.0, diagnostics)
 
 
 # -- the experiment ---------------------------------------------------------------------------
@@ -430,9 +631,10 @@ def success_by_quarter(record: RunRecord, tasks: int) -> list[float]:
     return rates
 
 
-def headline_correlation(record: RunRecord) -> float | None:
-    """Both stages' rank correlations, weighted by how many items each ranked."""
-    pairs = [(record.rank_correlation[s], record.ranked_items[s]) for s in ("draft", "refine")]
+def headline_correlation(record: RunRecord, measure: str = "") -> float | None:
+    """Both stages' rank correlations, weighted by how many items each ranked: of the values
+    (measure ""), or of another ranking of the same items ("_posterior", "_mean_reward")."""
+    pairs = [(record.rank_correlation[s + measure], record.ranked_items[s]) for s in ("draft", "refine")]
     pairs = [(c, n) for c, n in pairs if c is not None and n]
     total = sum(n for _, n in pairs)
     return sum(c * n for c, n in pairs) / total if total else None
@@ -470,7 +672,11 @@ def summarise(records: Sequence[tuple[RunSpec, RunRecord]]) -> dict[str, Any]:
             "rank_correlation_refine": _mean([r.rank_correlation["refine"] for _, r in runs]),
             "rank_correlation_ceiling_draft": _mean([r.rank_correlation["draft_mean_reward"] for _, r in runs]),
             "rank_correlation_ceiling_refine": _mean([r.rank_correlation["refine_mean_reward"] for _, r in runs]),
+            "rank_correlation_posterior": _mean([headline_correlation(r, "_posterior") for _, r in runs]),
+            "rank_correlation_posterior_draft": _mean([r.rank_correlation["draft_posterior"] for _, r in runs]),
+            "rank_correlation_posterior_refine": _mean([r.rank_correlation["refine_posterior"] for _, r in runs]),
             "ranked_items": {st: _mean([r.ranked_items[st] for _, r in runs]) for st in ("draft", "refine")},
+            "diagnostics": {k: _mean([r.diagnostics.get(k) for _, r in runs]) for k in runs[0][1].diagnostics},
             "mean_log_speedup": _mean([statistics.fmean(r.log_speedups) for _, r in runs]),
             "seconds": round(sum(r.seconds for _, r in runs), 1),
         }
@@ -480,14 +686,55 @@ def summarise(records: Sequence[tuple[RunSpec, RunRecord]]) -> dict[str, Any]:
 def paired_difference(records: Sequence[tuple[RunSpec, RunRecord]], group: str, setting: str, a: Arm,
                       b: Arm) -> dict[str, float | None]:
     """Arm a minus arm b in last-quarter success, in points, per seed (the same worlds)."""
-    last: dict[tuple[str, int], float] = {}
+    return paired_cells(records, (group, setting, a), (group, setting, b))
+
+
+def paired_cells(records: Sequence[tuple[RunSpec, RunRecord]], a: tuple[str, str, Arm],
+                 b: tuple[str, str, Arm]) -> dict[str, float | None]:
+    """Cell a minus cell b, each a (group, setting, arm), in last-quarter success points, per seed."""
+    last: dict[tuple[str, str, Arm, int], float] = {}
     for spec, record in records:
-        if spec.group == group and spec.setting == setting and spec.arm in (a, b):
+        cell = (spec.group, spec.setting, spec.arm)
+        if cell in (a, b):
             tasks = spec.world.families * spec.world.tasks_per_family
-            last[(spec.arm.value, spec.seed)] = success_by_quarter(record, tasks)[-1]
-    seeds = sorted({s for arm, s in last if arm == a.value} & {s for arm, s in last if arm == b.value})
-    diffs = [100.0 * (last[(a.value, s)] - last[(b.value, s)]) for s in seeds]
+            last[(*cell, spec.seed)] = success_by_quarter(record, tasks)[-1]
+    seeds = sorted({k[3] for k in last if k[:3] == a} & {k[3] for k in last if k[:3] == b})
+    diffs = [100.0 * (last[(*a, s)] - last[(*b, s)]) for s in seeds]
     return {"mean_points": _mean(diffs), "sd_points": _sd(diffs), "per_seed": [round(d, 2) for d in diffs]}
+
+
+def value_rules(records: Sequence[tuple[RunSpec, RunRecord]], summary: dict[str, Any],
+                rhos: Sequence[float]) -> dict[str, Any]:
+    """Each value rule beside the method as it is, per rho: the rank correlation (and the posterior
+    ceiling on the same items), the last quarter's success, and the success over the arms group's
+    similarity arm on the same seeds, with the rank correlation's per-seed difference from the method."""
+    def correlations(group: str, setting: str) -> dict[int, float | None]:
+        return {spec.seed: headline_correlation(r) for spec, r in records
+                if spec.group == group and spec.setting == setting and spec.arm is Arm.VALUE}
+
+    out: dict[str, Any] = {}
+    for name in ["as built", *(n for n, _ in VALUE_RULE_VARIANTS)]:
+        for rho in rhos:
+            group, setting = ("arms", f"rho={rho}") if name == "as built" else ("value_rules", _rule_setting(name, rho))
+            cell = summary.get(group, {}).get(setting, {}).get(Arm.VALUE.value)
+            if cell is None:
+                continue
+            mine, base = correlations(group, setting), correlations("arms", f"rho={rho}")
+            deltas = [mine[s] - base[s] for s in sorted(mine) if mine[s] is not None and base.get(s) is not None]
+            out.setdefault(name, {})[f"rho={rho}"] = {
+                "rank_correlation": cell["rank_correlation"],
+                "rank_correlation_minus_as_built": _mean(deltas),
+                "rank_correlation_minus_as_built_sd": _sd(deltas),
+                "rank_correlation_posterior": cell["rank_correlation_posterior"],
+                "success_last_quarter": cell["success_last_quarter"],
+                "value_minus_similarity": paired_cells(records, (group, setting, Arm.VALUE),
+                                                       ("arms", f"rho={rho}", Arm.SIMILARITY)),
+            }
+    return out
+
+
+def _rule_setting(name: str, rho: float) -> str:
+    return f"{name} rho={rho}"
 
 
 def plan(world: World, method: Method, seeds: Sequence[int], rhos: Sequence[float]) -> list[RunSpec]:
@@ -514,6 +761,16 @@ def plan(world: World, method: Method, seeds: Sequence[int], rhos: Sequence[floa
         sweeps.append(("undo", setting, at, dataclasses.replace(method, **undone), (Arm.VALUE, Arm.SIMILARITY)))
     for beta in (1.5, 6.0):
         sweeps.append(("beta", f"beta={beta}", dataclasses.replace(at, beta=beta), method, (Arm.VALUE, Arm.SIMILARITY)))
+    # The value rules tried against the low rank correlation, at every rho (the similarity arm's
+    # runs are the arms group's: these rules change nothing it selects by).
+    for name, change in VALUE_RULE_VARIANTS:
+        for rho in rhos:
+            sweeps.append(("value_rules", _rule_setting(name, rho), dataclasses.replace(world, rho=rho),
+                           dataclasses.replace(method, **change), (Arm.VALUE,)))
+    # Fewer items per context: each reward is shared by fewer items (more to learn from), and
+    # the context averages fewer utilities.
+    for n in (2,):
+        sweeps.append(("context_size", f"n={n}", at, dataclasses.replace(method, n=n), (Arm.VALUE, Arm.SIMILARITY)))
     for group, setting, w, m, arms in sweeps:
         specs += [RunSpec(group, setting, w, m, arm, seed) for arm in arms for seed in seeds]
     return specs
@@ -574,7 +831,10 @@ def results(records: Sequence[tuple[RunSpec, RunRecord]], summary: dict, world: 
             "rho": HEADLINE_RHO,
             "rank_correlation": value.get("rank_correlation"),
             "value_minus_similarity_points": vs_similarity["mean_points"],
+            "value_minus_similarity_sd_points": vs_similarity["sd_points"],
             "goals": {"rank_correlation": 0.8, "value_minus_similarity_points": 10.0},
+            # What a learner that knew the world exactly would reach on the same items and steps.
+            "rank_correlation_posterior_ceiling": value.get("rank_correlation_posterior"),
             "seeds": list(seeds),
         },
         "model": __doc__.split("\n\n")[2].strip() + "\n\n" + __doc__.split("\n\n")[3].strip(),
@@ -587,10 +847,14 @@ def results(records: Sequence[tuple[RunSpec, RunRecord]], summary: dict, world: 
             "rank_correlation": f"Spearman of each item's stage value and its hidden utility, over items with at "
                                 f"least {MIN_VISITS} visits in that stage (the store's visit counts: context and start "
                                 f"point); the two stages weighted by how many items each ranked; value arm",
+            "rank_correlation_posterior": "the same items ranked by the posterior mode of their utilities given "
+                                          "every step of the run under the world's true model (posterior_mode); "
+                                          "an item never in a context (a start point only) keeps the prior mean",
             "paired": "every arm of a seed meets the same world and the same draws per (task, step)",
             "sweeps": SWEEPS_RULE,
         },
         "differences": differences,
+        "value_rules": value_rules(records, summary, rhos),
         "cells": summary,
         "environment": env,
     }
@@ -660,7 +924,7 @@ def recorded_refinements(path: Path) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--seeds", type=int, default=5, help="seeds (default 5)")
+    parser.add_argument("--seeds", type=int, default=10, help="seeds (default 10)")
     parser.add_argument("--jobs", type=int, default=1, help="processes (default 1)")
     parser.add_argument("--quick", action="store_true", help="a small world and 2 seeds: a smoke run")
     parser.add_argument("--recorded", type=Path, action="append", default=None,

@@ -97,6 +97,14 @@ def test_results_file_schema(tmp_path):
     assert set(loaded["cells"]["before"]["as built before"]) == {a.value for a in sim.Arm}
     assert loaded["environment"]["command"] == "cmd" and "versions" in loaded["environment"]
     assert "generative model" in loaded["model"] and loaded["world"]["rho"] == world.rho
+    # Each value rule tried, beside the method as built, paired by seed with the similarity arm.
+    rules = loaded["value_rules"]
+    assert set(rules) == {"as built", *(name for name, _ in sim.VALUE_RULE_VARIANTS)}
+    assert rules["as built"]["rho=0.3"]["rank_correlation_minus_as_built"] in (0.0, None)
+    assert len(rules["credit=joint"]["rho=0.3"]["value_minus_similarity"]["per_seed"]) == 2
+    assert "rank_correlation_posterior_ceiling" in loaded["summary"]
+    assert set(cell["value"]["diagnostics"]) >= {"draft_visits_median", "refine_value_visits_correlation",
+                                                 "refine_items_credited_per_step"}
 
 
 def test_recorded_refinements_reads_a_learning_result(tmp_path):
@@ -114,3 +122,65 @@ def test_recorded_refinements_reads_a_learning_result(tmp_path):
     # The item's value rises with the first refinement's success, then the later steps fail: it
     # carries its highest value into the failures, so value and success anti-correlate.
     assert arm["value_success_correlation"]["tanh_normalised"] < 0
+
+
+def test_posterior_mode_ranks_utilities_when_the_steps_say_enough_and_keeps_the_prior_otherwise():
+    """One item per context and 60 steps each: the exact model's posterior ranks the hidden
+    utilities (a sign error or a step that never moved would not); with five items per context
+    and three steps each it cannot, which is why the simulation reports it beside the values."""
+    world = sim.World(beta=3.0)
+    rng = sim._rng("posterior-test")
+    utility = {i: rng.gauss(0.3, 1.0) for i in range(12)}
+
+    def steps(per_context: int, per_item: int) -> list:
+        out = []
+        for k in range(per_item * len(utility) // per_context):
+            context = tuple(rng.sample(sorted(utility), per_context))
+            u_bar = statistics.fmean(utility[i] for i in context)
+            success = rng.random() < sim._sigmoid(-0.5 + world.beta * u_bar)
+            out.append(sim._Evidence("draft", context, (-0.5,), success))
+        return out
+
+    rich = sim.posterior_mode(steps(1, 60), world, 0.3)
+    assert sim.spearman([rich[i] for i in utility], list(utility.values())) > 0.8
+    poor = sim.posterior_mode(steps(5, 3), world, 0.3)
+    assert sim.spearman([poor[i] for i in utility], list(utility.values())) < 0.8
+    assert sim.posterior_mode([], world, 0.3) == {}
+
+
+def test_value_rules_reach_the_store_as_its_own_update(tmp_path):
+    """The what-if rules go through record_step: joint credit moves every item by alpha times the
+    step's error against the items' mean value; a sample-mean step makes a first visit the reward."""
+    from memory_store import MemoryConfig, MemoryStore
+
+    with MemoryStore(tmp_path / "m.db", MemoryConfig(alpha=0.1, seed=0)) as store:
+        run = store.start_run({})
+        a, b = store.add_items([dict(kind="experience", task_key="t", backend="sim", key_text=k, content=k)
+                                for k in ("a", "b")])
+        store.record_step(run_id=run, task_key="t", backend="sim", stage="draft", reward=1.0, context_item_ids=[a])
+        store.record_step(run_id=run, task_key="t", backend="sim", stage="draft", reward=-1.0, context_item_ids=[b])
+        qa, qb = (store.get_item(i).q_draft for i in (a, b))  # 0.1 and -0.1
+        joint = sim._item_targets(store, "draft", [a, b], 1.0, sim.Method(credit="joint"))
+        for item_id, target in joint:
+            store.record_step(run_id=run, task_key="t", backend="sim", stage="draft", reward=target,
+                              context_item_ids=[item_id])
+        mean_q = (qa + qb) / 2
+        assert store.get_item(a).q_draft == pytest.approx(qa + 0.1 * (1.0 - mean_q))
+        assert store.get_item(b).q_draft == pytest.approx(qb + 0.1 * (1.0 - mean_q))
+        assert store.get_item(a).visits_draft == 2
+        (c,) = store.add_items([dict(kind="experience", task_key="t", backend="sim", key_text="c", content="c")])
+        ((item_id, target),) = sim._item_targets(store, "refine", [c], -1.0, sim.Method(step_size="sample_mean"))
+        store.record_step(run_id=run, task_key="t", backend="sim", stage="refine", reward=target, context_item_ids=[c])
+        assert store.get_item(c).q_refine == pytest.approx(-1.0)
+
+
+def test_baselines_subtract_the_mean_of_the_earlier_rewards():
+    stage = sim._Baseline("stage")
+    assert [stage.advantage(r, "draft", 1) for r in (1.0, -1.0, 1.0)] == [1.0, -2.0, 1.0]
+    assert stage.advantage(1.0, "refine", 1) == 1.0  # per stage
+    position = sim._Baseline("position")
+    assert position.advantage(1.0, "refine", 1) == 1.0 and position.advantage(-1.0, "refine", 2) == -1.0
+    assert position.advantage(1.0, "refine", 1) == 0.0
+    assert sim._Baseline("none").advantage(0.5, "draft", 3) == 0.5
+    with pytest.raises(ValueError, match="credit"):
+        sim.Method(credit="leave-one-out")
