@@ -77,7 +77,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from evokernel.loop import FEASIBLE_STATUSES, RunOptions, choose_start, draft_reward, refine_reward  # noqa: E402
+from evokernel.loop import FEASIBLE_STATUSES, LoopOptions, choose_start, draft_reward, refine_reward  # noqa: E402
 from memory_store import MemoryConfig, MemoryStore, updated_ids  # noqa: E402
 
 KIND = "evokernel-learning-sim"
@@ -329,7 +329,7 @@ def _choose_start(feasible: list, rng: random.Random, rule: str):
     if rule == "value":
         return max(feasible, key=lambda i: (i.q_refine, -(i.latency_ms or math.inf), -i.id))
     # every simulated latency is comparable (one simulated device)
-    return choose_start(feasible, rng, RunOptions().epsilon_start_point, lambda item: True)
+    return choose_start(feasible, rng, LoopOptions().epsilon_start_point, lambda item: True)
 
 
 def spearman(xs: Sequence[float], ys: Sequence[float]) -> float | None:
