@@ -87,6 +87,22 @@ def test_a_mean_and_its_variance_or_a_max_and_its_exponentials_are_one_loop(tmp_
                       "[torch.randn(3, 40)]")) == 2
 
 
+def test_pairs_are_found_only_where_the_second_reads_the_first_as_a_mean_or_a_maximum(tmp_path):
+    from evokernel.builtin._row_passes import fused_pairs
+
+    def kinds(forward: str, inputs: str = "[torch.randn(3, 40)]") -> list[str]:
+        plan = analyze(write(Case("pairs", forward, inputs), tmp_path))
+        stage = plan.stages[0] if plan.family == "pipeline" else plan
+        return [p.kind for p in fused_pairs(stage.nodes)]
+
+    assert kinds("x: return torch.var(x, dim=1)") == ["welford"]
+    assert kinds("x: return torch.log_softmax(x, dim=1)") == ["softmax"]
+    assert kinds("x: return torch.logsumexp(x, dim=1)") == ["softmax"]
+    # a sum of squares about the maximum, or of exp(x - mean): one reads the other, but is no pair
+    assert kinds("x: return ((x - x.max(1, keepdim=True)[0]) ** 2).sum(1)") == []
+    assert kinds("x: return torch.exp(x - x.mean(1, keepdim=True)).sum(1)") == []
+
+
 @pytest.mark.parametrize("case", [
     Case("softmax_with_minus_inf", "x: return torch.softmax(x, dim=1)",
          "[torch.randn(5, 300).masked_fill(torch.rand(5, 300) < 0.3, float('-inf'))]"),
