@@ -304,3 +304,10 @@ def test_a_bad_llm_setting_names_its_flag(tmp_path, monkeypatch, args, words):
     monkeypatch.setenv("EVOKERNEL_HOME", str(tmp_path / "home"))
     res = runner.invoke(app, ["run", str(ADD_RELU), *args])
     assert res.exit_code == 2 and res.stderr.count("\n") == 1 and words in res.stderr, res.stderr
+
+
+def test_a_flag_missing_its_value_points_at_its_commands_help(tmp_path, monkeypatch):
+    monkeypatch.setenv("EVOKERNEL_HOME", str(tmp_path / "home"))
+    res = runner.invoke(app, ["run", str(ADD_RELU), "--precision"])
+    assert res.exit_code == 2
+    assert res.stderr == "error: Option '--precision' requires an argument. (see `evokernel run --help`)\n"

@@ -44,11 +44,27 @@ class _Group(TyperGroup):
                 sys.exit(exc.exit_code)
             message = one_line(exc.format_message())
             if "UsageError" in kinds:
-                ctx = getattr(exc, "ctx", None)
-                message += f" (see `{ctx.command_path if ctx is not None else 'evokernel'} --help`)"
+                message += f" (see `{self._command_path(exc, args)} --help`)"
             sys.stderr.write(f"error: {message}\n")
             sys.exit(exc.exit_code)
         sys.exit(code if isinstance(code, int) else 0)
+
+    def _command_path(self, exc: Any, args: Any) -> str:
+        """The command a usage error is about: its context's, else the subcommand the arguments name
+        (click's parser raises some errors, e.g. an option missing its value, without a context)."""
+        ctx = getattr(exc, "ctx", None)
+        if ctx is not None and ctx.command is not self:
+            return ctx.command_path
+        words = list(sys.argv[1:] if args is None else args)
+        path = ["evokernel"]
+        group: Any = self
+        for word in words:
+            sub = getattr(group, "commands", {}).get(word)
+            if sub is None:
+                break
+            path.append(word)
+            group = sub
+        return " ".join(path)
 
 
 def _stdout_closed() -> None:
