@@ -98,3 +98,17 @@ def test_nothing_is_memoised_without_a_compiled_kernel(tmp_path):
     x, y = torch.randn(2, 3, 4, 5), torch.randn(2, 3, 4, 5)
     _call_twice(module, x, y)
     assert [entry[0] for entry in record] == ["jit", "jit"]
+
+
+def test_forward_reads_tensors_from_their_submodules_found_once():
+    from evokernel.builtin._emit import _owner_chains
+
+    lines, owners = _owner_chains([
+        "buf0 = f(self.layer1[0].bn1.running_var.view(-1, 1, 1), self.fc.weight.T, self.h0.to(x.device))",
+        "return g(self.w[0], self.layer1[0].bn1.weight, self.blocks[2].qkv.weight.transpose(-2, -1))",
+    ])
+    assert owners == ["self.layer1[0].bn1", "self.fc", "self.blocks[2].qkv"]
+    assert lines == [
+        "buf0 = f(owners[0].running_var.view(-1, 1, 1), owners[1].weight.T, self.h0.to(x.device))",
+        "return g(self.w[0], owners[0].weight, owners[2].weight.transpose(-2, -1))",
+    ]

@@ -3,6 +3,7 @@ helpers, the ModelNew class, and the expression emitter the kernels build on."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from ._build import FLOAT_DTYPES
@@ -140,18 +141,67 @@ def _out_views(plan: Plan) -> str:
     return views
 
 
+# A tensor forward reads from a submodule: "self" and its hops (".name", "[i]"), up to the
+# tensor's own name, which no call follows (".view(" after it is a method of the tensor).
+_CHAIN = re.compile(r"\bself((?:\.[A-Za-z_]\w*|\[\d+\])+)")
+_HOP = re.compile(r"\.[A-Za-z_]\w*|\[\d+\]")
+_TENSOR_ATTRS = {".T", ".mT", ".H", ".mH", ".data", ".real", ".imag", ".shape", ".dtype", ".device", ".ndim"}
+
+
+def _owner_chains(lines: list[str]) -> tuple[list[str], list[str]]:
+    """Forward's lines with every `self.a[0].b.weight` read as `owners[k].weight`, and the
+    owner chains (`self.a[0].b`) in first-use order. A read through one hop stays as it is."""
+    owners: list[str] = []
+
+    def bind(match: re.Match) -> str:
+        hops = _HOP.findall(match.group(1))
+        end = match.end()
+        rest = match.string[end:]
+        if rest.startswith("("):  # the last hop is a method: the tensor is the one before it
+            hops = hops[:-1]
+        while hops and hops[-1] in _TENSOR_ATTRS:  # .T, .data...: of the tensor, not a module's
+            hops = hops[:-1]
+        if len(hops) < 2 or not hops[-1].startswith("."):
+            return match.group(0)
+        owner = "self" + "".join(hops[:-1])
+        if owner not in owners:
+            owners.append(owner)
+        tail = match.group(1)[len("".join(hops)):]
+        return f"owners[{owners.index(owner)}]{hops[-1]}{tail}"
+
+    return [_CHAIN.sub(bind, line) for line in lines], owners
+
+
 def model_class(plan: Plan, launcher: str, body: list[str] | None = None) -> str:
     """ModelNew: the reference's __init__ and a forward that calls the launchers.
-    ``body``: statements run before the final call (a pipeline's earlier stages)."""
+    ``body``: statements run before the final call (a pipeline's earlier stages).
+
+    Forward reads each parameter and buffer from its submodule, found once on the first call:
+    walking `self.layer1[0].bn1.running_var` costs an nn.Module attribute lookup per hop and a
+    scan per Sequential index, thousands of them in a deep network's forward (on the H200 about
+    1 ms of ResNet101's 8 ms of host time). Submodules keep their identity through `.to()`,
+    `.half()` and `.eval()`; one assigned anew after the first call would not be seen."""
     call = f"{launcher}({', '.join(stage_args(plan) if body is None else [])})" if body is None else launcher
     forward_params = f"self, {plan.forward_args}" if plan.forward_args else "self"
-    lines = [f"        {line}" for line in (body or [])]
+    statements, owners = _owner_chains([*(body or []), f"return {call}{_out_views(plan)}"])
+    lines = [f"        {line}" for line in statements]
+    bound = ""
+    if owners:
+        lines.insert(0, "        owners = self._bound_owners()")
+        bound = (
+            "\n\n    def _bound_owners(self):\n"
+            "        # the submodules forward reads tensors from, found on the first call\n"
+            "        owners = self.__dict__.get(\"_evokernel_owners\")\n"
+            "        if owners is None:\n"
+            f"            owners = ({''.join(o + ', ' for o in owners)})\n"
+            "            self.__dict__[\"_evokernel_owners\"] = owners\n"
+            "        return owners\n"
+        )
     return (
         "class ModelNew(nn.Module):\n"
-        f"{plan.init_source}\n\n"
+        f"{plan.init_source}{bound}\n\n"
         f"    def forward({forward_params}):\n"
         + "".join(line + "\n" for line in lines)
-        + f"        return {call}{_out_views(plan)}\n"
     )
 
 
