@@ -345,6 +345,13 @@ class Builder:
         draws = sum(node.op == "random" for node in self.nodes)
         return self._add("random", (device,), {"kind": kind, "draw": draws}, tuple(shape), dtype)
 
+    def gather(self, src: Ref, index: Ref, dim: int, mode: str, shape: tuple[int, ...]) -> Ref:
+        """Values of ``src`` at the positions ``index`` holds along ``dim`` (see _canon_index)."""
+        for ref in (src, index):
+            if ref.kind not in ("leaf", "node"):
+                raise Reject("an indexed read of a non-tensor")
+        return self._add("gather", (src, index), {"dim": dim, "mode": mode}, tuple(shape), self.dtype(src))
+
     def cat(self, parts: tuple[Ref, ...], dim: int, shape: tuple[int, ...]) -> Ref:
         """torch.cat of tensors: a copy, made in forward from the parts' buffers."""
         for ref in parts:

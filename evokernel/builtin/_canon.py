@@ -17,6 +17,7 @@ import torch.nn as nn
 
 from ._build import Builder, ComputedView, Flipped, PyVal, Reject, ValuesTuple, py_source
 from ._canon_attn import ATTN_HANDLERS, attention_module
+from ._canon_index import INDEX_HANDLERS, indexed, is_tensor_index
 from ._canon_nn import NN_HANDLERS, call_nn_module
 from ._canon_rnn import rnn_module
 from ._canon_util import (RSIZE, _affine, _any_leaf_source, _bind, _dims, _layer_norm_impl, _norm_dims, _norm_of, _row_max,
@@ -418,7 +419,7 @@ HANDLERS = {
     "var": _var_std(False), "std": _var_std(True), "norm": _norm, "vector_norm": _vector_norm, "linalg_vector_norm": _vector_norm,
     "normalize": _normalize, "layer_norm": _layer_norm, "rms_norm": _rms_norm,
     "matmul": _matmul, "mm": _matmul, "mv": _matmul, "bmm": _matmul, "linear": _linear, "addmm": _addmm,
-    "baddbmm": _addmm, **ATTN_HANDLERS,
+    "baddbmm": _addmm, **ATTN_HANDLERS, **INDEX_HANDLERS,
 }
 
 _OPERATORS = {
@@ -537,6 +538,8 @@ def call_function(ctx: Context, target, args, kwargs):
                 return ctx.b.reduce(base.kind, base.source, base.dims, base.keepdim)
             raise Reject("only [0] (values) and [1] (indices) of max/min are supported")
         if isinstance(base, (Ref, ComputedView)):
+            if is_tensor_index(index):  # positions held by a tensor: a read of its own, not a view
+                return indexed(ctx, base, index)
             return _apply_view(ctx, base, "__getitem__", (index,), {})
         return _python_op(target, args)
     if target in _OPERATORS:

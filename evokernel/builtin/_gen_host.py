@@ -1,10 +1,12 @@
-"""Stages made in forward itself: torch.cat of buffers (a copy, allowed under
-every rule set), under the kernelbench rules the library's convolution or
-matmul whose result our following kernels finish, and random draws (_gen_random)."""
+"""Stages of their own that need no configuration: torch.cat of buffers (a copy
+made in forward, allowed under every rule set), under the kernelbench rules the
+library's convolution or matmul whose result our following kernels finish, and
+our small kernels for random draws (_gen_random) and indexed reads (_gen_gather)."""
 
 from __future__ import annotations
 
 from ._emit import StageCode
+from ._gen_gather import generate_gather
 from ._gen_random import generate_random
 from ._ir import Plan
 
@@ -15,6 +17,8 @@ def generate_host(plan: Plan, tag: str) -> StageCode:
     node = plan.node(plan.anchor_id)
     if node.op == "random":
         return generate_random(plan, tag)
+    if node.op == "gather":
+        return generate_gather(plan, tag)
     names = [leaf.name for leaf in plan.leaves]
     operand = {leaf.name: leaf.name for leaf in plan.leaves}
     args = [operand[a.value] for a in node.args]

@@ -33,9 +33,11 @@ from ._row_passes import fused_pairs
 
 __all__ = ["schedule", "classify", "domain_map", "HOST_OPS", "LIBRARY_OPS"]
 
-HOST_OPS = ("cat", "libconv", "libmm", "random")
+# stages of their own that need no configuration: made in forward (a copy, a library call), or a
+# small kernel of ours (a random draw, an indexed read)
+HOST_OPS = ("cat", "libconv", "libmm", "random", "gather")
 SPLIT_MIN_COLS = 16384  # rows at least this long, ...
-SPLIT_MAX_ROWS = 512  # ... and at most this many of them, are reduced in parallel chunks  # stages made in forward itself, no kernel of ours
+SPLIT_MAX_ROWS = 512  # ... and at most this many of them, are reduced in parallel chunks
 LIBRARY_OPS = {"conv": "libconv", "matmul": "libmm"}  # what the kernelbench rules hand to the library
 
 

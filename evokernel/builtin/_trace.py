@@ -110,6 +110,7 @@ def _trace(model: torch.nn.Module, inputs: list, names: list[str]):
         if left_out:
             _drop_specialised_inputs(gm, len(inputs))
         _check_state_kept(state)
+        _check_constants(gm)
     except Exception as exc:
         fx_reason = f"torch.fx could not trace forward: {type(exc).__name__}: {exc}".splitlines()[0]
         try:
@@ -131,6 +132,17 @@ def _drop_specialised_inputs(gm, supplied: int) -> None:
         if not node.users:
             gm.graph.erase_node(node)
     gm.recompile()
+
+
+def _check_constants(gm) -> None:
+    """torch.fx proxies parameters but not buffers: ``self.index.view(-1)`` runs at trace time
+    and lands in the graph as a constant (on meta tensors, one without values). Dynamo's
+    capture reads the buffer and records the view."""
+    for node in gm.graph.nodes:
+        if node.op == "get_attr" and str(node.target).startswith("_tensor_constant"):
+            value = getattr(gm, str(node.target))
+            if value.numel() != 1 or value.is_meta:
+                raise RuntimeError("forward computes on a buffer outside the graph (a tensor constant)")
 
 
 def _check_state_kept(state: list) -> None:

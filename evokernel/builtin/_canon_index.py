@@ -1,0 +1,96 @@
+"""Reads at computed positions: ``x[idx]`` (an integer tensor indexing one dim, the dims
+before it taken whole), ``index_select`` and ``gather``; and ``torch.roll``, a rotation
+of whole slices (two narrow views joined by torch.cat, a copy in forward, per rolled dim).
+
+Each becomes one "gather" node (the scheduler gives it a kernel of its own, _gen_gather):
+``mode`` "select" replaces dim ``dim`` of the source by the index tensor's dims (advanced
+indexing, index_select), "gather" reads ``src[..., idx[i...], ...]`` at every position of
+an index tensor shaped like the output (torch.gather). A boolean mask would make the
+result's shape depend on the values: not supported.
+"""
+
+from __future__ import annotations
+
+from ._build import ComputedView, Reject
+from ._canon_nn import _leaf_view
+from ._canon_util import _bind, _static
+from ._ir import Ref
+
+__all__ = ["INDEX_HANDLERS", "indexed", "is_tensor_index"]
+
+_INDEX_DTYPES = ("int64", "int32", "int16", "int8", "uint8")
+
+
+def is_tensor_index(index) -> bool:
+    items = index if isinstance(index, tuple) else (index,)
+    return any(isinstance(i, (Ref, ComputedView)) and not (isinstance(i, Ref) and i.kind in ("const", "scalar"))
+               for i in items)
+
+
+def _index_ref(ctx, value) -> Ref:
+    ref = ctx.ref(value)
+    dtype = ctx.b.dtype(ref)
+    if dtype == "bool":
+        raise Reject("indexing by a boolean mask: the result's shape depends on the mask's values")
+    if dtype not in _INDEX_DTYPES:
+        raise Reject(f"indexing by a {dtype} tensor (integer indices are supported)")
+    return ref
+
+
+def _gather(ctx, src, index, dim: int, mode: str) -> Ref:
+    if ctx.spec is None:
+        raise Reject("an indexed read without a traced shape")
+    src = ctx.ref(src)
+    rank = len(ctx.b.shape(src))
+    if rank == 0:
+        raise Reject("indexing a 0-dim tensor")
+    return ctx.b.gather(src, _index_ref(ctx, index), dim % rank, mode, ctx.spec.shape)
+
+
+def indexed(ctx, base, index):
+    """``base[index]`` where the index holds one integer tensor, after whole slices only."""
+    items = list(index) if isinstance(index, tuple) else [index]
+    if sum(is_tensor_index((i,)) for i in items) != 1:
+        raise Reject("indexing by several tensors at once is not supported")
+    position = next(k for k, i in enumerate(items) if is_tensor_index((i,)))
+    whole = slice(None)
+    if any(i != whole for k, i in enumerate(items) if k != position):
+        raise Reject("a tensor index beside slices, integers or None (only whole slices around it are supported)")
+    return _gather(ctx, base, items[position], position, "select")
+
+
+def _index_select(ctx, args, kwargs):
+    a = _bind(args, kwargs, ["input", "dim", "index"])
+    return _gather(ctx, a["input"], a["index"], int(_static(a["dim"], "dim")), "select")
+
+
+def _torch_gather(ctx, args, kwargs):
+    a = _bind(args, kwargs, ["input", "dim", "index", "sparse_grad"], {"sparse_grad": False})
+    return _gather(ctx, a["input"], a["index"], int(_static(a["dim"], "dim")), "gather")
+
+
+def _roll(ctx, args, kwargs):
+    a = _bind(args, kwargs, ["input", "shifts", "dims"], {"dims": None})
+    shifts, dims = _static(a["shifts"], "shifts"), _static(a["dims"], "dims")
+    if dims is None:
+        raise Reject("torch.roll without dims (of the flattened tensor) is not supported")
+    shifts = (shifts,) if isinstance(shifts, int) else tuple(shifts)
+    dims = (dims,) if isinstance(dims, int) else tuple(dims)
+    if len(shifts) != len(dims):
+        raise Reject("torch.roll with as many shifts as dims is supported")
+    x = ctx.ref(a["input"])
+    shape = tuple(ctx.b.shape(x))
+    for shift, dim in zip(shifts, dims):
+        dim %= len(shape)
+        n = shape[dim]
+        shift %= n
+        if not shift:
+            continue
+        # out[i] = x[(i - shift) % n]: the last `shift` slices, then the first n - shift
+        tail = _leaf_view(ctx, x, f".narrow({dim}, {n - shift}, {shift})", shape[:dim] + (shift,) + shape[dim + 1:])
+        head = _leaf_view(ctx, x, f".narrow({dim}, 0, {n - shift})", shape[:dim] + (n - shift,) + shape[dim + 1:])
+        x = ctx.b.cat((tail, head), dim, shape)
+    return x if x.kind == "node" else ctx.b.pw("identity", x)
+
+
+INDEX_HANDLERS = {"index_select": _index_select, "gather": _torch_gather, "roll": _roll}

@@ -1,0 +1,61 @@
+"""Indexed reads (x[idx] of an integer tensor, index_select, gather; negative indices; a
+computed table read through a buffer of positions, as Swin V2's relative position bias)
+and torch.roll, checked by the executor (interpreter values, sm_90 compile) under both
+rule sets."""
+
+import pytest
+
+from builtin_case import Case, Lazy, explain, ok, params, write
+
+CASES = [
+    # Swin V2: a table computed by an MLP, read at a buffer of positions, viewed per head
+    Case("computed_table_at_buffer_positions",
+         "x: table = self.mlp(x).view(-1, 3)\n"
+         "bias = table[self.index.view(-1)].view(4, 4, -1).permute(2, 0, 1).contiguous()\n"
+         "return 16 * torch.sigmoid(bias)",
+         "[torch.randn(1, 9, 2)]",
+         init="self.mlp = nn.Sequential(nn.Linear(2, 8), nn.ReLU(), nn.Linear(8, 3))\n"
+              "self.register_buffer('index', torch.randint(0, 9, (4, 4)))"),
+    Case("select_later_dim_negative", "x: return x[:, self.index] * 2.0", "[torch.randn(3, 7, 5)]",
+         init="self.register_buffer('index', torch.tensor([[0, -1], [6, 2], [-7, 3]]))"),
+    Case("index_select_input_index", "x, i: return torch.index_select(torch.relu(x), 0, i)",
+         "[torch.randn(6, 5), torch.randint(0, 6, (9,))]", slow=True),
+    Case("gather_along_dim", "x, i: return torch.gather(x + 1.0, 1, i)",
+         "[torch.randn(4, 7, 3), torch.randint(0, 7, (4, 5, 3))]"),
+    Case("roll_two_dims", "x: return torch.roll(x * 2.0, shifts=(-1, 2), dims=(1, 2))", "[torch.randn(2, 5, 6, 3)]"),
+    Case("roll_input", "x: return torch.roll(x, 3, 0) + 1.0", "[torch.randn(7, 2)]", slow=True),
+]
+KERNELBENCH = ("computed_table_at_buffer_positions", "gather_along_dim")
+
+
+@pytest.fixture(scope="module")
+def results(cpu_executor, tmp_path_factory):
+    return Lazy(cpu_executor, CASES, tmp_path_factory.mktemp("gather"))
+
+
+@pytest.fixture(scope="module")
+def kernelbench_results(cpu_executor, tmp_path_factory):
+    return Lazy(cpu_executor, [c for c in CASES if c.name in KERNELBENCH], tmp_path_factory.mktemp("gather_kb"),
+                rules="kernelbench")
+
+
+@pytest.mark.parametrize("name", params(CASES))
+def test_gather_candidate_is_correct(results, name):
+    assert ok(results[name]), explain(results[name])
+
+
+@pytest.mark.parametrize("name", KERNELBENCH)
+def test_gather_candidate_is_correct_under_kernelbench_rules(kernelbench_results, name):
+    assert ok(kernelbench_results[name]), explain(kernelbench_results[name])
+
+
+@pytest.mark.parametrize("forward, init, reason", [
+    ("x: return x[self.mask]", "self.register_buffer('mask', torch.tensor([True, False, True, True]))", "boolean mask"),
+    ("x: return x[self.rows, self.cols]", "self.register_buffer('rows', torch.tensor([0, 1]))\n"
+                                          "self.register_buffer('cols', torch.tensor([2, 3]))", "several tensors"),
+])
+def test_indexed_reads_outside_say_why(tmp_path, forward, init, reason):
+    from evokernel.builtin import analyze
+
+    plan = analyze(write(Case("outside", forward, "[torch.randn(4, 4)]", init=init), tmp_path))
+    assert not plan and reason in plan.reason, plan
