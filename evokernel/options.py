@@ -24,7 +24,7 @@ import dataclasses
 import math
 import os
 import re
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable
 
 if TYPE_CHECKING:
     from backends import EvalOptions
@@ -409,10 +409,6 @@ def _flat_names() -> tuple[dict[str, str], frozenset[str]]:
 
 
 _FLAT, _HOW = _flat_names()
-
-
-def record_fields(record: type) -> Mapping[str, dataclasses.Field]:
-    return {f.name: f for f in dataclasses.fields(record)}
 
 
 __all__ = [
