@@ -70,8 +70,8 @@ class Backend(Protocol):
     title: str  # the target as prompts name it ("Triton", "CUDA C++")
     prompt_rules: str  # this backend's rules for a model writing a candidate, as prompt text
     kernel_marker: str  # a regex matching candidate source that holds a kernel of this kind
-    # Lazy "module:attr" references (backends never import evokernel), or None:
-    builtin_policy: str | None  # the offline generator's class, built as cls(plan_cache)
+    # A lazy "module:attr" reference (backends never import evokernel), or None. (A backend's offline
+    # kernel generator is registered on evokernel's side: evokernel.policies.GENERATORS.)
     api_notes: str | None  # a function seeding this backend's API notes into a memory bank: f(store) -> count
 
     def mode(self) -> dict[str, Any]:

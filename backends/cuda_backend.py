@@ -194,7 +194,6 @@ class _NotBuilt:
 class CudaBackend:
     name = "cuda"
     language = "cuda-cpp"
-    builtin_policy = None  # no builtin generator writes CUDA C++
     api_notes = None
     title = "CUDA C++"
     kernel_marker = r"__global__"  # a kernel of this kind in a candidate's source (for the LLM answer parser)

@@ -50,7 +50,6 @@ def _describe_arg(value: Any) -> Any:
 class TritonBackend:
     name = "triton"
     language = "python-triton"
-    builtin_policy = "evokernel.policies._builtin:TritonBuiltinPolicy"  # lazy "module:attr": backends never import evokernel
     api_notes = None  # no API notes to seed: the language is in every model's training data
     title = "Triton"
     # A kernel of this kind in a candidate's source (the LLM answer parser tells whole files from pieces by it).

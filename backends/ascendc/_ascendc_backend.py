@@ -37,7 +37,6 @@ def _without_python_comments(source: str) -> str:
 class AscendCBackend:
     name = "ascendc"
     language = "ascendc"
-    builtin_policy = "evokernel.ascendc:AscendCBuiltinPolicy"  # lazy "module:attr": backends never import evokernel
     api_notes = "evokernel.ascendc:seed_api_notes"  # seeds the API notes into a bank (store) -> count
     title = "Ascend C"
     kernel_marker = r"__aicore__"  # a kernel of this kind in a candidate's source (for the LLM answer parser)

@@ -169,9 +169,12 @@ def run_suite(paths: Sequence[Path], options: Any, *, memory: Any = None, store:
 
 
 def check_options(options: RunOptions) -> None:
-    """A bench or ablation needs a policy it can name: the builtin one or an LLM."""
-    if options.model is None and options.policy != "builtin":
-        raise BenchError(f"unknown policy {options.policy!r}: use --policy builtin or --model PROVIDER:MODEL")
+    """A bench or ablation needs a policy it can name: a registered one (`builtin`, a plugin's) or an LLM."""
+    from evokernel.policies import policy_names
+
+    if options.model is None and options.policy not in policy_names():
+        raise BenchError(f"unknown policy {options.policy!r}; known: {', '.join(policy_names())}; "
+                         "or --model PROVIDER:MODEL")
 
 
 def run_bench(

@@ -16,16 +16,17 @@ such kernels with buffers between them (see _schedule).
 from ._config import Config, default_config, neighbours, search_space
 from ._describe import describe
 from ._emit import scalar_sources
+from ._families import Family, family, family_names, register_family, unregister_family
 from ._generate import generate
-from ._ir import FAMILIES, Plan, Unsupported
+from ._ir import Plan, Unsupported
 from ._selfcheck import CheckResult, check_candidate, check_in_subprocess
 from ._trace import analyze
 
 __all__ = [
     "scalar_sources",
-    "FAMILIES",
     "CheckResult",
     "Config",
+    "Family",
     "Plan",
     "Unsupported",
     "analyze",
@@ -33,7 +34,11 @@ __all__ = [
     "check_in_subprocess",
     "default_config",
     "describe",
+    "family",
+    "family_names",
     "generate",
     "neighbours",
+    "register_family",
     "search_space",
+    "unregister_family",
 ]

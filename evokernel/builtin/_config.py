@@ -34,7 +34,8 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, fields
 
-from ._ir import FAMILIES, Plan
+from ._families import Family, family
+from ._ir import Plan
 
 __all__ = ["Config", "search_space", "default_config", "neighbours", "split_tf32_pays", "ONE_PASS_MAX",
            "SPLIT_IN_REGISTERS_K"]
@@ -83,8 +84,7 @@ class Config:
     precision: str = "auto"
 
     def __post_init__(self):
-        if self.family not in FAMILIES:
-            raise ValueError(f"unknown family {self.family!r}; expected one of {FAMILIES}")
+        configurable(self.family)  # ValueError for a family that is unknown or takes no configuration
         for name in ("block_m", "block_n", "block_k", "group_m", "num_warps", "split_k"):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1 or value & (value - 1):
@@ -104,20 +104,9 @@ class Config:
         return cls(**{k: v for k, v in data.items() if k in known})
 
     def text(self) -> str:
-        keys = _TUNABLE[self.family]
+        keys = family(self.family).tunable
         return ", ".join(f"{k}={getattr(self, k)}" for k in keys)
 
-
-_TUNABLE = {
-    "elementwise": ("block_n", "num_warps"),
-    "rows": ("one_pass", "block_m", "block_n", "num_warps"),
-    "matmul": ("block_m", "block_n", "block_k", "group_m", "num_warps", "num_stages", "split_k", "precision"),
-    "conv": ("block_m", "block_n", "block_k", "num_warps", "num_stages", "precision"),
-    "pool": ("block_n", "num_warps"),
-    "scan": ("block_m", "block_n", "num_warps"),
-    "rnn": ("one_pass", "block_m", "block_n", "block_k", "num_warps", "precision"),
-    "attention": ("block_m", "block_n", "num_warps", "num_stages", "precision"),
-}
 
 # (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages), after Triton's matmul tutorial
 _MATMUL_TILES = (
@@ -183,59 +172,88 @@ def _row_dims(plan: Plan) -> tuple[int, int, int]:
 def search_space(plan: Plan) -> list[Config]:
     """Every configuration worth trying for the plan's (main stage's) family, in a fixed order."""
     plan = plan.main_stage
-    family = plan.family
-    if family == "elementwise":
-        return [Config(family, block_n=bn, num_warps=w)
-                for bn in (256, 512, 1024, 2048, 4096) for w in (2, 4, 8)]
-    if family == "rows":
-        space = [Config(family, one_pass=True, block_m=bm, block_n=1024, num_warps=w)
-                 for bm in (1, 2, 4, 8, 16, 32, 64) for w in (1, 2, 4, 8, 16)]
-        space += [Config(family, one_pass=False, block_m=bm, block_n=bn, num_warps=w)
-                  for bm in (1, 2, 4, 8, 16, 32, 64, 128) for bn in (8, 16, 32, 256, 512, 1024, 2048, 4096)
-                  for w in (2, 4, 8)]
-        return space
-    if family == "matmul":
-        # both defaults first: a 3xTF32 draft that is not close enough to the reference is redrafted in IEEE
-        space = [default_config(plan), _ieee_default(plan)]
-        if _fp32_operands(plan):  # fp16/bf16 operands go to the tensor cores as they are: no TF32 split
-            space += [Config(family, block_m=bm, block_n=bn, block_k=bk, num_warps=w, num_stages=s, group_m=g,
-                             split_k=sk, precision="3xtf32")
-                      for bm, bn, bk, w, s in _MATMUL_SPLIT_TILES for g in (1, 8) for sk in (1, 4, 16, 64)]
-        space += [Config(family, block_m=bm, block_n=bn, block_k=bk, num_warps=w, num_stages=s, group_m=g, split_k=sk)
-                  for bm, bn, bk, w, s in _MATMUL_TILES for g in (1, 8) for sk in (1, 4, 16, 64)]
-        return list(dict.fromkeys(space))
-    if family == "conv":
-        # the default tile first, in every precision: a draft whose rounding does not match
-        # the reference's is retried with the next one
-        first = default_config(plan)
-        tiles = sorted(_CONV_TILES, key=lambda t: t != (first.block_m, first.block_n, first.block_k,
-                                                         first.num_warps, first.num_stages))
-        return [Config(family, block_m=bm, block_n=bn, block_k=bk, num_warps=w, num_stages=s, precision=p)
-                for bm, bn, bk, w, s in tiles for p in _roundings(plan)]
-    if family == "pool":
-        return [Config(family, block_n=bn, num_warps=w) for bn in (128, 256, 512, 1024, 2048) for w in (2, 4, 8)]
-    if family == "scan":
-        return [Config(family, block_m=bm, block_n=bn, num_warps=w)
-                for bm in (1, 2, 4, 8) for bn in (256, 1024, 4096, 8192) for w in (2, 4, 8, 16)]
-    if family == "attention":
-        # the default first, then its IEEE twin: a 3xTF32 draft not close enough to the reference is redrafted
-        first = default_config(plan)
-        precisions = ("3xtf32", "auto") if first.precision == "3xtf32" else ("auto",)
-        space = [first, Config(family, block_m=first.block_m, block_n=first.block_n, num_warps=first.num_warps,
-                               num_stages=first.num_stages)]
-        space += [Config(family, block_m=bm, block_n=bn, num_warps=w, num_stages=s, precision=p)
-                  for p in precisions for bm in (32, 64, 128) for bn in (16, 32, 64, 128) for w in (4, 8)
-                  for s in (1, 2, 3)]
-        return list(dict.fromkeys(space))
-    if family == "rnn":
-        # the default tile first in every rounding, as for convolutions: cuDNN's reference may run TF32
-        first = default_config(plan)
-        tiles = sorted(((one, bm, bn, bk, w) for one in (True, False) for bm in (16, 32, 64) for bn in (16, 32, 64, 128)
-                        for bk in (16, 32, 64) for w in (1, 2, 4, 8)),
-                       key=lambda t: t != (first.one_pass, first.block_m, first.block_n, first.block_k, first.num_warps))
-        return [Config(family, one_pass=one, block_m=bm, block_n=bn, block_k=bk, num_warps=w, precision=p)
-                for one, bm, bn, bk, w in tiles for p in _roundings(plan)]
-    raise ValueError(f"unknown family {family!r}")
+    return configurable(plan.family).search_space(plan)
+
+
+def default_config(plan: Plan) -> Config:
+    """A sensible first configuration, sized from the traced shapes."""
+    plan = plan.main_stage
+    return configurable(plan.family).default_config(plan)
+
+
+def configurable(name: str) -> Family:
+    """The family of that name, when it is configured (has a search space); ValueError otherwise."""
+    found = family(name)
+    if found.search_space is None or found.default_config is None:
+        raise ValueError(f"the {name} family takes no configuration")
+    return found
+
+
+def elementwise_space(plan: Plan) -> list[Config]:
+    return [Config("elementwise", block_n=bn, num_warps=w)
+            for bn in (256, 512, 1024, 2048, 4096) for w in (2, 4, 8)]
+
+
+def rows_space(plan: Plan) -> list[Config]:
+    space = [Config("rows", one_pass=True, block_m=bm, block_n=1024, num_warps=w)
+             for bm in (1, 2, 4, 8, 16, 32, 64) for w in (1, 2, 4, 8, 16)]
+    space += [Config("rows", one_pass=False, block_m=bm, block_n=bn, num_warps=w)
+              for bm in (1, 2, 4, 8, 16, 32, 64, 128) for bn in (8, 16, 32, 256, 512, 1024, 2048, 4096)
+              for w in (2, 4, 8)]
+    return space
+
+
+def matmul_space(plan: Plan) -> list[Config]:
+    # both defaults first: a 3xTF32 draft that is not close enough to the reference is redrafted in IEEE
+    space = [matmul_default(plan), _ieee_default(plan)]
+    if _fp32_operands(plan):  # fp16/bf16 operands go to the tensor cores as they are: no TF32 split
+        space += [Config("matmul", block_m=bm, block_n=bn, block_k=bk, num_warps=w, num_stages=s, group_m=g,
+                         split_k=sk, precision="3xtf32")
+                  for bm, bn, bk, w, s in _MATMUL_SPLIT_TILES for g in (1, 8) for sk in (1, 4, 16, 64)]
+    space += [Config("matmul", block_m=bm, block_n=bn, block_k=bk, num_warps=w, num_stages=s, group_m=g, split_k=sk)
+              for bm, bn, bk, w, s in _MATMUL_TILES for g in (1, 8) for sk in (1, 4, 16, 64)]
+    return list(dict.fromkeys(space))
+
+
+def conv_space(plan: Plan) -> list[Config]:
+    # the default tile first, in every precision: a draft whose rounding does not match
+    # the reference's is retried with the next one
+    first = conv_default(plan)
+    tiles = sorted(_CONV_TILES, key=lambda t: t != (first.block_m, first.block_n, first.block_k,
+                                                     first.num_warps, first.num_stages))
+    return [Config("conv", block_m=bm, block_n=bn, block_k=bk, num_warps=w, num_stages=s, precision=p)
+            for bm, bn, bk, w, s in tiles for p in _roundings(plan)]
+
+
+def pool_space(plan: Plan) -> list[Config]:
+    return [Config("pool", block_n=bn, num_warps=w) for bn in (128, 256, 512, 1024, 2048) for w in (2, 4, 8)]
+
+
+def scan_space(plan: Plan) -> list[Config]:
+    return [Config("scan", block_m=bm, block_n=bn, num_warps=w)
+            for bm in (1, 2, 4, 8) for bn in (256, 1024, 4096, 8192) for w in (2, 4, 8, 16)]
+
+
+def attention_space(plan: Plan) -> list[Config]:
+    # the default first, then its IEEE twin: a 3xTF32 draft not close enough to the reference is redrafted
+    first = attention_default(plan)
+    precisions = ("3xtf32", "auto") if first.precision == "3xtf32" else ("auto",)
+    space = [first, Config("attention", block_m=first.block_m, block_n=first.block_n, num_warps=first.num_warps,
+                           num_stages=first.num_stages)]
+    space += [Config("attention", block_m=bm, block_n=bn, num_warps=w, num_stages=s, precision=p)
+              for p in precisions for bm in (32, 64, 128) for bn in (16, 32, 64, 128) for w in (4, 8)
+              for s in (1, 2, 3)]
+    return list(dict.fromkeys(space))
+
+
+def rnn_space(plan: Plan) -> list[Config]:
+    # the default tile first in every rounding, as for convolutions: cuDNN's reference may run TF32
+    first = rnn_default(plan)
+    tiles = sorted(((one, bm, bn, bk, w) for one in (True, False) for bm in (16, 32, 64) for bn in (16, 32, 64, 128)
+                    for bk in (16, 32, 64) for w in (1, 2, 4, 8)),
+                   key=lambda t: t != (first.one_pass, first.block_m, first.block_n, first.block_k, first.num_warps))
+    return [Config("rnn", one_pass=one, block_m=bm, block_n=bn, block_k=bk, num_warps=w, precision=p)
+            for one, bm, bn, bk, w in tiles for p in _roundings(plan)]
 
 
 def _fp32_operands(plan: Plan) -> bool:
@@ -256,68 +274,73 @@ def _pow2(n: int) -> int:
     return 1 << max(0, (int(n) - 1).bit_length())
 
 
-def default_config(plan: Plan) -> Config:
-    """A sensible first configuration, sized from the traced shapes."""
-    plan = plan.main_stage
-    family = plan.family
-    if family == "elementwise":
-        return Config(family, block_n=1024, num_warps=4)
-    if family == "rows":
-        outer, width, inner = _row_dims(plan)
-        padded = _pow2(width)
-        if inner > 1:
-            # rows are inner positions: coalesced along them, a narrow chunk of the reduced dim
-            block_m = min(64, _pow2(inner))
-            if padded * block_m <= ONE_PASS_MAX and block_m >= 16:
-                return Config(family, one_pass=True, block_m=block_m, block_n=1024, num_warps=4)
-            return Config(family, one_pass=False, block_m=block_m, block_n=16, num_warps=4)
-        if padded > ONE_PASS_MAX:
-            return Config(family, one_pass=False, block_m=1, block_n=4096, num_warps=8)
-        block_m = max(1, min(16, 2048 // padded))
-        warps = 1 if padded <= 256 else 4 if padded <= 2048 else 8 if padded <= 8192 else 16
-        if block_m > 1:
-            warps = 4
-        return Config(family, one_pass=True, block_m=block_m, block_n=1024, num_warps=warps)
-    if family == "matmul":
-        rows, n, k = _matmul_dims(plan)
-        specs = [plan.leaf(r.value).spec for r in plan.node(plan.matmul_id).args]
-        if split_tf32_pays(specs[0].shape, specs[1].shape, (spec.dtype for spec in specs)):
-            tiles = math.ceil(rows / 128) * math.ceil(n / 128)
-            bm, bn, bk, w, s = (128, 128, 32, 8, 3) if tiles >= 132 else (64, 128, 32, 4, 4)
-            return Config(family, block_m=bm, block_n=bn, block_k=bk, num_warps=w, num_stages=s, group_m=8,
-                          split_k=_split(rows, n, k, bm, bn), precision="3xtf32")
-        return _ieee_default(plan)
-    if family == "conv":
-        # 128 x 128 tiles for 128+ output channels: 14-19% faster than 128 x 64 on three of four
-        # KernelBench 2D convolutions on the H200 (3% slower on the fourth)
-        cout_g = _conv_out_channels(plan)
-        bm, bn, bk, w, s = ((128, 128, 32, 8, 3) if cout_g >= 128 else (128, 64, 32, 4, 3) if cout_g > 32
-                            else (128, 32, 32, 4, 2))
-        return Config(family, block_m=bm, block_n=bn, block_k=bk, num_warps=w, num_stages=s)
-    if family == "pool":
-        return Config(family, block_n=512, num_warps=4)
-    if family == "scan":
-        return Config(family, block_m=1, block_n=4096, num_warps=8)
-    if family == "attention":
-        return _attention_default(plan)
-    if family == "rnn":
-        # programs own batch rows (tl.dot needs 16). One launch a layer (each program walking every step)
-        # where a program's share of a step is small, else one launch a step with small hidden tiles. On
-        # the H200 (KernelBench's batch 10, hidden 256, 512 steps, 6 layers) a launch a step cost ~22 us
-        # a step, one program a step ~26 us for an LSTM's 4 x 256^2 weights (128 x 32 tiles, 8 warps;
-        # 64 x 64 with 4 warps: ~35 us) and ~20 us for a GRU's 3 x 256^2 (one program a direction)
-        rnn = dict(plan.node(plan.anchor_id).attrs)
-        block_m = min(64, max(16, _pow2(rnn["batch"])))
-        gates = {"LSTM": 4, "GRU": 3}.get(rnn["mode"], 1)
-        if gates * rnn["hidden"] ** 2 <= 3 << 16:
-            tile = min(128, max(16, _pow2(rnn["hidden"])))
-            return Config(family, one_pass=True, block_m=block_m, block_n=tile, block_k=min(32, tile),
-                          num_warps=8 if tile >= 128 else 4)
-        return Config(family, one_pass=False, block_m=block_m, block_n=32, block_k=32, num_warps=4)
-    raise ValueError(f"unknown family {family!r}")
+def elementwise_default(plan: Plan) -> Config:
+    return Config("elementwise", block_n=1024, num_warps=4)
 
 
-def _attention_default(plan: Plan) -> Config:
+def rows_default(plan: Plan) -> Config:
+    outer, width, inner = _row_dims(plan)
+    padded = _pow2(width)
+    if inner > 1:
+        # rows are inner positions: coalesced along them, a narrow chunk of the reduced dim
+        block_m = min(64, _pow2(inner))
+        if padded * block_m <= ONE_PASS_MAX and block_m >= 16:
+            return Config("rows", one_pass=True, block_m=block_m, block_n=1024, num_warps=4)
+        return Config("rows", one_pass=False, block_m=block_m, block_n=16, num_warps=4)
+    if padded > ONE_PASS_MAX:
+        return Config("rows", one_pass=False, block_m=1, block_n=4096, num_warps=8)
+    block_m = max(1, min(16, 2048 // padded))
+    warps = 1 if padded <= 256 else 4 if padded <= 2048 else 8 if padded <= 8192 else 16
+    if block_m > 1:
+        warps = 4
+    return Config("rows", one_pass=True, block_m=block_m, block_n=1024, num_warps=warps)
+
+
+def matmul_default(plan: Plan) -> Config:
+    rows, n, k = _matmul_dims(plan)
+    specs = [plan.leaf(r.value).spec for r in plan.node(plan.matmul_id).args]
+    if split_tf32_pays(specs[0].shape, specs[1].shape, (spec.dtype for spec in specs)):
+        tiles = math.ceil(rows / 128) * math.ceil(n / 128)
+        bm, bn, bk, w, s = (128, 128, 32, 8, 3) if tiles >= 132 else (64, 128, 32, 4, 4)
+        return Config("matmul", block_m=bm, block_n=bn, block_k=bk, num_warps=w, num_stages=s, group_m=8,
+                      split_k=_split(rows, n, k, bm, bn), precision="3xtf32")
+    return _ieee_default(plan)
+
+
+def conv_default(plan: Plan) -> Config:
+    # 128 x 128 tiles for 128+ output channels: 14-19% faster than 128 x 64 on three of four
+    # KernelBench 2D convolutions on the H200 (3% slower on the fourth)
+    cout_g = _conv_out_channels(plan)
+    bm, bn, bk, w, s = ((128, 128, 32, 8, 3) if cout_g >= 128 else (128, 64, 32, 4, 3) if cout_g > 32
+                        else (128, 32, 32, 4, 2))
+    return Config("conv", block_m=bm, block_n=bn, block_k=bk, num_warps=w, num_stages=s)
+
+
+def pool_default(plan: Plan) -> Config:
+    return Config("pool", block_n=512, num_warps=4)
+
+
+def scan_default(plan: Plan) -> Config:
+    return Config("scan", block_m=1, block_n=4096, num_warps=8)
+
+
+def rnn_default(plan: Plan) -> Config:
+    # programs own batch rows (tl.dot needs 16). One launch a layer (each program walking every step)
+    # where a program's share of a step is small, else one launch a step with small hidden tiles. On
+    # the H200 (KernelBench's batch 10, hidden 256, 512 steps, 6 layers) a launch a step cost ~22 us
+    # a step, one program a step ~26 us for an LSTM's 4 x 256^2 weights (128 x 32 tiles, 8 warps;
+    # 64 x 64 with 4 warps: ~35 us) and ~20 us for a GRU's 3 x 256^2 (one program a direction)
+    rnn = dict(plan.node(plan.anchor_id).attrs)
+    block_m = min(64, max(16, _pow2(rnn["batch"])))
+    gates = {"LSTM": 4, "GRU": 3}.get(rnn["mode"], 1)
+    if gates * rnn["hidden"] ** 2 <= 3 << 16:
+        tile = min(128, max(16, _pow2(rnn["hidden"])))
+        return Config("rnn", one_pass=True, block_m=block_m, block_n=tile, block_k=min(32, tile),
+                      num_warps=8 if tile >= 128 else 4)
+    return Config("rnn", one_pass=False, block_m=block_m, block_n=32, block_k=32, num_warps=4)
+
+
+def attention_default(plan: Plan) -> Config:
     """fp32 takes 3xTF32 products (the tensor cores, three products a pair) with tiles small
     enough for the split parts to stay in registers; half precision takes wider query tiles.
     Head dims past 128 halve the key tile: the [BLOCK_N, head dim] tiles of k and v grow."""
@@ -368,7 +391,7 @@ def _conv_out_channels(plan: Plan) -> int:
 def _steps(config: Config, other: Config, space: list[Config]) -> int:
     """How many grid steps apart two configs are, field by field."""
     total = 0
-    for name in _TUNABLE[config.family]:
+    for name in family(config.family).tunable:
         values = sorted({getattr(c, name) for c in space} | {getattr(config, name)})
         total += abs(values.index(getattr(config, name)) - values.index(getattr(other, name)))
     return total

@@ -23,12 +23,9 @@ __all__ = [
     "ReduceGroup",
     "Plan",
     "Unsupported",
-    "FAMILIES",
     "ANCHORS",
 ]
 
-# Families a configuration can be for (a pipeline is configured by its main stage).
-FAMILIES = ("elementwise", "rows", "matmul", "conv", "pool", "scan", "rnn", "attention")
 ANCHORS = ("matmul", "conv", "pool", "scan", "rnn", "attention")  # ops that own their kernel's iteration space
 
 

@@ -27,6 +27,7 @@ from dataclasses import replace
 
 from ._build import Builder, Reject
 from ._config import split_tf32_pays
+from ._families import family
 from ._ir import ANCHORS, Leaf, Node, Plan, ReduceGroup, Ref, TensorSpec
 from ._pointwise import POINTWISE
 from ._row_passes import fused_pairs
@@ -378,30 +379,48 @@ class _Shapes:
 
 
 def stage_cost(plan: Plan) -> float:
-    """A rough amount of work, to pick the stage a configuration tunes."""
-    if plan.family == "host":
-        return 0.0
-    if plan.family == "matmul":
-        mm = plan.node(plan.matmul_id)
-        k = plan.leaf(mm.args[0].value).spec.shape[-1] if mm.args[0].kind == "leaf" else 1
-        return 2.0 * math.prod(mm.shape) * k
-    if plan.family == "conv":
-        conv = plan.node(plan.anchor_id)
-        w = plan.leaf(conv.args[1].value).spec.shape
-        return 2.0 * math.prod(conv.shape) * math.prod(w[1:]) * (w[0] / conv.shape[1] if conv.attr("transposed") else 1)
-    if plan.family == "rows":
-        return float(math.prod(plan.reduce.full_shape))
-    if plan.family == "rnn":  # every step's input and recurrent products
-        r = dict(plan.node(plan.anchor_id).attrs)
-        inputs = r["input_size"] + (r["layers"] - 1) * r["directions"] * r["hidden"] + r["layers"] * r["hidden"]
-        gates = {"LSTM": 4, "GRU": 3}.get(r["mode"], 1)
-        return 2.0 * r["seq_len"] * r["batch"] * r["directions"] * gates * r["hidden"] * inputs
-    if plan.family == "attention":  # the two products per (query, key) pair
-        att = plan.node(plan.anchor_id)
-        q, k, v = (plan.leaf(a.value).spec.shape for a in att.args[:3])
-        keys = k[-1] if att.attr("k_layout") == "kt" else k[-2]
-        return 2.0 * math.prod(att.shape[:-1]) * keys * (q[-1] + v[-1])
+    """A rough amount of work, to pick the stage a configuration tunes: the family's own measure,
+    else the elements the stage reads or writes."""
+    work = family(plan.family).work
+    if work is not None:
+        return work(plan)
     return float(max([math.prod(leaf.spec.shape) for leaf in plan.leaves] + [math.prod(plan.out_spec.shape)]))
+
+
+def host_work(plan: Plan) -> float:
+    return 0.0  # a library call or a host-side op: never the stage a configuration tunes
+
+
+def matmul_work(plan: Plan) -> float:
+    mm = plan.node(plan.matmul_id)
+    k = plan.leaf(mm.args[0].value).spec.shape[-1] if mm.args[0].kind == "leaf" else 1
+    return 2.0 * math.prod(mm.shape) * k
+
+
+def conv_work(plan: Plan) -> float:
+    conv = plan.node(plan.anchor_id)
+    w = plan.leaf(conv.args[1].value).spec.shape
+    return 2.0 * math.prod(conv.shape) * math.prod(w[1:]) * (w[0] / conv.shape[1] if conv.attr("transposed") else 1)
+
+
+def rows_work(plan: Plan) -> float:
+    return float(math.prod(plan.reduce.full_shape))
+
+
+def rnn_work(plan: Plan) -> float:
+    """Every step's input and recurrent products."""
+    r = dict(plan.node(plan.anchor_id).attrs)
+    inputs = r["input_size"] + (r["layers"] - 1) * r["directions"] * r["hidden"] + r["layers"] * r["hidden"]
+    gates = {"LSTM": 4, "GRU": 3}.get(r["mode"], 1)
+    return 2.0 * r["seq_len"] * r["batch"] * r["directions"] * gates * r["hidden"] * inputs
+
+
+def attention_work(plan: Plan) -> float:
+    """The two products per (query, key) pair."""
+    att = plan.node(plan.anchor_id)
+    q, k, v = (plan.leaf(a.value).spec.shape for a in att.args[:3])
+    keys = k[-1] if att.attr("k_layout") == "kt" else k[-2]
+    return 2.0 * math.prod(att.shape[:-1]) * keys * (q[-1] + v[-1])
 
 
 def _main_stage(stages: list[Plan]) -> int:

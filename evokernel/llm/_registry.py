@@ -2,20 +2,21 @@
 
 Providers are plugins in the `evokernel.providers` entry-point group, each a
 lazy `"module:attr"` reference to a factory `factory(model, **options) ->
-Provider`. A factory declares the run's settings it takes (`PROVIDER_SETTINGS`:
-reasoning effort, thinking tokens, prompt caching, the timeout) and the access
-arguments it takes (key, endpoint) as keyword parameters of those names; it is
-given those and not the others, so the core never asks which provider it is. The built-in ones are declared in the same group by our own
-pyproject; `_BUILTIN` repeats them only so that a checkout that was not
-reinstalled since they were declared still works. Nothing is imported until a
-provider is asked for, so `evokernel --help` never loads an SDK.
+Provider` (an `evokernel._plugins.Registry`: runtime registrations first, then
+entry points, then the built-in ones). A factory declares the run's settings it
+takes (`PROVIDER_SETTINGS`: reasoning effort, thinking tokens, prompt caching,
+the timeout) and the access arguments it takes (key, endpoint) as keyword
+parameters of those names; it is given those and not the others, so the core
+never asks which provider it is. Nothing is imported until a provider is asked
+for, so `evokernel --help` never loads an SDK.
 """
 
 from __future__ import annotations
 
-import importlib
 import inspect
 from typing import Any, Callable
+
+from evokernel._plugins import Registry
 
 from ._access import ACCESS_ARGUMENTS
 from ._types import LLMError, Provider
@@ -24,43 +25,25 @@ ENTRY_POINT_GROUP = "evokernel.providers"
 # The LLMOptions settings any provider may take, each passed to the factories that name it.
 PROVIDER_SETTINGS = ("timeout_s", "reasoning_effort", "thinking_tokens", "prompt_caching")
 
-_BUILTIN: dict[str, str] = {
+PROVIDERS: Registry[Callable[..., Provider]] = Registry(ENTRY_POINT_GROUP, {
     "openai": "evokernel.llm._providers:OpenAIProvider",
     "anthropic": "evokernel.llm._providers:AnthropicProvider",
     "dry-run": "evokernel.llm._providers:DryRunProvider",
-}
-
-# Registered at runtime (tests, notebooks); these win over entry points.
-_RUNTIME: dict[str, str | Callable[..., Provider]] = {}
+}, what="provider")
 
 
 def register_provider(name: str, factory: str | Callable[..., Provider]) -> None:
-    """Add or replace a provider for this process: a factory or `"module:attr"`."""
-    _RUNTIME[name] = factory
+    """Add or replace a provider for this process (it wins over entry points): a factory or `"module:attr"`."""
+    PROVIDERS.register(name, factory)
 
 
 def unregister_provider(name: str) -> None:
-    _RUNTIME.pop(name, None)
-
-
-def _entry_point_targets() -> dict[str, str]:
-    # Imported here: importlib.metadata costs ~15 ms, paid only when resolving.
-    from importlib.metadata import entry_points
-
-    return {ep.name: ep.value for ep in entry_points(group=ENTRY_POINT_GROUP)}
+    PROVIDERS.unregister(name)
 
 
 def provider_names() -> list[str]:
     """Every provider name that `get_provider` would accept."""
-    return sorted({*_BUILTIN, *_entry_point_targets(), *_RUNTIME})
-
-
-def _load(target: str) -> Callable[..., Provider]:
-    module_name, _, attr = target.partition(":")
-    obj: Any = importlib.import_module(module_name)
-    for part in attr.split(".") if attr else ():
-        obj = getattr(obj, part)
-    return obj
+    return PROVIDERS.names()
 
 
 def parse_spec(spec: str) -> tuple[str, str]:
@@ -74,17 +57,11 @@ def parse_spec(spec: str) -> tuple[str, str]:
 def get_provider(spec: str, **options: Any) -> Provider:
     """Build the provider named by `spec`; `options` go to its factory."""
     name, model = parse_spec(spec)
-    target: str | Callable[..., Provider] | None = _RUNTIME.get(name)
-    if target is None:
-        target = _entry_point_targets().get(name) or _BUILTIN.get(name)
-    if target is None:
-        raise LLMError(
-            f"unknown provider {name!r}; known: {', '.join(provider_names())}",
-            provider=name,
-            model=model,
-            status="unknown_provider",
-        )
-    factory = _load(target) if isinstance(target, str) else target
+
+    def unknown(message: str) -> LLMError:
+        return LLMError(message, provider=name, model=model, status="unknown_provider")
+
+    factory = PROVIDERS.get(name, unknown)
     return factory(model, **accepted_options(factory, options))
 
 

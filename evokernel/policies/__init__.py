@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ._hybrid import HybridPolicy
+from ._registry import GENERATORS, POLICIES, policy_names, register_generator, register_policy
 from ._search import FEASIBLE, ConfigSpace, PlanCache
 
 
@@ -14,7 +15,8 @@ def get_policy(*, model: str | None = None, policy: str | None = None, log: Any 
     budget, multi-turn, reasoning) gives the LLM policy; otherwise the builtin one.
     With `builtin_first`, the LLM policy comes inside a `HybridPolicy`: the builtin drafts
     first where it covers the task and the LLM refines past it (or drafts where it stops).
-    `hardware` is the device's `backends.HardwareFacts`, stated in every GPU prompt."""
+    `hardware` is the device's `backends.HardwareFacts`, stated in every GPU prompt. Without a
+    model, `policy` names a registered policy (`POLICIES`: `builtin`, or a plugin's)."""
     if model or llm is not None:
         import dataclasses
 
@@ -30,11 +32,8 @@ def get_policy(*, model: str | None = None, policy: str | None = None, log: Any 
 
             return HybridPolicy(BuiltinPolicy(), llm_policy)
         return llm_policy
-    if policy in (None, "builtin"):
-        from ._builtin import BuiltinPolicy
-
-        return BuiltinPolicy()
-    raise ValueError(f"unknown policy {policy!r}: use --policy builtin or --model PROVIDER:MODEL")
+    return POLICIES.get(policy or "builtin", lambda message: ValueError(f"{message}; or --model PROVIDER:MODEL"))()
 
 
-__all__ = ["FEASIBLE", "ConfigSpace", "HybridPolicy", "PlanCache", "get_policy"]
+__all__ = ["FEASIBLE", "GENERATORS", "POLICIES", "ConfigSpace", "HybridPolicy", "PlanCache", "get_policy",
+           "policy_names", "register_generator", "register_policy"]

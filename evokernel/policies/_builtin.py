@@ -1,7 +1,8 @@
 """The offline builtin policy: no LLM, no network, and labelled as such.
 
-Each backend names its builtin generator (`Backend.builtin_policy`, a lazy
-"module:attr"); a backend without one gets an honest stop. The Triton one
+Each backend's builtin generator is registered under the backend's name
+(`evokernel.policies.GENERATORS`, entry-point group `evokernel.generators`);
+a backend without one gets an honest stop. The Triton one
 (`TritonBuiltinPolicy`) traces the reference and writes real Triton kernels
 for the families the generator covers (elementwise chains, row reductions and normalisations,
 matmul with fused epilogues). It uses the memory: a draft starts from the
@@ -17,6 +18,7 @@ from typing import Any
 
 from evokernel._step import Proposal, StepContext
 
+from ._registry import GENERATORS
 from ._search import ConfigSpace, PlanCache
 
 
@@ -36,16 +38,8 @@ class BuiltinPolicy:
 
     def _generator(self, backend: str):
         if backend not in self._generators:
-            import importlib
-
-            from backends import get_backend
-
-            target = getattr(get_backend(backend), "builtin_policy", None)
-            if target:
-                module, _, attr = target.partition(":")
-                self._generators[backend] = getattr(importlib.import_module(module), attr)(self._plans)
-            else:
-                self._generators[backend] = None
+            target = GENERATORS.target(backend)
+            self._generators[backend] = GENERATORS.get(backend)(self._plans) if target is not None else None
         return self._generators[backend]
 
 
