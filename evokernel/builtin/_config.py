@@ -35,7 +35,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, fields
 
 from ._families import Family, family
-from ._ir import Plan
+from ._ir import Plan, Ref
 
 __all__ = ["Config", "search_space", "default_config", "neighbours", "split_tf32_pays", "ONE_PASS_MAX",
            "SPLIT_IN_REGISTERS_K"]
@@ -206,7 +206,7 @@ def rows_space(plan: Plan) -> list[Config]:
 def matmul_space(plan: Plan) -> list[Config]:
     # both defaults first: a 3xTF32 draft that is not close enough to the reference is redrafted in IEEE
     space = [matmul_default(plan), _ieee_default(plan)]
-    if _fp32_operands(plan):  # fp16/bf16 operands go to the tensor cores as they are: no TF32 split
+    if _fp32_operands(plan, plan.node(plan.matmul_id).args[:2]):  # fp16/bf16 go to the tensor cores as they are
         space += [Config("matmul", block_m=bm, block_n=bn, block_k=bk, num_warps=w, num_stages=s, group_m=g,
                          split_k=sk, precision="3xtf32")
                   for bm, bn, bk, w, s in _MATMUL_SPLIT_TILES for g in (1, 8) for sk in (1, 4, 16, 64)]
@@ -222,7 +222,7 @@ def conv_space(plan: Plan) -> list[Config]:
     tiles = sorted(_CONV_TILES, key=lambda t: t != (first.block_m, first.block_n, first.block_k,
                                                      first.num_warps, first.num_stages))
     return [Config("conv", block_m=bm, block_n=bn, block_k=bk, num_warps=w, num_stages=s, precision=p)
-            for bm, bn, bk, w, s in tiles for p in _roundings(plan)]
+            for bm, bn, bk, w, s in tiles for p in _roundings(plan, plan.node(plan.anchor_id).args[:2])]
 
 
 def pool_space(plan: Plan) -> list[Config]:
@@ -253,21 +253,19 @@ def rnn_space(plan: Plan) -> list[Config]:
                     for bk in (16, 32, 64) for w in (1, 2, 4, 8)),
                    key=lambda t: t != (first.one_pass, first.block_m, first.block_n, first.block_k, first.num_warps))
     return [Config("rnn", one_pass=one, block_m=bm, block_n=bn, block_k=bk, num_warps=w, precision=p)
-            for one, bm, bn, bk, w in tiles for p in _roundings(plan)]
+            for one, bm, bn, bk, w in tiles for p in _roundings(plan, plan.node(plan.anchor_id).args[:1])]
 
 
-def _fp32_operands(plan: Plan) -> bool:
-    """Whether the anchor (matmul, conv, rnn) of a plan reads fp32 operands: only then do the
-    precision settings (TF32 rounding, 3xTF32) change what its kernel computes."""
-    node = plan.node(plan.matmul_id if plan.family == "matmul" else plan.anchor_id)
-    operands = node.args[:1] if plan.family == "rnn" else node.args[:2]
+def _fp32_operands(plan: Plan, operands: Sequence[Ref]) -> bool:
+    """Whether the anchor's multiplied operands (a matmul's or convolution's two, a recurrent layer's
+    input) are fp32: only then do the precision settings (TF32 rounding, 3xTF32) change its kernel."""
     return any(plan.leaf(r.value).spec.dtype == "float32" for r in operands if r.kind == "leaf")
 
 
-def _roundings(plan: Plan) -> tuple[str, ...]:
+def _roundings(plan: Plan, operands: Sequence[Ref]) -> tuple[str, ...]:
     """The precision settings of a conv or rnn search: each of CONV_PRECISIONS for fp32 operands; one
     for fp16/bf16, which the tensor cores take as they are (the others would write the same kernel)."""
-    return CONV_PRECISIONS if _fp32_operands(plan) else CONV_PRECISIONS[:1]
+    return CONV_PRECISIONS if _fp32_operands(plan, operands) else CONV_PRECISIONS[:1]
 
 
 def _pow2(n: int) -> int:
