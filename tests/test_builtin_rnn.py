@@ -79,3 +79,24 @@ def test_rnn_one_launch_per_step_is_correct(cpu_executor, tmp_path):
     options = EvalOptions.from_dict({"rules": "strict", "timing": False, "baselines": False, "trials": 1})
     result = cpu_executor.evaluate(path, generate(plan, config), backend="triton", options=options)
     assert ok(result), explain(result)
+
+
+def test_rnn_cooperative_layer_is_correct(cpu_executor, tmp_path):
+    """One launch a layer with the hidden tiles shared by programs that meet after every step (split_n):
+    in the interpreter one program walks them all through the barrier; sm_90 compiles the kernel."""
+    from dataclasses import replace
+
+    from backends import EvalOptions
+    from builtin_case import write
+    from evokernel.builtin import analyze, default_config, generate
+
+    for name in ("lstm_bidirectional", "gru_bidirectional_hidden"):
+        path = write(next(c for c in CASES if c.name == name), tmp_path)
+        plan = analyze(path)
+        assert plan, explain(plan)
+        config = replace(default_config(plan), one_pass=True, split_n=2, block_n=16, block_k=16)
+        source = generate(plan, config)
+        assert "GRID_SYNC=True" in source and "launch_cooperative_grid=x.is_cuda" in source
+        options = EvalOptions.from_dict({"rules": "strict", "timing": False, "baselines": False, "trials": 1})
+        result = cpu_executor.evaluate(path, source, backend="triton", options=options)
+        assert ok(result), explain(result)

@@ -20,9 +20,10 @@ One frozen dataclass serves every family; each family reads only its fields:
 - pool: ``block_n`` (output elements per program), ``num_warps``.
 - scan: ``block_m`` (rows per program), ``block_n`` (chunk), ``num_warps``.
 - rnn (recurrent layers): ``one_pass`` (one launch a layer, each program walking
-  every step for its batch rows; else one launch a step), ``block_m`` (batch rows),
-  ``block_n`` (hidden units), ``block_k``, ``num_warps``, ``precision`` (as conv's:
-  how cuDNN's reference rounds).
+  every step for its batch rows; else one launch a step), ``split_n`` (one pass:
+  programs sharing one batch tile's hidden units, meeting at a barrier after
+  every step), ``block_m`` (batch rows), ``block_n`` (hidden units), ``block_k``,
+  ``num_warps``, ``precision`` (as conv's: how cuDNN's reference rounds).
 
 A pipeline is configured by its main stage (``Plan.main_stage``); the other
 stages take their own defaults, which are sized from their traced shapes.
@@ -82,10 +83,11 @@ class Config:
     one_pass: bool = True
     split_k: int = 1
     precision: str = "auto"
+    split_n: int = 1
 
     def __post_init__(self):
         configurable(self.family)  # ValueError for a family that is unknown or takes no configuration
-        for name in ("block_m", "block_n", "block_k", "group_m", "num_warps", "split_k"):
+        for name in ("block_m", "block_n", "block_k", "group_m", "num_warps", "split_k", "split_n"):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1 or value & (value - 1):
                 raise ValueError(f"{name} must be a positive power of two, got {value!r}")
@@ -249,11 +251,13 @@ def attention_space(plan: Plan) -> list[Config]:
 def rnn_space(plan: Plan) -> list[Config]:
     # the default tile first in every rounding, as for convolutions: cuDNN's reference may run TF32
     first = rnn_default(plan)
-    tiles = sorted(((one, bm, bn, bk, w) for one in (True, False) for bm in (16, 32, 64) for bn in (16, 32, 64, 128)
-                    for bk in (16, 32, 64) for w in (1, 2, 4, 8)),
-                   key=lambda t: t != (first.one_pass, first.block_m, first.block_n, first.block_k, first.num_warps))
-    return [Config("rnn", one_pass=one, block_m=bm, block_n=bn, block_k=bk, num_warps=w, precision=p)
-            for one, bm, bn, bk, w in tiles for p in _roundings(plan, plan.node(plan.anchor_id).args[:1])]
+    # (a one-pass layer's hidden units shared by up to 16 programs, which meet after every step)
+    tiles = sorted(((one, split, bm, bn, bk, w) for one in (True, False) for split in ((1, 2, 4, 8, 16) if one else (1,))
+                    for bm in (16, 32, 64) for bn in (16, 32, 64, 128) for bk in (16, 32, 64) for w in (1, 2, 4, 8)),
+                   key=lambda t: t != (first.one_pass, first.split_n, first.block_m, first.block_n, first.block_k,
+                                       first.num_warps))
+    return [Config("rnn", one_pass=one, split_n=split, block_m=bm, block_n=bn, block_k=bk, num_warps=w, precision=p)
+            for one, split, bm, bn, bk, w in tiles for p in _roundings(plan, plan.node(plan.anchor_id).args[:1])]
 
 
 def _fp32_operands(plan: Plan, operands: Sequence[Ref]) -> bool:

@@ -42,7 +42,7 @@ CONV = Family("conv", generate_conv, ("block_m", "block_n", "block_k", "num_warp
               conv_space, conv_default, conv_pattern, conv_work)
 POOL = Family("pool", generate_pool, ("block_n", "num_warps"), pool_space, pool_default, pool_pattern)
 SCAN = Family("scan", generate_scan, ("block_m", "block_n", "num_warps"), scan_space, scan_default, scan_pattern)
-RNN = Family("rnn", generate_rnn, ("one_pass", "block_m", "block_n", "block_k", "num_warps", "precision"),
+RNN = Family("rnn", generate_rnn, ("one_pass", "split_n", "block_m", "block_n", "block_k", "num_warps", "precision"),
              rnn_space, rnn_default, work=rnn_work)
 ATTENTION = Family("attention", generate_attention, ("block_m", "block_n", "num_warps", "num_stages", "precision"),
                    attention_space, attention_default, work=attention_work)

@@ -11,9 +11,15 @@ with c_t = f*c + i*g, h_t = o*tanh(c_t); GRU r, z, n with
 n = tanh(x_n + r*(W_hn h + b_hn)), h_t = (1-z)*n + z*h; RNN tanh/relu) and
 writes h_t into the layer's output sequence and h_n, c_t into c_n in place.
 
-No program waits for another: h_{t-1} is read from the sequence row (or h0) the
-previous launch wrote, and the cell state is read and written only by the
-program that owns it. Products accumulate in fp32; with
+The steps run one launch each (config one_pass off: the launches order them), or
+all in one launch a layer (one_pass): one program per batch tile and direction
+walking every hidden tile, or (split_n > 1) up to split_n programs sharing a
+batch tile's hidden tiles, which meet after every step at a barrier (a counter
+each adds one to with release semantics and waits on with acquire; h_t then read
+past L1). Those programs must all run at once: the launch is cooperative on the
+GPU (it fails rather than start more than the GPU holds), and in Triton's CPU
+interpreter, which runs programs one after another, one program does it all.
+The cell state is read and written only by the program that owns it. Products accumulate in fp32; with
 ``torch.backends.cudnn.allow_tf32`` on (the default), cuDNN's reference runs
 fp32 RNN GEMMs on TF32 tensor cores, so precision "auto" rounds both operands
 to TF32 as cuDNN does on the GPU ("trunc": the tensor cores' own conversion;
@@ -35,15 +41,17 @@ PROJ_TILE = (64, 64, 32, 4)  # input projection GEMM: rows, columns, K step, war
 
 _GEMM_TILE = '''@triton.jit
 def _rnn_gemm_tile(a_ptr, a_rows, mask_r, w_ptr, offs_n, mask_n, K, acc,
-                   BLOCK_K: tl.constexpr, PRECISION: tl.constexpr):
+                   BLOCK_K: tl.constexpr, PRECISION: tl.constexpr, A_CACHE: tl.constexpr = ""):
     """acc + A[rows, :K] @ W[offs_n, :K]^T: A's rows start at a_ptr + a_rows (unit stride along K);
-    W is row-major (K columns)."""
+    W is row-major (K columns). A_CACHE ".cg": A read past the multiprocessor's L1 (other programs
+    wrote it since this one last read it)."""
     offs_k = tl.arange(0, BLOCK_K)
     w_rows = offs_n.to(tl.int64) * K
     for k0 in range(0, K, BLOCK_K):
         kk = k0 + offs_k
         mask_k = kk < K
-        a = tl.load(a_ptr + a_rows[:, None] + kk[None, :], mask=mask_r[:, None] & mask_k[None, :], other=0.0)
+        a = tl.load(a_ptr + a_rows[:, None] + kk[None, :], mask=mask_r[:, None] & mask_k[None, :], other=0.0,
+                    cache_modifier=A_CACHE)
         w = tl.load(w_ptr + w_rows[None, :] + kk[:, None], mask=mask_k[:, None] & mask_n[None, :], other=0.0)
         a = a.to(tl.float32)
         w = w.to(tl.float32)
@@ -104,7 +112,7 @@ def _cell(mode: str) -> list[str]:
                 f"gate_z = {_sigmoid('(x1 + a1)')}",
                 "# b_hn stays inside the reset gate's product, as in PyTorch",
                 f"gate_n = {_tanh('(x2 + gate_r * a2)')}",
-                "h_prev = tl.load(h_read + state[:, None] + offs_h[None, :], mask=mask, other=0.0)",
+                "h_prev = tl.load(h_read + state[:, None] + offs_h[None, :], mask=mask, other=0.0, cache_modifier=H_CACHE)",
                 "h_new = (1.0 - gate_z) * gate_n + gate_z * h_prev"]
     if mode == "RNN_TANH":
         return [f"h_new = {_tanh('(x0 + a0)')}"]
@@ -116,13 +124,15 @@ def _cell(mode: str) -> list[str]:
 def _step_kernel(mode: str, gates: int, tag: str) -> str:
     lines = [
         "@triton.jit",
-        f"def _rnn_step_kernel{tag}(xp_ptr, whh_ptr, bhh_ptr, hbuf_ptr, c_ptr, seq_ptr, hn_ptr, step0, n_steps, T, B, H,",
-        "                       stride_xp_t, stride_xp_b, stride_seq_t, stride_seq_b, HAS_BIAS: tl.constexpr,",
-        "                       PRECISION: tl.constexpr, BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr,",
-        "                       BLOCK_K: tl.constexpr):",
+        f"def _rnn_step_kernel{tag}(xp_ptr, whh_ptr, bhh_ptr, hbuf_ptr, c_ptr, seq_ptr, hn_ptr, sync_ptr, step0, n_steps,",
+        "                       T, B, H, stride_xp_t, stride_xp_b, stride_seq_t, stride_seq_b, HAS_BIAS: tl.constexpr,",
+        "                       PRECISION: tl.constexpr, GRID_SYNC: tl.constexpr, H_CACHE: tl.constexpr,",
+        "                       BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr):",
         "    # steps [step0, step0 + n_steps) of one direction (grid axis 2) for one tile of batch rows; the",
-        "    # hidden tiles are split over grid axis 1 (one step a launch) or all walked by this program (one",
-        "    # launch a layer, the steps separated by a barrier: no program waits for another)",
+        "    # hidden tiles are spread over grid axis 1. One step a launch: the launches order the steps. One",
+        "    # launch a layer: a program walks every step; with GRID_SYNC, the programs of one batch tile and",
+        "    # direction meet at a barrier after each step (a counter in sync_ptr), as each reads all of h_t",
+        "    # (through H_CACHE '.cg', past the multiprocessor's L1: other programs wrote it)",
         "    d = tl.program_id(2).to(tl.int64)",
         "    offs_b = (tl.program_id(0) * BLOCK_B + tl.arange(0, BLOCK_B)).to(tl.int64)",
         "    mask_b = offs_b < B",
@@ -143,7 +153,7 @@ def _step_kernel(mode: str, gates: int, tag: str) -> str:
     for g in range(gates):
         lines += [
             f"            a{g} = _rnn_gemm_tile(h_read, state, mask_b, w_dir + {g} * H * H, offs_h, mask_h, H,",
-            "                                tl.zeros((BLOCK_B, BLOCK_H), dtype=tl.float32), BLOCK_K, PRECISION)",
+            "                                tl.zeros((BLOCK_B, BLOCK_H), dtype=tl.float32), BLOCK_K, PRECISION, H_CACHE)",
             "            if HAS_BIAS:",
             f"                a{g} += tl.load(b_dir + {g} * H + offs_h, mask=mask_h, other=0.0).to(tl.float32)[None, :]",
             f"            x{g} = tl.load(x_tile + {g} * H, mask=mask, other=0.0).to(tl.float32)",
@@ -158,6 +168,15 @@ def _step_kernel(mode: str, gates: int, tag: str) -> str:
         "                tl.store(hn_ptr + d * B * H + offs_b[:, None] * H + offs_h[None, :], h_out, mask=mask)",
         "        # this step's h_t (written by all of this program's threads) is the next step's input",
         "        tl.debug_barrier()",
+        "        if GRID_SYNC:",
+        "            # and by the other programs of this batch tile and direction: each adds one to their counter",
+        "            # (release: its h_t is visible first) and waits until all have, for this step (acquire)",
+        "            slot = sync_ptr + tl.program_id(2) * tl.num_programs(0) + tl.program_id(0)",
+        "            arrived = tl.atomic_add(slot, 1, sem='acq_rel', scope='gpu') + 1",
+        "            target = (step - step0 + 1) * tl.num_programs(1)",
+        "            while arrived < target:",
+        "                arrived = tl.atomic_add(slot, 0, sem='acquire', scope='gpu')",
+        "            tl.debug_barrier()",
     ]
     return "\n".join(lines) + "\n"
 
@@ -177,6 +196,19 @@ def _projection(tag: str, library: bool) -> list[str]:
     return lines
 
 
+def _split_lines(config: Config, cooperative: bool) -> list[str]:
+    """Launcher lines setting ``split``, the programs sharing a batch tile's hidden units in a
+    cooperative layer, and (outside one) ``sync``, the step counters the kernel then never touches."""
+    if not cooperative:
+        return ["    sync = torch.zeros((1,), dtype=torch.int32, device=x.device)  # no barrier: never read"]
+    return [f"    split = min({config.split_n}, triton.cdiv(hidden, {config.block_n}))",
+            "    if x.is_cuda:  # at most one program a multiprocessor: all of them fit at once",
+            "        split = max(1, min(split, torch.cuda.get_device_properties(x.device).multi_processor_count",
+            "                           // (tiles_b * dirs)))",
+            "    else:  # Triton's interpreter runs programs one after another: one could wait for a later one",
+            "        split = 1"]
+
+
 def generate_rnn(plan: Plan, config: Config, tag: str = "") -> StageCode:
     node = plan.node(plan.anchor_id)
     spec = rnn_spec(node)
@@ -194,6 +226,7 @@ def generate_rnn(plan: Plan, config: Config, tag: str = "") -> StageCode:
     lstm = spec.mode == "LSTM"
     unsqueeze = ".unsqueeze(1)" if spec.unbatched else ""
     c = config
+    cooperative = c.one_pass and c.split_n > 1
     rp, np_, kp, wp = PROJ_TILE
 
     def layer_text(dirs) -> str:
@@ -242,6 +275,8 @@ def generate_rnn(plan: Plan, config: Config, tag: str = "") -> StageCode:
         f"    seq_shape = {seq_shape}",
         "    # h_{t-1} and h_t of each direction: two halves a step reads and writes in turn",
         "    hbuf = torch.empty((dirs, 2, n_batch, hidden), dtype=x.dtype, device=x.device)",
+        f"    tiles_b = triton.cdiv(n_batch, {c.block_m})",
+        *_split_lines(c, cooperative),
         "    layer_in = x",
         "    for layer, params in enumerate(layers):",
         "        last = layer == len(layers) - 1",
@@ -255,22 +290,30 @@ def generate_rnn(plan: Plan, config: Config, tag: str = "") -> StageCode:
         *_projection(tag, plan.rules == "kernelbench"),
         f"        stride_xp_t, stride_xp_b = {'(xp.shape[1], steps * xp.shape[1])' if spec.batch_first else '(n_batch * xp.shape[1], xp.shape[1])'}",
         "        states = slice(layer * dirs, (layer + 1) * dirs)",
+        *(["        sync = torch.zeros((dirs * tiles_b,), dtype=torch.int32, device=x.device)  # step counters, anew"]
+          if cooperative else []),
         "        if h0 is None:",
         "            hbuf[:, 0].zero_()",
         "        else:",
         "            hbuf[:, 0].copy_(h0[states])",
-        "        args = (xp, w_hh, w_hh if b_hh is None else b_hh, hbuf, c_n[states], seq, h_n[states])",
+        "        args = (xp, w_hh, w_hh if b_hh is None else b_hh, hbuf, c_n[states], seq, h_n[states], sync)",
         f"        sizes = (steps, n_batch, hidden, stride_xp_t, stride_xp_b, seq.stride({t_dim}), seq.stride({b_dim}))",
         f"        meta = dict(HAS_BIAS=b_hh is not None, PRECISION=precision, BLOCK_B={c.block_m}, BLOCK_H={c.block_n},",
         f"                    BLOCK_K={c.block_k}, num_warps={c.num_warps})",
     ]
-    if c.one_pass:
+    if cooperative:
+        l += ["        # one launch walks every step; each batch tile's hidden tiles are shared by `split` programs that",
+              "        # meet after every step: all must run at once, which a cooperative launch guarantees (it fails",
+              "        # rather than start more programs than the GPU holds at once: one a multiprocessor here)",
+              f"        _rnn_step_kernel{tag}[(tiles_b, split, dirs)](*args, 0, steps, *sizes, GRID_SYNC=True, H_CACHE='.cg',",
+              "                                launch_cooperative_grid=x.is_cuda, **meta)"]
+    elif c.one_pass:
         l += ["        # one launch walks every step: one program per batch tile and direction",
-              f"        _rnn_step_kernel{tag}[(triton.cdiv(n_batch, {c.block_m}), 1, dirs)](*args, 0, steps, *sizes, **meta)"]
+              f"        _rnn_step_kernel{tag}[(tiles_b, 1, dirs)](*args, 0, steps, *sizes, GRID_SYNC=False, H_CACHE='', **meta)"]
     else:
         l += ["        for step in range(steps):  # one launch a step, its hidden tiles spread over programs",
-              f"            _rnn_step_kernel{tag}[(triton.cdiv(n_batch, {c.block_m}), triton.cdiv(hidden, {c.block_n}), dirs)](",
-              "                *args, step, 1, *sizes, **meta)"]
+              f"            _rnn_step_kernel{tag}[(tiles_b, triton.cdiv(hidden, {c.block_n}), dirs)](",
+              "                *args, step, 1, *sizes, GRID_SYNC=False, H_CACHE='', **meta)"]
     l += [
         "        layer_in = seq",
         "    return packed",
