@@ -24,7 +24,7 @@ from ._canon_util import (RSIZE, _affine, _any_leaf_source, _bind, _dims, _layer
                           _softmax, _softmax_parts, _static, matmul, transposed)
 from ._ir import Ref, TensorSpec
 
-__all__ = ["Context", "call_function", "call_method", "call_module", "VIEW_METHODS"]
+__all__ = ["Context", "call_function", "call_method", "call_module", "module_param", "VIEW_METHODS"]
 
 
 class Context:
@@ -590,20 +590,26 @@ def _dispatch(ctx: Context, name: str, args, kwargs):
     return handler(ctx, list(args), dict(kwargs))
 
 
+def module_param(ctx: Context, module: nn.Module, path: str, name: str) -> Ref | None:
+    """The tensor ``name`` of the module at ``path`` (also of a submodule: "out_proj.weight",
+    "layers.0.linear1.bias") as a leaf read through self.<path>; None where it has none."""
+    tensor = module
+    for part in name.split("."):
+        tensor = getattr(tensor, part, None)
+    if tensor is None:
+        return None
+    attr = "self." + ".".join(f"[{p}]" if p.isdigit() else p for p in path.split(".")).replace(".[", "[")
+    spec = TensorSpec(tuple(tensor.shape), str(tensor.dtype).replace("torch.", ""))
+    source = attr + "".join(f"[{p}]" if p.isdigit() else f".{p}" for p in name.split("."))
+    return ctx.b.leaf(source, spec, f"{path.replace('.', '_')}_{name.replace('.', '_')}")
+
+
 def call_module(ctx: Context, module: nn.Module, path: str, args, kwargs):
     """Lower a leaf module call; parameters are read through self.<path>."""
     x = args[0] if args else kwargs.get("input")
-    attr = "self." + ".".join(f"[{p}]" if p.isdigit() else p for p in path.split(".")).replace(".[", "[")
 
-    def param(name):  # also of a submodule: "out_proj.weight", "layers.0.linear1.bias"
-        tensor = module
-        for part in name.split("."):
-            tensor = getattr(tensor, part, None)
-        if tensor is None:
-            return None
-        spec = TensorSpec(tuple(tensor.shape), str(tensor.dtype).replace("torch.", ""))
-        source = attr + "".join(f"[{p}]" if p.isdigit() else f".{p}" for p in name.split("."))
-        return ctx.b.leaf(source, spec, f"{path.replace('.', '_')}_{name.replace('.', '_')}")
+    def param(name):
+        return module_param(ctx, module, path, name)
 
     simple = {nn.ReLU: "relu", nn.Sigmoid: "sigmoid", nn.Tanh: "tanh", nn.SiLU: "silu", nn.Mish: "mish",
               nn.Hardswish: "hardswish", nn.Hardsigmoid: "hardsigmoid", nn.LogSigmoid: "logsigmoid",

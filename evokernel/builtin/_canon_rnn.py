@@ -17,9 +17,11 @@ from dataclasses import dataclass
 import torch.nn as nn
 
 from ._build import ComputedView, Reject
-from ._ir import Node, Ref
+from ._canon_nn import _leaf_view
+from ._canon_util import filled
+from ._ir import Node, Ref, TensorSpec
 
-__all__ = ["GATES", "RnnSpec", "rnn_module", "rnn_spec"]
+__all__ = ["GATES", "RnnSpec", "elman_states", "rnn_module", "rnn_spec"]
 
 # gates per hidden unit, in PyTorch's weight order: LSTM i, f, g, o; GRU r, z, n; a plain RNN one
 GATES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}
@@ -67,6 +69,32 @@ def rnn_spec(node: Node) -> RnnSpec:
 def _region(packed: Ref, start: int, shape: tuple[int, ...]) -> ComputedView:
     stop = start + math.prod(shape)
     return ComputedView(packed, (f"[{start}:{stop}].view({', '.join(str(s) for s in shape)})",), tuple(shape))
+
+
+def _packed(ctx, spec: RnnSpec, x: Ref, states: list[Ref], weights: list[Ref]) -> Ref:
+    return ctx.b.anchor("rnn", (x, *states, *weights), dict(vars(spec)), (spec.total_numel,))
+
+
+def elman_states(ctx, x: Ref, h0: Ref, weight: Ref, bias: Ref | None, mode: str, hidden_first: bool) -> ComputedView:
+    """The states h_1..h_T, (T, B, H), of ``h_{t+1} = act(cat(x[t], h_t) @ weight.T + bias)`` (the cat's
+    parts swapped where ``hidden_first``) over x (T, B, I) from h0 (B, H): an nn.RNN layer whose
+    weight_ih and weight_hh are ``weight``'s columns either side of the cat's boundary (see _reroll)."""
+    steps, batch, inputs = ctx.b.shape(x)
+    hidden = ctx.b.shape(h0)[-1]
+    if ctx.b.dtype(x) not in _FLOATS:
+        raise Reject(f"a recurrent loop over {ctx.b.dtype(x)} inputs: the recurrent kernels accumulate in fp32")
+    w = ctx.b.leaf_by_name(weight.value)
+    dtype = w.spec.dtype
+    columns = {"ih": f"[:, {hidden}:]" if hidden_first else f"[:, :{inputs}]",
+               "hh": f"[:, :{hidden}]" if hidden_first else f"[:, {inputs}:]"}
+    w_ih = ctx.b.leaf(w.source + columns["ih"], TensorSpec((hidden, inputs), dtype), w.name + "_ih")
+    w_hh = ctx.b.leaf(w.source + columns["hh"], TensorSpec((hidden, hidden), dtype), w.name + "_hh")
+    # the Linear's one bias is the input's; the recurrent product adds none
+    weights = [w_ih, w_hh] + ([bias, filled(ctx, (hidden,), 0.0, dtype)] if bias is not None else [])
+    state = _leaf_view(ctx, h0, ".unsqueeze(0)", (1, batch, hidden))
+    spec = RnnSpec(mode=mode, layers=1, directions=1, hidden=hidden, input_size=inputs, seq_len=steps, batch=batch,
+                   batch_first=False, unbatched=False, bias=bias is not None, has_h0=True, has_c0=False)
+    return _region(_packed(ctx, spec, x, [state], weights), 0, (steps, batch, hidden))
 
 
 def rnn_module(ctx, module: nn.Module, param, args, kwargs):
@@ -127,7 +155,7 @@ def rnn_module(ctx, module: nn.Module, param, args, kwargs):
     spec = RnnSpec(mode=mode, layers=layers, directions=directions, hidden=hidden, input_size=module.input_size,
                    seq_len=seq_len, batch=batch, batch_first=batch_first, unbatched=unbatched, bias=bool(module.bias),
                    has_h0=h0 is not None, has_c0=c0 is not None)
-    packed = ctx.b.anchor("rnn", (x, *states, *weights), dict(vars(spec)), (spec.total_numel,))
+    packed = _packed(ctx, spec, x, states, weights)
     out_shape = ((seq_len, directions * hidden) if unbatched else
                  (batch, seq_len, directions * hidden) if batch_first else (seq_len, batch, directions * hidden))
     out = _region(packed, 0, out_shape)

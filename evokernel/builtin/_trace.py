@@ -20,6 +20,7 @@ from ._build import Builder, ComputedView, PyVal, Reject
 from ._canon import Context, call_function, call_method, call_module
 from ._capture import capture
 from ._ir import Node, Plan, Ref, TensorSpec, Unsupported
+from ._reroll import Rerolled
 from ._schedule import classify, domain_map, schedule, source_of
 from ._source import read_model_source
 
@@ -191,9 +192,12 @@ def _analyze(module: types.ModuleType, rules: str = "strict", precision: str = "
     env: dict = {}
     placeholder = 0
     result = None
+    rerolled = Rerolled(gm)  # loops over time written out in forward: one recurrent stage
     for node in gm.graph.nodes:
         spec = _node_spec(node)
         ctx = Context(b, spec)
+        if rerolled.lower(node, ctx, env):
+            continue
         args = torch.fx.node.map_arg(node.args, lambda n: env[n])
         kwargs = torch.fx.node.map_arg(node.kwargs, lambda n: env[n])
         if node.op == "placeholder":
