@@ -56,15 +56,15 @@ def test_tile_choice_follows_the_shape(tmp_path):
 
 
 def test_precision_follows_the_shape(tmp_path):
-    """3xTF32 where each operand element feeds many products, and where K is long beside M and N (the
-    operands then split in registers, no pass before the GEMM); IEEE for a small output whose
-    operands a split would not pay for (a matrix-vector-like product), and for half-precision operands."""
+    """3xTF32 where each operand element feeds many products; IEEE for a small output whose operands a
+    split would not pay for, however long K (a matrix-vector-like product; 256 x 524288 x 256 ran 2.0x
+    slower split in registers on the H200), and for half-precision operands."""
     def default(inputs):
         return default_config(analyze(write(Case("mm", "a, b: return a @ b", inputs), tmp_path)))
 
     assert default("[torch.rand(4096, 4096), torch.rand(4096, 4096)]").precision == "3xtf32"
     assert default("[torch.rand(32768, 32), torch.rand(32, 32768)]").precision == "3xtf32"
-    assert default("[torch.rand(256, 524288), torch.rand(524288, 256)]").precision == "3xtf32"
+    assert default("[torch.rand(256, 524288), torch.rand(524288, 256)]").precision == "auto"
     assert default("[torch.rand(64, 524288), torch.rand(524288, 64)]").precision == "auto"
     assert default("[torch.rand(256, 2048), torch.rand(2048, 256)]").precision == "auto"
     assert default("[torch.rand(4096, 4096).half(), torch.rand(4096, 4096).half()]").precision == "auto"
