@@ -69,7 +69,7 @@ def test_cli_bad_usage_exit_2(tmp_path):
     cand = tmp_path / "cand.py"
     cand.write_text(source)
     res = runner.invoke(app, ["check", str(CASES / task), str(cand), "--rules", "lenient"])
-    assert res.exit_code == 2 and "unknown rule set" in res.stderr and res.stdout == ""
+    assert res.exit_code == 2 and "rules must be one of strict, kernelbench" in res.stderr and res.stdout == ""
     res = runner.invoke(app, ["check", str(CASES / task), str(tmp_path / "missing.py")])
     assert res.exit_code == 2 and "cannot read candidate" in res.stderr
     assert runner.invoke(app, ["check", str(CASES / task), str(cand), "--backend", "opencl"]).exit_code == 2
