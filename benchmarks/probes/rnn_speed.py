@@ -30,7 +30,6 @@ import argparse
 import json
 import math
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -44,8 +43,10 @@ if not torch.cuda.is_available():  # before Triton is imported: the kernels run 
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from kernelbench_coverage import shrink_source  # noqa: E402
+from probe_common import environment, task_files  # noqa: E402
 
 from backends import load_task_module  # noqa: E402
 from backends._task import import_file  # noqa: E402
@@ -72,25 +73,6 @@ def variants(plan) -> dict[str, object]:
     return out
 
 
-def task_files(level_dir: Path, wanted: list[str]) -> list[Path]:
-    files = sorted(level_dir.glob("*.py"))
-    out = []
-    for want in wanted:
-        match = [f for f in files if f.stem == want or f.stem.startswith(f"{want}_")]
-        if not match:
-            raise SystemExit(f"no task {want!r} in {level_dir}")
-        out += [f for f in match if f not in out]
-    return out
-
-
-def environment(device: str) -> dict:
-    import triton
-
-    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True)
-    return {"device": device, "device_name": torch.cuda.get_device_name() if device.startswith("cuda") else "cpu",
-            "torch": torch.__version__, "triton": triton.__version__,
-            "tf32_cudnn": torch.backends.cudnn.allow_tf32, "tf32_matmul": torch.backends.cuda.matmul.allow_tf32,
-            "git_commit": commit.stdout.strip() or None if commit.returncode == 0 else None}
 
 
 def _built(task, make):

@@ -34,8 +34,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from kernelbench_coverage import shrink_source  # noqa: E402
+from probe_common import environment, task_files  # noqa: E402
 
 from backends import EvalOptions, Executor  # noqa: E402
 from evokernel.builtin import analyze, default_config, generate  # noqa: E402
@@ -102,18 +104,6 @@ def prepare_baseline(rev: str, tree: Path) -> None:
                                                   text=True, check=True).stdout)
 
 
-def task_files(level_dir: Path, wanted: list[str]) -> list[Path]:
-    """The level's files whose name is, or starts with ``<number>_`` for, each wanted entry."""
-    files = sorted(level_dir.glob("*.py"))
-    out = []
-    for want in wanted:
-        match = [f for f in files if f.stem == want or f.stem.startswith(f"{want}_")]
-        if not match:
-            raise SystemExit(f"no task {want!r} in {level_dir}")
-        out += [f for f in match if f not in out]
-    return out
-
-
 def shrunk(path: Path, work: Path, rules: str) -> Path:
     """The task shrunk for the interpreter, at the first base its shapes still allow (a dilated
     window needs room), as kernelbench_coverage.py shrinks it."""
@@ -124,16 +114,6 @@ def shrunk(path: Path, work: Path, rules: str) -> Path:
         if plan or not plan.reason.startswith("analysis failed"):
             break
     return small
-
-
-def environment(device: str) -> dict:
-    import torch
-    import triton
-
-    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True)
-    return {"device": device, "device_name": torch.cuda.get_device_name() if device.startswith("cuda") else "cpu",
-            "torch": torch.__version__, "triton": triton.__version__,
-            "git_commit": commit.stdout.strip() or None if commit.returncode == 0 else None}
 
 
 def _ratio(a: float | None, b: float | None) -> float | None:
