@@ -110,3 +110,32 @@ def check_in_interpreter(tmp_path, check: str, candidate: str, says: str) -> Non
     proc = subprocess.run([sys.executable, str(tmp_path / "check.py"), str(tmp_path / "cand.py")], capture_output=True,
                           text=True, timeout=300, env=dict(os.environ, TRITON_INTERPRET="1"))
     assert proc.returncode == 0 and says in proc.stdout, proc.stderr[-2000:]
+
+
+def correctness_checks(cases: list[Case], stem: str, kernelbench: tuple[str, ...] = ()):
+    """A family test module's verdict fixtures and correctness tests: every case under strict rules,
+    the named ones also under kernelbench rules. Bound at module level by the names pytest collects:
+
+        results, kernelbench_results, test_x_is_correct, test_x_is_correct_under_kernelbench_rules = \\
+            correctness_checks(CASES, "x", KERNELBENCH)
+    """
+    import pytest
+
+    @pytest.fixture(scope="module")
+    def results(cpu_executor, tmp_path_factory):
+        return Lazy(cpu_executor, cases, tmp_path_factory.mktemp(stem))
+
+    @pytest.fixture(scope="module")
+    def kernelbench_results(cpu_executor, tmp_path_factory):
+        return Lazy(cpu_executor, [c for c in cases if c.name in kernelbench], tmp_path_factory.mktemp(f"{stem}_kb"),
+                    rules="kernelbench")
+
+    @pytest.mark.parametrize("name", params(cases))
+    def test_is_correct(results, name):
+        assert ok(results[name]), explain(results[name])
+
+    @pytest.mark.parametrize("name", kernelbench)
+    def test_is_correct_under_kernelbench_rules(kernelbench_results, name):
+        assert ok(kernelbench_results[name]), explain(kernelbench_results[name])
+
+    return results, kernelbench_results, test_is_correct, test_is_correct_under_kernelbench_rules

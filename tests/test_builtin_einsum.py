@@ -5,7 +5,7 @@ checked by the executor (interpreter values, sm_90 compile) under both rule sets
 
 import pytest
 
-from builtin_case import Case, Lazy, explain, ok, params
+from builtin_case import Case, correctness_checks
 
 _SEGSUM = """T = x.size(-1)
 c = torch.cumsum(x, dim=-1)
@@ -53,25 +53,8 @@ return (Y_diag + Y_off).reshape(2, 12, 3, 5)""", "[torch.rand(2, 12, 3, 5)]", in
 KERNELBENCH = ("four_operands", "mamba2_chunked_scan_y")
 
 
-@pytest.fixture(scope="module")
-def results(cpu_executor, tmp_path_factory):
-    return Lazy(cpu_executor, CASES, tmp_path_factory.mktemp("einsum"))
-
-
-@pytest.fixture(scope="module")
-def kernelbench_results(cpu_executor, tmp_path_factory):
-    return Lazy(cpu_executor, [c for c in CASES if c.name in KERNELBENCH], tmp_path_factory.mktemp("einsum_kb"),
-                rules="kernelbench")
-
-
-@pytest.mark.parametrize("name", params(CASES))
-def test_einsum_candidate_is_correct(results, name):
-    assert ok(results[name]), explain(results[name])
-
-
-@pytest.mark.parametrize("name", KERNELBENCH)
-def test_einsum_candidate_is_correct_under_kernelbench_rules(kernelbench_results, name):
-    assert ok(kernelbench_results[name]), explain(kernelbench_results[name])
+results, kernelbench_results, test_einsum_candidate_is_correct, test_einsum_candidate_is_correct_under_kernelbench_rules = correctness_checks(
+    CASES, "einsum", KERNELBENCH)
 
 
 @pytest.mark.parametrize("call, reason", [

@@ -5,7 +5,7 @@ rule sets."""
 
 import pytest
 
-from builtin_case import Case, Lazy, explain, ok, params, write
+from builtin_case import Case, correctness_checks, write
 
 CASES = [
     # Swin V2: a table computed by an MLP, read at a buffer of positions, viewed per head
@@ -28,25 +28,8 @@ CASES = [
 KERNELBENCH = ("computed_table_at_buffer_positions", "gather_along_dim")
 
 
-@pytest.fixture(scope="module")
-def results(cpu_executor, tmp_path_factory):
-    return Lazy(cpu_executor, CASES, tmp_path_factory.mktemp("gather"))
-
-
-@pytest.fixture(scope="module")
-def kernelbench_results(cpu_executor, tmp_path_factory):
-    return Lazy(cpu_executor, [c for c in CASES if c.name in KERNELBENCH], tmp_path_factory.mktemp("gather_kb"),
-                rules="kernelbench")
-
-
-@pytest.mark.parametrize("name", params(CASES))
-def test_gather_candidate_is_correct(results, name):
-    assert ok(results[name]), explain(results[name])
-
-
-@pytest.mark.parametrize("name", KERNELBENCH)
-def test_gather_candidate_is_correct_under_kernelbench_rules(kernelbench_results, name):
-    assert ok(kernelbench_results[name]), explain(kernelbench_results[name])
+results, kernelbench_results, test_gather_candidate_is_correct, test_gather_candidate_is_correct_under_kernelbench_rules = correctness_checks(
+    CASES, "gather", KERNELBENCH)
 
 
 @pytest.mark.parametrize("forward, init, reason", [

@@ -5,7 +5,7 @@ unrolled and correct."""
 
 import pytest
 
-from builtin_case import Case, Lazy, explain, ok, params, write
+from builtin_case import Case, correctness_checks, explain, write
 
 _INIT = "self.i2h = nn.Linear(6 + 8, 8)\nself.h2o = nn.Linear(8, 5)"
 CASES = [
@@ -33,25 +33,8 @@ return torch.stack(pre, dim=0) + hidden""", "[torch.rand(3, 2, 6), torch.rand(2,
 KERNELBENCH = ("elman_outputs_stacked",)
 
 
-@pytest.fixture(scope="module")
-def results(cpu_executor, tmp_path_factory):
-    return Lazy(cpu_executor, CASES, tmp_path_factory.mktemp("reroll"))
-
-
-@pytest.fixture(scope="module")
-def kernelbench_results(cpu_executor, tmp_path_factory):
-    return Lazy(cpu_executor, [c for c in CASES if c.name in KERNELBENCH], tmp_path_factory.mktemp("reroll_kb"),
-                rules="kernelbench")
-
-
-@pytest.mark.parametrize("name", params(CASES))
-def test_rerolled_candidate_is_correct(results, name):
-    assert ok(results[name]), explain(results[name])
-
-
-@pytest.mark.parametrize("name", KERNELBENCH)
-def test_rerolled_candidate_is_correct_under_kernelbench_rules(kernelbench_results, name):
-    assert ok(kernelbench_results[name]), explain(kernelbench_results[name])
+results, kernelbench_results, test_rerolled_candidate_is_correct, test_rerolled_candidate_is_correct_under_kernelbench_rules = correctness_checks(
+    CASES, "reroll", KERNELBENCH)
 
 
 @pytest.mark.parametrize("name, families", [

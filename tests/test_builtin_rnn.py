@@ -4,9 +4,8 @@ returning the output sequence, h_n or c_n and what forward does next, checked by
 executor (interpreter values, sm_90 compile of every launched kernel) under both rule
 sets (under kernelbench the library's GEMM projects the inputs)."""
 
-import pytest
 
-from builtin_case import Case, Lazy, explain, ok, params
+from builtin_case import Case, correctness_checks, explain, ok
 
 CASES = [
     Case("lstm_fc_last", "x, h0, c0: out, state = self.lstm(x, (h0, c0))\nreturn self.fc(out[:, -1, :])",
@@ -43,25 +42,8 @@ CASES = [
 KERNELBENCH = ("lstm_fc_last", "gru_bidirectional_hidden")
 
 
-@pytest.fixture(scope="module")
-def results(cpu_executor, tmp_path_factory):
-    return Lazy(cpu_executor, CASES, tmp_path_factory.mktemp("rnn"))
-
-
-@pytest.fixture(scope="module")
-def kernelbench_results(cpu_executor, tmp_path_factory):
-    return Lazy(cpu_executor, [c for c in CASES if c.name in KERNELBENCH], tmp_path_factory.mktemp("rnn_kb"),
-                rules="kernelbench")
-
-
-@pytest.mark.parametrize("name", params(CASES))
-def test_rnn_candidate_is_correct(results, name):
-    assert ok(results[name]), explain(results[name])
-
-
-@pytest.mark.parametrize("name", KERNELBENCH)
-def test_rnn_candidate_is_correct_under_kernelbench_rules(kernelbench_results, name):
-    assert ok(kernelbench_results[name]), explain(kernelbench_results[name])
+results, kernelbench_results, test_rnn_candidate_is_correct, test_rnn_candidate_is_correct_under_kernelbench_rules = correctness_checks(
+    CASES, "rnn", KERNELBENCH)
 
 
 def test_rnn_one_launch_per_step_is_correct(cpu_executor, tmp_path):
