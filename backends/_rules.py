@@ -117,7 +117,9 @@ RULE_SET_TEXT = {
 CHEATING_TEXT = (
     "Under every rule set these are cheating (`hack`): timers, side streams, threads, caching or reusing outputs "
     "across calls, uninitialised outputs, writing into the inputs, tensor subclasses or dispatch modes, reaching the "
-    "reference or the harness, monkey-patching, reseeding, lowering precision (autocast, fp16/bf16 casts, tf32). "
+    "reference or the harness, monkey-patching, reseeding, computing in a lower precision than the task runs in "
+    "(autocast, casts to a narrower float type, tf32 on an fp32 task; a bf16 or fp16 task computes in its own type "
+    "or wider). "
     "Also rejected (`disallowed`): try/except fallbacks, torch.compile/torch.jit, and a ModelNew that never launches "
     "its own kernel. Inputs are drawn fresh on every call and outputs are poisoned between calls."
 )

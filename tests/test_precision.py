@@ -228,3 +228,10 @@ def test_degenerate_tasks_are_still_found_and_stressed_in_bf16():
     assert x.dtype == torch.bfloat16 and float(x.min()) < 0
     fixed = assess_task(load_task_module(CASES / "task_ignores_inputs.py"), precision="bf16")
     assert not fixed.sets and "no stress distribution" in fixed.degenerate
+
+
+def test_the_prompt_rules_do_not_call_a_bf16_task_s_own_type_cheating():
+    from backends._rules import describe_rules
+
+    text = describe_rules("strict")
+    assert "fp16/bf16 casts" not in text and "lower precision than the task runs in" in text
