@@ -9,10 +9,11 @@ Everything else (isolation, correctness, timing, anti-hack) is shared.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import threading
 from importlib import metadata
-from typing import Any, Callable, Protocol, runtime_checkable
+from typing import Any, Callable, Iterator, Protocol, runtime_checkable
 
 from ._result import KernelFacts, LatencySource
 
@@ -47,6 +48,17 @@ class LaunchLog:
     def clear(self) -> None:
         with self.lock:
             self.launches.clear()
+
+    @contextlib.contextmanager
+    def pause(self) -> Iterator[None]:
+        """While one of the candidate's own kernels runs: torch ops its machinery issues are not charged."""
+        with self.lock:
+            self.paused += 1
+        try:
+            yield
+        finally:
+            with self.lock:
+                self.paused -= 1
 
 
 @dataclasses.dataclass

@@ -146,11 +146,8 @@ Triton rules:
                 if backend.dry_run:
                     log.record("triton", name, mode="dry")
                     return None
-                log.paused += 1
-                try:
+                with log.pause():
                     kernel = original(fn_self, *args, grid=grid, warmup=warmup, **kwargs)
-                finally:
-                    log.paused -= 1
                 info = {"grid": repr(grid) if not callable(grid) else "callable", "mode": kind}
                 if kernel is not None and hasattr(kernel, "metadata"):
                     info.update(backend._kernel_resources(kernel))
@@ -181,11 +178,8 @@ Triton rules:
                     if backend.dry_run and configs:
                         # no benchmarking in a dry run: the first configuration stands for all
                         return tuner_self.fn.run(*args, **kwargs, **configs[0].all_kwargs())
-                    log.paused += 1
-                    try:
+                    with log.pause():
                         return original(tuner_self, *args, **kwargs)
-                    finally:
-                        log.paused -= 1
 
                 run._evokernel_hook = True  # type: ignore[attr-defined]
                 return run
@@ -285,11 +279,8 @@ def _wrap_compiled(log: LaunchLog, backend: "TritonBackend") -> None:
             if backend.dry_run:
                 log.record("triton", name, mode="dry")
                 return None
-            log.paused += 1
-            try:
+            with log.pause():
                 runner(*args, **kwargs)
-            finally:
-                log.paused -= 1
             log.record("triton", name, grid=repr(grid), mode="gpu")
             return None
 

@@ -3,13 +3,12 @@ protocol in backends/_backend.py)."""
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import io
 import re
 import tokenize
 import time
-from typing import Any, Iterator
+from typing import Any
 
 from .._backend import CompileReport, LaunchLog
 from .._result import LatencySource
@@ -77,20 +76,10 @@ Ascend C rules:
         self._compile_only = compile_only
         clear_build_records()
 
-        @contextlib.contextmanager
-        def paused() -> Iterator[None]:
-            with log.lock:
-                log.paused += 1
-            try:
-                yield
-            finally:
-                with log.lock:
-                    log.paused -= 1
-
         def record(kind: str, name: str, **info: Any) -> None:
             log.record(kind, name, **info)
 
-        set_launch_hook(record, around=paused)
+        set_launch_hook(record, around=log.pause)
 
     def compile_check(self, module: Any, log: LaunchLog) -> CompileReport:
         """Report the builds the candidate made; when it made none yet (compile
