@@ -8,12 +8,11 @@ entries, so the test checks the order the GPU path relies on without a GPU."""
 
 from __future__ import annotations
 
-import importlib.util
 import inspect
-import sys
 
 import torch
 
+from backends._task import import_file
 from builtin_case import Case, write
 from evokernel.builtin import analyze, default_config, generate
 
@@ -53,10 +52,7 @@ def _candidate(tmp_path, compiled: bool):
     source = generate(plan, default_config(plan))
     path = tmp_path / f"cand_{compiled}.py"
     path.write_text(source)
-    spec = importlib.util.spec_from_file_location(f"cand_memo_{compiled}", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
+    module = import_file(path, "cand_memo")
     record: list = []
     for name, value in list(vars(module).items()):
         if name.startswith("_fused_pointwise_kernel"):

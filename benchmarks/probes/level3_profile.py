@@ -19,7 +19,6 @@ the file are skipped). Progress on stderr.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import statistics
 import sys
@@ -30,15 +29,8 @@ from pathlib import Path
 
 import torch
 
+from backends._task import import_file
 from evokernel.builtin import Unsupported, analyze, default_config, generate
-
-
-def _load(path: Path, name: str):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def _to(x, device):
@@ -46,6 +38,8 @@ def _to(x, device):
 
 
 def _latency(fn, reps: int) -> float:
+    # Not backends._timing.benchmark: its GPU spin keeps the host's launch time out of the interval,
+    # and the host's launch time is what this probe looks for.
     times = []
     for _ in range(reps):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -103,10 +97,10 @@ def probe(task_file: Path, rules: str, reps: int, device: torch.device, cprofile
     source = generate(plan, default_config(plan))
     record.update(family=plan.family, stages=len(plan.stages), source_chars=len(source),
                   plan_s=round(time.perf_counter() - t0, 2))
-    task = _load(task_file, f"task_{task_file.stem}")
+    task = import_file(task_file, "task")
     with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
         f.write(source)
-    cand = _load(Path(f.name), f"cand_{task_file.stem}")
+    cand = import_file(Path(f.name), "cand")
     init = task.get_init_inputs()
     torch.manual_seed(0)
     ref = task.Model(*init).to(device).eval()

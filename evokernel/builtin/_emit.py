@@ -155,9 +155,7 @@ def _owner_chains(lines: list[str]) -> tuple[list[str], list[str]]:
 
     def bind(match: re.Match) -> str:
         hops = _HOP.findall(match.group(1))
-        end = match.end()
-        rest = match.string[end:]
-        if rest.startswith("("):  # the last hop is a method: the tensor is the one before it
+        if match.string.startswith("(", match.end()):  # the last hop is a method: the tensor is the one before it
             hops = hops[:-1]
         while hops and hops[-1] in _TENSOR_ATTRS:  # .T, .data...: of the tensor, not a module's
             hops = hops[:-1]
