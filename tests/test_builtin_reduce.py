@@ -65,7 +65,7 @@ def test_few_long_rows_with_a_per_element_result_are_one_rows_plan(tmp_path):
     plan = analyze(write(_case("layer_norm_few_long_rows"), tmp_path))
     assert plan.family == "rows"
     source = generate(plan)
-    assert "fused_rows(" in source and "_rows_apply_kernel[" in source
+    assert "fused_rows(" in source and "_launch(_rows_apply_kernel" in source
 
 
 def test_a_mean_and_its_variance_or_a_max_and_its_exponentials_are_one_loop(tmp_path):

@@ -8,7 +8,8 @@ are built as the executor builds them (same seed, eval mode, the task's inputs);
   exceeds the GPU time when the forward is launch-bound;
 - torch.profiler over a few forwards: GPU time per forward, kernel launches per forward,
   the top kernels by GPU time, and the CUDA streams the work ran on;
-- the first call's wall time (Triton compiles the candidate's kernels then).
+- the first call's wall time (Triton compiles the candidate's kernels then);
+- the error on fresh inputs once later calls replay the forward's launch plan, and how many did.
 
 One JSON record per task is appended to --out as it finishes (restartable: tasks already in
 the file are skipped). Progress on stderr.
@@ -128,6 +129,18 @@ def probe(task_file: Path, rules: str, reps: int, device: torch.device, cprofile
         record["ours_host_ms"] = _host_ms(ours, reps)
         record["eager_profile"] = _profile(eager, 3)
         record["ours_profile"] = _profile(ours, 3)
+        # by now later calls replay the forward's launch plan (evokernel/builtin/_launch_plan.py):
+        # checked against eager on inputs it has not seen
+        torch.manual_seed(2)
+        fresh = [_to(x, device) for x in task.get_inputs()]
+        got, want = new(*fresh), ref(*fresh)
+        pairs = list(zip(got if isinstance(got, (tuple, list)) else [got],
+                         want if isinstance(want, (tuple, list)) else [want]))
+        record["max_abs_err_fresh_inputs"] = max(float((a.float() - b.float()).abs().max()) for a, b in pairs)
+        plans = getattr(new, "_evokernel_launch_plans", None)
+        if plans is not None:
+            record["plan_replays"] = plans.replays
+            record["plan_not_made"] = sorted({str(why) for why in plans.why.values()})
         if cprofile:
             record["ours_host_functions"] = _host_functions(ours, 10)
     return record
@@ -224,7 +237,8 @@ def main() -> int:
         with args.out.open("a") as f:
             f.write(json.dumps(record) + "\n")
         short = {k: record.get(k) for k in ("stages", "first_call_s", "eager_ms", "ours_ms", "eager_host_ms",
-                                            "ours_host_ms", "max_abs_err", "error", "unsupported")}
+                                            "ours_host_ms", "max_abs_err", "max_abs_err_fresh_inputs", "plan_replays",
+                                            "plan_not_made", "error", "unsupported")}
         print(f"level3_profile: {task_file.stem} {short}", file=sys.stderr, flush=True)
     return 0
 

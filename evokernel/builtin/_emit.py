@@ -3,15 +3,17 @@ helpers, the ModelNew class, and the expression emitter the kernels build on."""
 
 from __future__ import annotations
 
+import ast
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from ._build import FLOAT_DTYPES
 from ._ir import Node, Plan, Ref
 from ._pointwise import literal, pointwise_expr
 
 __all__ = ["Emitter", "StageCode", "assemble", "header", "model_class", "scalar_sources", "wrap_params",
-           "BROADCAST_SHAPES", "HELPERS", "RUNNER", "TF32_ROUND", "launch_key", "out_dtype_expr", "stage_args", "load_other", "to_f32"]
+           "BROADCAST_SHAPES", "HELPERS", "TF32_ROUND", "out_dtype_expr", "stage_args", "load_other", "to_f32"]
 
 
 @dataclass(frozen=True)
@@ -67,28 +69,6 @@ def _result_dtype(*tensors):
 '''
 
 
-# A launch's compiled kernel, called directly the next time the same launch comes round.
-RUNNER = '''def _runner(compiled, grid):
-    """The compiled kernel's own launcher for ``grid``: a repeated launch skips Triton's argument
-    binding and cache lookup, host time a deep network's forward pays hundreds of times (it
-    launches the same code on the same kind of arguments). None where no compiled kernel came
-    back (the CPU interpreter): the launch then goes through Triton every time."""
-    # the compiled launcher reads three grid dims (Triton's own entry pads them)
-    return None if compiled is None else compiled[tuple(grid) + (1,) * (3 - len(grid))]
-'''
-
-
-def launch_key(tensors: list[str], scalars: list[str]) -> str:
-    """A launch's memo key as generated code: what Triton specialises a compiled kernel on
-    (dtypes, 16-byte alignment of each pointer, the integer arguments derived from shapes and
-    strides) and the device; equal keys launch the same compiled kernel with the same integers."""
-    parts = [f"{t}.shape, {t}.stride(), {t}.dtype, {t}.data_ptr() % 16" for t in tensors]
-    parts += scalars
-    if tensors:
-        parts.append(f"{tensors[0]}.device")
-    return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
-
-
 def header(plan: Plan, config_text: str) -> str:
     lines = [
         f'"""Builtin-policy candidate for {plan.name}: {plan.family} family ({config_text})."""',
@@ -134,10 +114,12 @@ def stage_args(plan: Plan) -> list[str]:
     return [leaf.source for leaf in plan.leaves] + scalar_sources(plan)
 
 
-def _out_views(plan: Plan) -> str:
-    views = "".join(plan.out_views)
+def _returned(call: str, plan: Plan) -> str:
+    """What forward returns: the last stage's result with the reference's views on it, made
+    contiguous (a copy, recorded by a launch plan) when a view reorders dims."""
+    views = call + "".join(plan.out_views)
     if any(v.startswith((".transpose", ".permute", ".t(", ".T", ".mT", ".swap", ".movedim")) for v in plan.out_views):
-        views += ".contiguous()"
+        return f"_contiguous({views})"
     return views
 
 
@@ -181,7 +163,7 @@ def model_class(plan: Plan, launcher: str, body: list[str] | None = None) -> str
     `.half()` and `.eval()`; one assigned anew after the first call would not be seen."""
     call = f"{launcher}({', '.join(stage_args(plan) if body is None else [])})" if body is None else launcher
     forward_params = f"self, {plan.forward_args}" if plan.forward_args else "self"
-    statements, owners = _owner_chains([*(body or []), f"return {call}{_out_views(plan)}"])
+    statements, owners = _owner_chains([*(body or []), f"return {_returned(call, plan)}"])
     lines = [f"        {line}" for line in statements]
     bound = ""
     if owners:
@@ -195,12 +177,61 @@ def model_class(plan: Plan, launcher: str, body: list[str] | None = None) -> str
             "            self.__dict__[\"_evokernel_owners\"] = owners\n"
             "        return owners\n"
         )
-    return (
-        "class ModelNew(nn.Module):\n"
-        f"{plan.init_source}{bound}\n\n"
-        f"    def forward({forward_params}):\n"
-        + "".join(line + "\n" for line in lines)
-    )
+    names = _plain_params(plan.forward_args)
+    if names is None:  # keyword-only or variadic parameters: forward runs as written every call
+        forward = f"    def forward({forward_params}):\n" + "".join(line + "\n" for line in lines)
+    else:
+        args = "(" + "".join(f"{n}, " for n in names) + ")"
+        forward = (
+            f"    def forward({forward_params}):\n"
+            "        # the launches recorded on an earlier call with these inputs' layout, or the body below\n"
+            f"        return _launch_plans(self).run(self, self._launches, {args})\n\n"
+            f"    def _launches({forward_params}):\n"
+            + "".join(line + "\n" for line in lines)
+        )
+    return "class ModelNew(nn.Module):\n" f"{plan.init_source}{bound}\n\n" + forward
+
+
+def _plain_params(forward_args: str) -> list[str] | None:
+    """The parameter names of a forward that takes positional parameters only, else None."""
+    params = ast.parse(f"def f({forward_args}): pass").body[0].args
+    if params.vararg or params.kwarg or params.kwonlyargs or params.posonlyargs:
+        return None
+    return [a.arg for a in params.args]
+
+
+# The launch plans' runtime (evokernel/builtin/_launch_plan.py below its marker), in every candidate.
+LAUNCH_PLAN = "\n".join(
+    line for line in (Path(__file__).with_name("_launch_plan.py").read_text()
+                      .split("# --- candidate code below (copied into generated candidates) ---\n", 1)[1]
+                      .splitlines())
+    if not line.startswith("import ")
+).strip() + "\n"
+
+
+def route_launches(text: str, kernels: set[str]) -> str:
+    """``kernel[grid](args)`` -> ``_launch(kernel, grid, args)`` for the candidate's own kernels,
+    so the recording in progress sees every launch (evokernel/builtin/_launch_plan.py)."""
+    out: list[str] = []
+    pos = 0
+    for match in re.finditer(r"\b([A-Za-z_]\w*)\[", text):
+        # a kernel by its own name, or a launcher's local alias for one (main_kernel = ...)
+        if not (match.group(1) in kernels or match.group(1).endswith("_kernel")) or match.start() < pos:
+            continue
+        depth, i = 0, match.end() - 1
+        while i < len(text):
+            depth += {"[": 1, "]": -1}.get(text[i], 0)
+            if depth == 0:
+                break
+            i += 1
+        if i + 1 >= len(text) or text[i + 1] != "(":
+            continue
+        grid = text[match.end():i]
+        out.append(text[pos:match.start()])
+        out.append(f"_launch({match.group(1)}, {grid}, ")
+        pos = i + 2
+    out.append(text[pos:])
+    return "".join(out)
 
 
 def assemble(plan: Plan, config_text: str, codes: list[StageCode], calls: list[str] | None = None) -> str:
@@ -215,8 +246,11 @@ def assemble(plan: Plan, config_text: str, codes: list[StageCode], calls: list[s
     parts = [header(plan, config_text)]
     for code in codes:
         parts.extend(code.kernels)
-    parts.extend(helpers)
-    parts.extend(code.launcher for code in codes)
+    kernels = {name for text in [*(k for code in codes for k in code.kernels), *helpers]
+               for name in re.findall(r"^def (\w+)\(", text, re.M)}
+    parts.extend(route_launches(helper, kernels) for helper in helpers)
+    parts.append(LAUNCH_PLAN)
+    parts.extend(route_launches(code.launcher, kernels) for code in codes)
     if calls is None:
         parts.append(model_class(plan, codes[-1].entry))
     else:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ._config import Config
-from ._emit import RUNNER, Emitter, StageCode, launch_key, load_other, out_dtype_expr, scalar_sources, wrap_params
+from ._emit import Emitter, StageCode, load_other, out_dtype_expr, scalar_sources, wrap_params
 from ._ir import Node, Plan
 
 __all__ = ["generate_elementwise", "COALESCE", "SPAN_HELPER"]
@@ -118,23 +118,13 @@ def generate_elementwise(plan: Plan, config: Config, tag: str = "") -> StageCode
 
     entry = f"fused_pointwise{tag}"
     launch_args = names + scalars
-    memo = f"_launches{tag or '_main'}"
-    l = [f"{memo} = {{}}", "", ""]
+    l = []
     l.append(f"def {entry}({', '.join(launch_args)}):")
-    # a repeated launch (same shapes, strides, dtypes, alignment and scalars) skips the host work below
-    l.append(f"    key = {launch_key(names, scalars)}")
-    l.append(f"    hit = {memo}.get(key)")
-    l.append("    if hit is not None:")
-    l.append(f"        out = torch.empty(hit[0], dtype=hit[1], device={names[0]}.device)")
-    l.append("        if hit[2] is not None:  # None: no elements")
-    l.append(f"            hit[2]({', '.join(names)}, out, {''.join(s + ', ' for s in scalars)}*hit[3])")
-    l.append("        return out")
     shapes = ", ".join(f"{n}.shape" for n in names)
     l.append(f"    shape = _broadcast_shapes({shapes})")
     l.append(f"    out = torch.empty(shape, dtype={out_dtype_expr(plan)}, device={names[0]}.device)")
     l.append("    n_elements = out.numel()")
     l.append("    if n_elements == 0:")
-    l.append(f"        {memo}[key] = (out.shape, out.dtype, None, ())")
     l.append("        return out")
     strides = ", ".join(f"list({n}.expand(shape).stride())" for n in names)
     l.append(f"    sizes, strides = _coalesce(list(shape), [{strides}])")
@@ -149,15 +139,12 @@ def generate_elementwise(plan: Plan, config: Config, tag: str = "") -> StageCode
     l.append(f"    grid = (triton.cdiv(n_elements, {config.block_n}),)")
     stride_args = " + ".join(f"{n}_strides" for n in names)
     extra = "".join(f"{a}, " for a in iota_args(iotas, "shape"))
-    l.append(f"    tail = (n_elements, *sizes[1:], *({stride_args}), {extra}")
-    l.append(f"            is_flat, _needs_i64(out, {', '.join(names)}), {config.block_n})")
-    l.append(f"    compiled = {kernel_name}[grid](")
-    l.append(f"        {', '.join(names)}, out, {''.join(s + ', ' for s in scalars)}*tail[:-3],")
-    l.append(f"        IS_FLAT=tail[-3], IDX64=tail[-2], BLOCK_SIZE={config.block_n}, num_warps={config.num_warps},")
+    l.append(f"    {kernel_name}[grid](")
+    l.append(f"        {', '.join(names)}, out, {''.join(s + ', ' for s in scalars)}n_elements,")
+    l.append(f"        *sizes[1:], *({stride_args}), {extra}")
+    l.append(f"        IS_FLAT=is_flat, IDX64=_needs_i64(out, {', '.join(names)}), BLOCK_SIZE={config.block_n},")
+    l.append(f"        num_warps={config.num_warps},")
     l.append("    )")
-    l.append("    runner = _runner(compiled, grid)")
-    l.append("    if runner is not None:")
-    l.append(f"        {memo}[key] = (out.shape, out.dtype, runner, tail)")
     l.append("    return out")
     launcher = "\n".join(l) + "\n"
-    return StageCode(kernels=(kernel,), launcher=launcher, entry=entry, helpers=(COALESCE, SPAN_HELPER, RUNNER))
+    return StageCode(kernels=(kernel,), launcher=launcher, entry=entry, helpers=(COALESCE, SPAN_HELPER))

@@ -42,5 +42,6 @@ def generate_host(plan: Plan, tag: str) -> StageCode:
         body = f"    # the library's convolution (cuDNN on a GPU); the work after it is ours\n    return {call}"
     else:  # pragma: no cover - the scheduler makes host stages of these ops only
         raise ValueError(f"no host stage for {node.op}")
-    launcher = f"def {entry}({', '.join(names)}):\n{body}\n"
+    # torch runs this stage: a launch plan records it as a call (evokernel/builtin/_launch_plan.py)
+    launcher = f"@_host_step\ndef {entry}({', '.join(names)}):\n{body}\n"
     return StageCode(kernels=(), launcher=launcher, entry=entry)

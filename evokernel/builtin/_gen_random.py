@@ -60,7 +60,8 @@ def generate_random(plan: Plan, tag: str) -> StageCode:
     dtype = f"torch.{plan.out_spec.dtype}"
     entry = f"fused_random{tag}"
     if plan.rules == "kernelbench":
-        body = [f"    # the reference's own call, on the same global generator (library calls are allowed here)",
+        body = ["    _unplannable('a random draw: each call draws anew')",
+                f"    # the reference's own call, on the same global generator (library calls are allowed here)",
                 f"    return torch.{_TORCH_CALL[kind]}({shape!r}, dtype={dtype}, device={device}.device)"]
         return StageCode(kernels=(), launcher=f"def {entry}({device}):\n" + "\n".join(body) + "\n", entry=entry)
     n = math.prod(shape)
@@ -70,6 +71,7 @@ def generate_random(plan: Plan, tag: str) -> StageCode:
         f"def {entry}({device}):",
         "    # strict rules: our kernel draws the distribution torch's generator would (see the docstring of",
         "    # the builtin's _gen_random: no rule lets a candidate read that generator without drawing from it)",
+        "    _unplannable('a random draw: each call draws anew')",
         "    _random_draws[0] += 1",
         f"    out = torch.empty({shape!r}, dtype={dtype}, device={device}.device)",
         "    if out.numel():",

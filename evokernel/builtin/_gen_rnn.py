@@ -187,7 +187,7 @@ def _projection(tag: str, library: bool) -> list[str]:
     if library:
         lines += ["        if precision == 'ieee':",
                   "            # kernelbench rules: the library's GEMM projects every step's input (IEEE fp32, as ours)",
-                  "            xp = rows @ w_ih.t() if b_ih is None else torch.addmm(b_ih, rows, w_ih.t())",
+                  "            xp = _host_call(torch.matmul, rows, w_ih.t()) if b_ih is None else _host_call(torch.addmm, b_ih, rows, w_ih.t())",
                   "        else:",
                   "            # TF32 rounded as cuDNN rounds: our own GEMM (the library's rounding differs)",
                   "            xp = _rnn_project" + tag + "(rows, w_ih, b_ih, precision)"]
@@ -200,7 +200,7 @@ def _split_lines(config: Config, cooperative: bool) -> list[str]:
     """Launcher lines setting ``split``, the programs sharing a batch tile's hidden units in a
     cooperative layer, and (outside one) ``sync``, the step counters the kernel then never touches."""
     if not cooperative:
-        return ["    sync = torch.zeros((1,), dtype=torch.int32, device=x.device)  # no barrier: never read"]
+        return ["    sync = _zeros((1,), torch.int32, x.device)  # no barrier: never read"]
     return [f"    split = min({config.split_n}, triton.cdiv(hidden, {config.block_n}))",
             "    if x.is_cuda:  # at most one program a multiprocessor: all of them fit at once",
             "        split = max(1, min(split, torch.cuda.get_device_properties(x.device).multi_processor_count",
@@ -265,9 +265,9 @@ def generate_rnn(plan: Plan, config: Config, tag: str = "") -> StageCode:
     if lstm:
         l += ["    c_n = packed[n_out + n_state:].view(len(layers) * dirs, n_batch, hidden)",
               "    if c0 is None:",
-              "        c_n.zero_()",
+              "        _zero_(c_n)",
               "    else:",
-              "        c_n.copy_(c0)"]
+              "        _copy_(c_n, c0)"]
     else:
         l += ["    c_n = h_n  # no cell state: the kernel never touches it"]
     l += [
@@ -282,20 +282,20 @@ def generate_rnn(plan: Plan, config: Config, tag: str = "") -> StageCode:
         "        last = layer == len(layers) - 1",
         "        seq = packed[:n_out].view(seq_shape) if last else torch.empty(seq_shape, dtype=x.dtype, device=x.device)",
         "        # every step's input rows, in the input's (time, batch) order, both directions in one GEMM",
-        "        rows = layer_in.reshape(-1, layer_in.shape[-1]).contiguous()",
-        "        w_ih = torch.cat([p[0] for p in params]) if dirs > 1 else params[0][0].contiguous()",
-        "        b_ih = None if params[0][2] is None else torch.cat([p[2] for p in params])",
-        "        w_hh = torch.stack([p[1] for p in params])",
-        "        b_hh = None if params[0][3] is None else torch.stack([p[3] for p in params])",
+        "        rows = _contiguous(layer_in.reshape(-1, layer_in.shape[-1]))",
+        "        w_ih = _host_call(torch.cat, [p[0] for p in params]) if dirs > 1 else _contiguous(params[0][0])",
+        "        b_ih = None if params[0][2] is None else _host_call(torch.cat, [p[2] for p in params])",
+        "        w_hh = _host_call(torch.stack, [p[1] for p in params])",
+        "        b_hh = None if params[0][3] is None else _host_call(torch.stack, [p[3] for p in params])",
         *_projection(tag, plan.rules == "kernelbench"),
         f"        stride_xp_t, stride_xp_b = {'(xp.shape[1], steps * xp.shape[1])' if spec.batch_first else '(n_batch * xp.shape[1], xp.shape[1])'}",
         "        states = slice(layer * dirs, (layer + 1) * dirs)",
-        *(["        sync = torch.zeros((dirs * tiles_b,), dtype=torch.int32, device=x.device)  # step counters, anew"]
+        *(["        sync = _zeros((dirs * tiles_b,), torch.int32, x.device)  # step counters, anew"]
           if cooperative else []),
         "        if h0 is None:",
-        "            hbuf[:, 0].zero_()",
+        "            _zero_(hbuf[:, 0])",
         "        else:",
-        "            hbuf[:, 0].copy_(h0[states])",
+        "            _copy_(hbuf[:, 0], h0[states])",
         "        args = (xp, w_hh, w_hh if b_hh is None else b_hh, hbuf, c_n[states], seq, h_n[states], sync)",
         f"        sizes = (steps, n_batch, hidden, stride_xp_t, stride_xp_b, seq.stride({t_dim}), seq.stride({b_dim}))",
         f"        meta = dict(HAS_BIAS=b_hh is not None, PRECISION=precision, BLOCK_B={c.block_m}, BLOCK_H={c.block_n},",

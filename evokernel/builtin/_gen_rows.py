@@ -96,7 +96,7 @@ def _rows_operand(t, full, g0, g1):
     """(tensor, layout) for a rows kernel; a copy only when no two-run layout exists."""
     layout = _rows_layout(t, full, g0, g1)
     if layout is None:
-        t = t.expand(full).contiguous()
+        t = _contiguous(t.expand(full))
         layout = _rows_layout(t, full, g0, g1)
     return t, layout
 '''
