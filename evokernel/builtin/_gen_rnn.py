@@ -41,7 +41,7 @@ PROJ_TILE = (64, 64, 32, 4)  # input projection GEMM: rows, columns, K step, war
 
 _GEMM_TILE = '''@triton.jit
 def _rnn_gemm_tile(a_ptr, a_rows, mask_r, w_ptr, offs_n, mask_n, K, acc,
-                   BLOCK_K: tl.constexpr, PRECISION: tl.constexpr, A_CACHE: tl.constexpr = ""):
+                   BLOCK_K: tl.constexpr, PRECISION: tl.constexpr, A_CACHE: tl.constexpr):
     """acc + A[rows, :K] @ W[offs_n, :K]^T: A's rows start at a_ptr + a_rows (unit stride along K);
     W is row-major (K columns). A_CACHE ".cg": A read past the multiprocessor's L1 (other programs
     wrote it since this one last read it)."""
@@ -88,7 +88,7 @@ def _rnn_proj_kernel{tag}(a_ptr, w_ptr, b_ptr, out_ptr, R, N, K, stride_a_r,
     mask_r = offs_r < R
     mask_n = offs_n < N
     acc = tl.zeros((BLOCK_R, BLOCK_N), dtype=tl.float32)
-    acc = _rnn_gemm_tile(a_ptr, offs_r * stride_a_r, mask_r, w_ptr, offs_n, mask_n, K, acc, BLOCK_K, PRECISION)
+    acc = _rnn_gemm_tile(a_ptr, offs_r * stride_a_r, mask_r, w_ptr, offs_n, mask_n, K, acc, BLOCK_K, PRECISION, "")
     if HAS_BIAS:
         acc += tl.load(b_ptr + offs_n, mask=mask_n, other=0.0).to(tl.float32)[None, :]
     tl.store(out_ptr + offs_r[:, None] * N + offs_n[None, :], acc, mask=mask_r[:, None] & mask_n[None, :])
