@@ -82,3 +82,33 @@ def test_rnn_cooperative_layer_is_correct(cpu_executor, tmp_path):
         options = EvalOptions.from_dict({"rules": "strict", "timing": False, "baselines": False, "trials": 1})
         result = cpu_executor.evaluate(path, source, backend="triton", options=options)
         assert ok(result), explain(result)
+
+
+def test_a_loop_of_linear_layers_takes_tf32_from_the_matmul_switch_not_cudnns(monkeypatch, tmp_path):
+    """34_VanillaRNNHidden's reference is a Python loop of nn.Linear (cuBLAS: IEEE fp32 unless
+    torch.backends.cuda.matmul.allow_tf32), not cuDNN's RNN (TF32 by default): on the H200 its
+    folded recurrence computed in TF32 was 1.5% wrong elements."""
+    import types
+
+    import torch
+
+    from evokernel.builtin import _gen_rnn
+
+    scope: dict = {"torch": torch}
+    exec(_gen_rnn._PRECISION, scope)
+    x = types.SimpleNamespace(is_cuda=True, dtype=torch.float32)
+    monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", True)
+    monkeypatch.setattr(torch.backends.cuda.matmul, "allow_tf32", False)
+    assert scope["_rnn_precision"](x, "auto", True) == "ieee"
+    assert scope["_rnn_precision"](x, "auto", False) == "round"
+
+    from builtin_case import write
+    from evokernel.builtin import analyze, default_config, generate
+    from test_builtin_reroll import CASES as LOOPS
+
+    elman = next(c for c in LOOPS if c.name == "elman_outputs_stacked")
+    plan = analyze(str(write(elman, tmp_path)), "kernelbench")
+    assert "_rnn_precision(x, 'auto', True)" in generate(plan, default_config(plan))
+    lstm = next(c for c in CASES if c.name == "lstm_hn")
+    plan = analyze(str(write(lstm, tmp_path)), "kernelbench")
+    assert "_rnn_precision(x, 'auto', False)" in generate(plan, default_config(plan))

@@ -44,6 +44,9 @@ class RnnSpec:
     bias: bool
     has_h0: bool
     has_c0: bool
+    # the reference's products are cuBLAS matmuls (a Python loop of Linear layers), not cuDNN's RNN:
+    # TF32 then follows torch.backends.cuda.matmul.allow_tf32 (off by default), not cudnn.allow_tf32
+    cublas: bool = False
 
     @property
     def gates(self) -> int:
@@ -93,7 +96,7 @@ def elman_states(ctx, x: Ref, h0: Ref, weight: Ref, bias: Ref | None, mode: str,
     weights = [w_ih, w_hh] + ([bias, filled(ctx, (hidden,), 0.0, dtype)] if bias is not None else [])
     state = _leaf_view(ctx, h0, ".unsqueeze(0)", (1, batch, hidden))
     spec = RnnSpec(mode=mode, layers=1, directions=1, hidden=hidden, input_size=inputs, seq_len=steps, batch=batch,
-                   batch_first=False, unbatched=False, bias=bias is not None, has_h0=True, has_c0=False)
+                   batch_first=False, unbatched=False, bias=bias is not None, has_h0=True, has_c0=False, cublas=True)
     return _region(_packed(ctx, spec, x, [state], weights), 0, (steps, batch, hidden))
 
 

@@ -65,10 +65,12 @@ def _rnn_gemm_tile(a_ptr, a_rows, mask_r, w_ptr, offs_n, mask_n, K, acc,
 '''
 
 _PRECISION = '''
-def _rnn_precision(x, choice):
-    """The step and projection products: TF32 only where cuDNN's reference uses it (fp32 on the GPU
-    with torch.backends.cudnn.allow_tf32 on), rounded as cuDNN rounds ("auto") or truncated ("trunc")."""
-    tf32 = x.is_cuda and x.dtype == torch.float32 and torch.backends.cudnn.allow_tf32
+def _rnn_precision(x, choice, cublas):
+    """The step and projection products: TF32 only where the reference uses it (fp32 on the GPU with
+    torch.backends.cudnn.allow_tf32 on for cuDNN's RNN, the matmul switch for a loop of Linear layers,
+    cuBLAS), rounded as cuDNN rounds ("auto") or truncated ("trunc")."""
+    switch = torch.backends.cuda.matmul.allow_tf32 if cublas else torch.backends.cudnn.allow_tf32
+    tf32 = x.is_cuda and x.dtype == torch.float32 and switch
     if choice == "ieee" or not tf32:
         return "ieee"
     return "round" if choice == "auto" else "tf32"
@@ -271,7 +273,7 @@ def generate_rnn(plan: Plan, config: Config, tag: str = "") -> StageCode:
     else:
         l += ["    c_n = h_n  # no cell state: the kernel never touches it"]
     l += [
-        f"    precision = _rnn_precision(x, {c.precision!r})",
+        f"    precision = _rnn_precision(x, {c.precision!r}, {spec.cublas})",
         f"    seq_shape = {seq_shape}",
         "    # h_{t-1} and h_t of each direction: two halves a step reads and writes in turn",
         "    hbuf = torch.empty((dirs, 2, n_batch, hidden), dtype=x.dtype, device=x.device)",
