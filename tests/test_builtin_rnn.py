@@ -84,7 +84,7 @@ def test_rnn_cooperative_layer_is_correct(cpu_executor, tmp_path):
         assert ok(result), explain(result)
 
 
-def test_a_loop_of_linear_layers_takes_tf32_from_the_matmul_switch_not_cudnns(monkeypatch, tmp_path):
+def test_a_loop_of_linear_layers_takes_tf32_from_the_matmul_switch_not_cudnns(tmp_path):
     """34_VanillaRNNHidden's reference is a Python loop of nn.Linear (cuBLAS: IEEE fp32 unless
     torch.backends.cuda.matmul.allow_tf32), not cuDNN's RNN (TF32 by default): on the H200 its
     folded recurrence computed in TF32 was 1.5% wrong elements."""
@@ -94,11 +94,12 @@ def test_a_loop_of_linear_layers_takes_tf32_from_the_matmul_switch_not_cudnns(mo
 
     from evokernel.builtin import _gen_rnn
 
-    scope: dict = {"torch": torch}
+    # torch's switches as a GPU build has them (a CPU build may lack the matmul one)
+    switches = types.SimpleNamespace(cudnn=types.SimpleNamespace(allow_tf32=True),
+                                     cuda=types.SimpleNamespace(matmul=types.SimpleNamespace(allow_tf32=False)))
+    scope: dict = {"torch": types.SimpleNamespace(float32=torch.float32, backends=switches)}
     exec(_gen_rnn._PRECISION, scope)
     x = types.SimpleNamespace(is_cuda=True, dtype=torch.float32)
-    monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", True)
-    monkeypatch.setattr(torch.backends.cuda.matmul, "allow_tf32", False)
     assert scope["_rnn_precision"](x, "auto", True) == "ieee"
     assert scope["_rnn_precision"](x, "auto", False) == "round"
 

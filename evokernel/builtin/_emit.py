@@ -3,10 +3,11 @@ helpers, the ModelNew class, and the expression emitter the kernels build on."""
 
 from __future__ import annotations
 
-import ast
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from backends import parse_python
 
 from ._build import FLOAT_DTYPES
 from ._ir import Node, Plan, Ref
@@ -194,7 +195,7 @@ def model_class(plan: Plan, launcher: str, body: list[str] | None = None) -> str
 
 def _plain_params(forward_args: str) -> list[str] | None:
     """The parameter names of a forward that takes positional parameters only, else None."""
-    params = ast.parse(f"def f({forward_args}): pass").body[0].args
+    params = parse_python(f"def f({forward_args}): pass").body[0].args
     if params.vararg or params.kwarg or params.kwonlyargs or params.posonlyargs:
         return None
     return [a.arg for a in params.args]

@@ -69,8 +69,8 @@ def _rnn_precision(x, choice, cublas):
     """The step and projection products: TF32 only where the reference uses it (fp32 on the GPU with
     torch.backends.cudnn.allow_tf32 on for cuDNN's RNN, the matmul switch for a loop of Linear layers,
     cuBLAS), rounded as cuDNN rounds ("auto") or truncated ("trunc")."""
-    switch = torch.backends.cuda.matmul.allow_tf32 if cublas else torch.backends.cudnn.allow_tf32
-    tf32 = x.is_cuda and x.dtype == torch.float32 and switch
+    tf32 = x.is_cuda and x.dtype == torch.float32 and (
+        torch.backends.cuda.matmul.allow_tf32 if cublas else torch.backends.cudnn.allow_tf32)
     if choice == "ieee" or not tf32:
         return "ieee"
     return "round" if choice == "auto" else "tf32"
