@@ -7,16 +7,12 @@ compiled kernel. Every replayed output is compared with the reference on fresh i
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
 import pytest
 import torch
 import torch.nn as nn
 
 from backends import EvalOptions
-from builtin_case import Case, explain, ok, write
+from builtin_case import Case, check_in_interpreter, explain, ok, write
 from evokernel.builtin import _launch_plan as lp
 from evokernel.builtin import analyze, default_config, generate
 from evokernel.builtin._emit import route_launches
@@ -36,19 +32,17 @@ LSTM = Case(
 )
 
 
-CHILD = """
-import sys
+# Prepended to each check (run by builtin_case.check_in_interpreter, the candidate imported as `mod`):
+# ``ref`` and ``new`` built from the same seed, ``close`` and ``inputs`` to compare them.
+PRELUDE = """
 import torch
 import torch.nn as nn
-from pathlib import Path
-from backends._task import import_file
 
-ref_module = import_file(Path(sys.argv[1]), "ref")
-module = import_file(Path(sys.argv[2]), "cand")
+ref_module = import_file(Path(TASK), "ref")
 torch.manual_seed(0)
 ref = ref_module.Model().eval()
 torch.manual_seed(0)
-new = module.ModelNew().eval()
+new = mod.ModelNew().eval()
 
 
 def close(a, b):
@@ -66,17 +60,11 @@ torch.set_grad_enabled(False)
 
 
 def _in_interpreter(tmp_path, case: Case, rules: str, check: str) -> None:
-    """Run ``check`` in a child whose Triton runs kernels in its interpreter (TRITON_INTERPRET
-    must be set before triton is imported), with ``ref`` and ``new`` built from the same seed."""
+    """Run ``check`` on the builtin's candidate for ``case`` in Triton's interpreter."""
     task = write(case, tmp_path)
     plan = analyze(str(task), rules)
-    candidate = tmp_path / f"cand_{case.name}_{rules}.py"
-    candidate.write_text(generate(plan, default_config(plan)))
-    script = tmp_path / "check.py"
-    script.write_text(CHILD.replace("INPUTS", case.inputs) + check + "\nprint('checked')\n")
-    proc = subprocess.run([sys.executable, str(script), str(task), str(candidate)], capture_output=True, text=True,
-                          timeout=300, env=dict(os.environ, TRITON_INTERPRET="1"))
-    assert proc.returncode == 0 and "checked" in proc.stdout, proc.stderr[-3000:]
+    prelude = PRELUDE.replace("TASK", repr(str(task))).replace("INPUTS", case.inputs)
+    check_in_interpreter(tmp_path, prelude + check + "\nprint('checked')\n", generate(plan, default_config(plan)), "checked")
 
 
 REPLAYS = """
@@ -112,7 +100,7 @@ assert new._evokernel_launch_plans.replays == 2
 
 def test_a_torch_op_the_plan_does_not_hold_keeps_forward_running_as_written(tmp_path):
     _in_interpreter(tmp_path, CONVNET, "strict", """
-original = module.ModelNew._launches
+original = mod.ModelNew._launches
 
 
 def with_untracked_op(self, x):
@@ -121,7 +109,7 @@ def with_untracked_op(self, x):
     return original(self, doubled)
 
 
-module.ModelNew._launches = with_untracked_op
+mod.ModelNew._launches = with_untracked_op
 x = inputs()[0]
 outs = [new(x + i) for i in range(5)]
 plans = new._evokernel_launch_plans

@@ -38,6 +38,12 @@ def _to(x, device):
     return x.to(device) if isinstance(x, torch.Tensor) else x
 
 
+def _max_abs_err(got, want) -> float:
+    """The largest absolute difference between two outputs (a tensor, or a tuple or list of them)."""
+    pairs = zip(got if isinstance(got, (tuple, list)) else [got], want if isinstance(want, (tuple, list)) else [want])
+    return max(float((a.float() - b.float()).abs().max()) for a, b in pairs)
+
+
 def _latency(fn, reps: int) -> float:
     # Not backends._timing.benchmark: its GPU spin keeps the host's launch time out of the interval,
     # and the host's launch time is what this probe looks for.
@@ -117,9 +123,7 @@ def probe(task_file: Path, rules: str, reps: int, device: torch.device, cprofile
         torch.cuda.synchronize()
         record["first_call_s"] = round(time.perf_counter() - t1, 2)
         expected = eager()
-        pairs = list(zip(out if isinstance(out, (tuple, list)) else [out],
-                         expected if isinstance(expected, (tuple, list)) else [expected]))
-        record["max_abs_err"] = max(float((a.float() - b.float()).abs().max()) for a, b in pairs)
+        record["max_abs_err"] = _max_abs_err(out, expected)
         for fn in (eager, ours, eager, ours):
             fn()
         torch.cuda.synchronize()
@@ -133,10 +137,7 @@ def probe(task_file: Path, rules: str, reps: int, device: torch.device, cprofile
         # checked against eager on inputs it has not seen
         torch.manual_seed(2)
         fresh = [_to(x, device) for x in task.get_inputs()]
-        got, want = new(*fresh), ref(*fresh)
-        pairs = list(zip(got if isinstance(got, (tuple, list)) else [got],
-                         want if isinstance(want, (tuple, list)) else [want]))
-        record["max_abs_err_fresh_inputs"] = max(float((a.float() - b.float()).abs().max()) for a, b in pairs)
+        record["max_abs_err_fresh_inputs"] = _max_abs_err(new(*fresh), ref(*fresh))
         plans = getattr(new, "_evokernel_launch_plans", None)
         if plans is not None:
             record["plan_replays"] = plans.replays

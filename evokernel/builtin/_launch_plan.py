@@ -257,10 +257,9 @@ class _PlanRecording:
         result = None
         if isinstance(out, torch.Tensor):
             storage = out.untyped_storage().data_ptr()
-            if storage in self.slots or storage in self.inputs or storage in self.statics:
-                result = self.locate(out)  # in place (a fill): nothing new to bind
-            else:
-                result = self.locate(out)
+            made = not (storage in self.slots or storage in self.inputs or storage in self.statics)
+            result = self.locate(out)  # made here, or in place (a fill): then nothing new to bind
+            if made:
                 self.slot_info[result[0]][5] = len(self.steps)  # this step's result gives the slot its memory
                 result = ("new",) + result
         elif out is not None:
@@ -278,14 +277,10 @@ class _PlanRecording:
         outs = []
         end = len(self.steps)
         for t in tensors:
-            storage = t.untyped_storage().data_ptr()
-            if storage in self.statics and storage not in self.slots:
-                self.fail("forward returns a parameter")
-                return None
             loc = self.locate(t)
             info = self.slot_info[loc[0]]
             if info[0] == "static":
-                self.fail("forward returns a view of a parameter")
+                self.fail("forward returns a parameter or a view of one")
                 return None
             if info[0] == "temp":
                 info[0] = "output"
@@ -304,14 +299,10 @@ class _LaunchPlan:
         self.n_slots = len(rec.slot_info)
         self.input_slots = [(slot, info[1]) for slot, info in enumerate(rec.slot_info) if info[0] == "input"]
         self.static_bases = {slot: info[1] for slot, info in enumerate(rec.slot_info) if info[0] == "static"}
-        self.static_tensors = {}
-        for holder, name, ptr in rec.static_checks:
-            t = holder[name]
-            self.static_tensors[t.untyped_storage().data_ptr()] = t
+        self.static_tensors = {base: rec.statics[base][2] for base in self.static_bases.values()}
         self.output_slots = [(slot, info[2]) for slot, info in enumerate(rec.slot_info)
                              if info[0] == "output" and info[5] is None]
-        self.device = next(iter(rec.keep), None)
-        self.device = None if self.device is None else self.device.device
+        self.device = rec.keep[0].device if rec.keep else None
         # forward's own memory (not made by a host step, not returned): one block, reused
         # between tensors whose uses do not overlap
         temps = [(slot, info) for slot, info in enumerate(rec.slot_info) if info[0] == "temp" and info[5] is None]
