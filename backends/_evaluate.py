@@ -267,7 +267,8 @@ def _evaluate(task_path, source, backend, log, device, options, workdir, cache, 
         # Degenerate on its own inputs: the candidate must also match on inputs where the reference is not.
         stress = _task_step("looking for stress inputs", lambda: _stress.plan_stress(
             lambda xs: _reference(ref_model, xs, "stress inputs", device), seen,
-            [s.draw_probe for s in sets if s.label.startswith("trial")], seed=options.seed, max_sets=options.stress_trials))
+            [s.draw_probe for s in sets if s.label.startswith("trial")], seed=options.seed, max_sets=options.stress_trials,
+            exact=oracle.exact))
         extra = [InputSet(label, draw) for label, draw in stress.sets]
         if extra:
             e_max, e_means, _ = _check_trials(extra, ref_model, new_model, device, log, cand_file, tolerance, None, oracle)

@@ -17,6 +17,12 @@ too. Where no distribution helps, the task itself is marked degenerate (in
 the verdict and in results files), so its speedups stay out of geometric
 means.
 
+A distribution under which the reference is itself far from the operator
+(its own run in float64 on the same inputs, `exact`, differs past
+`TRUSTED_REFERENCE_ERROR`: a GRU on normal(0, 100) inputs, whose saturated
+TF32 gates put its outputs 18-22% RMS from its float64 run) is not used
+either: there no kernel, however exact, could be told right from wrong.
+
 A reference that gives two different answers on the same inputs (dropout in
 training mode, unseeded randomness, state kept between calls) cannot be
 matched by any candidate: that is a task error, found by running it twice.
@@ -32,7 +38,8 @@ from typing import Any, Callable, Sequence
 
 import torch
 
-from ._compare import compare, flatten, tolerance_for
+from ._compare import TRUSTED_REFERENCE_ERROR, compare, flatten, tolerance_for
+from ._oracle import Oracle
 from ._precision import TOLERANCES, cast_model, cast_values
 
 # Share of elements a single value (zero, or the output's median) may match
@@ -44,6 +51,8 @@ SAMPLE_ELEMENTS = 1 << 20
 DRAWS = 2
 
 Forward = Callable[[list[Any]], Any]
+# (inputs, the reference's outputs on them) -> the same outputs computed in float64, or None
+Exact = Callable[[list[Any], Any], Any]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -251,8 +260,11 @@ def stress_draw(base: Draw, dist: Distribution, seed: int) -> Draw:
     return draw
 
 
-def plan_stress(forward: Forward, seen: Observations, trial_draws: Sequence[Draw], *, seed: int, max_sets: int = DRAWS) -> StressPlan:
-    """Stress sets for a degenerate reference (none when the task's own inputs are fine)."""
+def plan_stress(forward: Forward, seen: Observations, trial_draws: Sequence[Draw], *, seed: int, max_sets: int = DRAWS,
+                exact: Exact | None = None) -> StressPlan:
+    """Stress sets for a degenerate reference (none when the task's own inputs are fine).
+
+    With `exact`, a distribution under which the reference is past trust of its float64 run is skipped."""
     reasons = degeneracy(forward, seen, trial_draws)
     if not reasons or not trial_draws or max_sets <= 0:
         return StressPlan([], reasons)
@@ -260,18 +272,39 @@ def plan_stress(forward: Forward, seen: Observations, trial_draws: Sequence[Draw
     bases = [trial_draws[k % len(trial_draws)] for k in range(DRAWS)]
     if not _float_positions(bases[0]()):
         return StressPlan([], reasons, degenerate=f"{why}; the task has no float inputs to redraw")
+    untrusted = []
     for dist in DISTRIBUTIONS:
         draws = [stress_draw(base, dist, seed + 7919 * (k + 1)) for k, base in enumerate(bases)]
-        if _helps(forward, draws, seen.tolerance):
+        helps = _helps(forward, draws, seen.tolerance, exact)
+        if helps is True:
             sets = [(f"stress trial {k + 1} (inputs from {dist.name}, because on the task's own inputs {why})", d)
                     for k, d in enumerate(draws[:max_sets])]
             return StressPlan(sets, reasons, distribution=dist.name)
+        if helps:
+            untrusted.append(f"{dist.name}: {helps}")
     tried = ", ".join(d.name for d in DISTRIBUTIONS)
-    return StressPlan([], reasons, degenerate=f"{why}; no stress distribution ({tried}) gave finite, non-degenerate outputs")
+    skipped = f" (skipped as untrustworthy: {'; '.join(untrusted)})" if untrusted else ""
+    return StressPlan([], reasons, degenerate=f"{why}; no stress distribution ({tried}) gave finite, non-degenerate "
+                                              f"outputs that the reference computes within trust{skipped}")
 
 
-def _helps(forward: Forward, draws: list[Draw], tolerance: tuple[float, float] | None) -> bool:
-    """Finite, non-degenerate reference outputs on every draw, and outputs that move with each input.
+def reference_error(out: Any, exact_out: Any) -> float | None:
+    """The reference's RMS error against its float64 run, relative to that run's RMS, worst over its
+    fp32 (or wider) floating outputs; None where there is none to measure. Half-precision outputs are
+    left out: their references are routinely past trust (backends/_compare.py)."""
+    pairs = [(e, x) for e, x in zip(flatten(out), flatten(exact_out))
+             if isinstance(e, torch.Tensor) and isinstance(x, torch.Tensor) and e.is_floating_point()
+             and e.dtype not in (torch.float16, torch.bfloat16)]
+    if not pairs:
+        return None
+    cmp = compare([e for e, _ in pairs], [e for e, _ in pairs], exact=[x for _, x in pairs])
+    return cmp.reference_error
+
+
+def _helps(forward: Forward, draws: list[Draw], tolerance: tuple[float, float] | None,
+           exact: Exact | None = None) -> bool | str:
+    """True for finite, non-degenerate reference outputs on every draw that move with each input and that
+    the reference computes within trust of its float64 run; else False, or why the reference is untrusted.
 
     Only samples of the outputs are kept once judged, so at most two input sets are alive at a time.
     """
@@ -284,6 +317,11 @@ def _helps(forward: Forward, draws: list[Draw], tolerance: tuple[float, float] |
             return False
         if not _finite(out) or output_reasons(out, tolerance):
             return False
+        if exact is not None:
+            err = reference_error(out, exact(inputs, out))
+            if err is not None and not err <= TRUSTED_REFERENCE_ERROR:
+                return (f"the reference's output is {err:.3g} RMS from its float64 run "
+                        f"(trusted up to {TRUSTED_REFERENCE_ERROR:g})")
         kept.append((inputs, samples(out)))
         del out
     (a, out_a), (b, out_b) = kept
@@ -335,7 +373,8 @@ def assess_task(
     seen = Observations(tolerance)
     for d in draws:
         seen.add(forward(d()))
-    return plan_stress(forward, seen, draws, seed=seed)
+    oracle = Oracle(model, dev)
+    return plan_stress(forward, seen, draws, seed=seed, exact=oracle.exact)
 
 
 __all__ = [
@@ -350,5 +389,6 @@ __all__ = [
     "output_findings",
     "output_reasons",
     "plan_stress",
+    "reference_error",
     "stress_draw",
 ]

@@ -136,6 +136,37 @@ def test_insensitivity_to_one_input_is_found():
     assert plan.degenerate and not plan.sets
 
 
+def test_a_distribution_under_which_the_reference_is_far_from_its_float64_run_is_not_used():
+    # Zero on the task's own rand inputs; from normal(0, 10) on it moves with its input, but the
+    # fp32 reference adds and takes away 1e8 (float32 spacing 8 there), so its outputs are whole
+    # numbers far from what the float64 run computes (the 40_GRUHidden case: a saturated TF32 GRU on
+    # normal(0, 100) inputs 18-22% RMS from its own float64 run). No kernel could be told right there.
+    def forward(xs):
+        return ((xs[0] - 2.0).clamp(min=0.0) * 0.37 + 1e8) - 1e8
+
+    def exact(xs, out):
+        return forward([x.double() for x in xs])
+
+    draws = [lambda s=s: [torch.rand(32, 32, generator=torch.Generator().manual_seed(s))] for s in (1, 2)]
+    seen = Observations(None)
+    for d in draws:
+        seen.add(forward(d()))
+    trusting = plan_stress(forward, seen, draws, seed=0)
+    assert trusting.sets and trusting.distribution  # without the float64 run it looked testable
+    plan = plan_stress(forward, seen, draws, seed=0, exact=exact)
+    assert not plan.sets and plan.degenerate
+    assert "untrustworthy" in plan.degenerate and f"{trusting.distribution}: the reference's output is" in plan.degenerate
+
+    def honest(xs):  # the same operator without the cancellation: the first distribution that helps is used
+        return (xs[0] - 2.0).clamp(min=0.0) * 0.37
+
+    seen = Observations(None)
+    for d in draws:
+        seen.add(honest(d()))
+    plan = plan_stress(honest, seen, draws, seed=0, exact=lambda xs, out: honest([x.double() for x in xs]))
+    assert plan.distribution == "normal(0, 10)" and plan.sets
+
+
 # ---------------------------------------------------------------- end to end in the executor
 
 
