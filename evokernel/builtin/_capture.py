@@ -28,6 +28,7 @@ import torch.nn as nn
 from torch.utils._pytree import tree_unflatten
 
 from ._build import Reject
+from ._einops import lower_einops
 
 __all__ = ["capture"]
 
@@ -53,6 +54,7 @@ def capture(model: nn.Module, inputs: list, names: list[str]) -> torch.fx.GraphM
     finally:
         torch._dynamo.reset()
     graph = _rebuild(captured, model, names[:len(inputs)])
+    lower_einops(graph)  # where einops' calls stayed whole (see _einops)
     _functionalize(graph)
     _shapes_from_capture(graph)
     return torch.fx.GraphModule(model, graph)
