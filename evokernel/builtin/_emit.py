@@ -11,6 +11,7 @@ from backends import parse_python
 
 from ._build import FLOAT_DTYPES
 from ._ir import Node, Plan, Ref
+from ._kernel_share import share_identical_kernels
 from ._pointwise import literal, pointwise_expr
 
 __all__ = ["Emitter", "StageCode", "assemble", "header", "model_class", "scalar_sources", "wrap_params",
@@ -256,7 +257,7 @@ def assemble(plan: Plan, config_text: str, codes: list[StageCode], calls: list[s
         parts.append(model_class(plan, codes[-1].entry))
     else:
         parts.append(model_class(plan, calls[-1], body=calls[:-1]))
-    return "\n\n".join(parts)
+    return share_identical_kernels("\n\n".join(parts))
 
 
 class Emitter:
