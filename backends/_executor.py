@@ -371,6 +371,7 @@ class Executor:
             return self._masked(EvalResult(Verdict.CRASH, str(exc)))
         result, retire = worker.run(job, timeout_s or self.timeout_s)
         result.worker_reused = reused
+        result.device = self.device  # the worker sees its GPU as cuda:0; which one it is, is known here
         result.rules = (options or EvalOptions()).rules  # crashes and timeouts are judged under the same rules
         if retire or not self.reuse_workers:
             worker.close()

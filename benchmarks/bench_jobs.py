@@ -8,9 +8,14 @@ device can be compared across variants.
     # one H200: the builtin policy on the first 20 level1 tasks, without and with --jobs
     python benchmarks/bench_jobs.py level1 --limit 20 --budget 2 --variant "--jobs 1" --variant "--jobs 8" \\
         --out benchmarks/results/bench-jobs-h200.json
-    # two GPUs (issue: multi-GPU): one worker per GPU against one GPU
-    python benchmarks/bench_jobs.py level1 --budget 2 --variant "--jobs 8 --gpus 0" --variant "--jobs 8 --gpus 0,1" \\
-        --out benchmarks/results/multigpu-h200x2.json
+    # two GPUs: each GPU alone (a task's latency on GPU 0 against GPU 1), then one worker per GPU
+    python benchmarks/bench_jobs.py KB/level1 --limit 30 --budget 1 --variant "--jobs 8 --gpus 0" \\
+        --variant "--jobs 8 --gpus 1" --variant "--jobs 8 --gpus 0,1" --out benchmarks/results/multigpu-h200x2.json
+
+Every variant builds in a fresh build cache (EVOKERNEL_CACHE), so none gains from
+kernels an earlier one compiled. Each task's latency is compared with the first
+variant's (`latency_vs_first`: the median ratio, the share within 3%, the worst),
+grouped by the GPU the task ran on in that variant.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import json
 import os
 import platform
 import shlex
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -49,8 +55,9 @@ def main() -> int:
                    *shlex.split(variant), "--out", str(result_file)]
             print(f"{variant}: {shlex.join(cmd[3:])}", file=sys.stderr, flush=True)
             started = time.monotonic()
-            proc = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=os.pathsep.join(
-                [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])))
+            proc = subprocess.run(cmd, capture_output=True, text=True, env=dict(
+                os.environ, EVOKERNEL_CACHE=str(Path(tmp) / "build-cache"),
+                PYTHONPATH=os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])))
             wall = time.monotonic() - started
             if proc.returncode != 0 or not result_file.exists():
                 print(proc.stderr[-3000:], file=sys.stderr)
@@ -68,6 +75,7 @@ def main() -> int:
             "device": data["environment"].get("device"),
             "correct_rate": data["metrics"]["correct_rate"],
             "best_latency_ms": {t["name"]: t["best_latency_ms"] for t in data["tasks"]},
+            "gpu_of_task": {t["name"]: _device_of(t) for t in data["tasks"]},
             "command": shlex.join(["evokernel", *cmd[3:-2]]),
             "environment": data["environment"],
         })
@@ -80,6 +88,7 @@ def main() -> int:
             common = [n for n, ms in r["best_latency_ms"].items() if ms and first["best_latency_ms"].get(n)]
             r["best_latency_ratio_vs_first"] = {n: round(r["best_latency_ms"][n] / first["best_latency_ms"][n], 3)
                                                for n in common}
+            r["latency_vs_first"] = _ratio_summary(r["best_latency_ratio_vs_first"], r["gpu_of_task"])
     out = {
         "kind": "evokernel-bench-jobs",
         "suite": args.suite, "budget": args.budget, "limit": args.limit, "policy": args.policy,
@@ -91,6 +100,27 @@ def main() -> int:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(out, indent=1) + "\n")
     return 0 if all(r["exit_code"] == 0 for r in runs) else 1
+
+
+def _device_of(task: dict) -> str:
+    """The device of the attempt that set the task's best latency (its last timed one)."""
+    timed = [a for a in task.get("attempt_log") or [] if a.get("latency_ms") == task.get("best_latency_ms")]
+    return (timed[-1] if timed else {}).get("device", "")
+
+
+def _ratio_summary(ratios: dict[str, float], devices: dict[str, str]) -> dict:
+    """The per-task latency ratios in a few numbers, over all tasks and by the GPU each ran on."""
+    def summary(values: list[float]) -> dict:
+        if not values:
+            return {"tasks": 0}
+        return {"tasks": len(values), "median": round(statistics.median(values), 3),
+                "within_3pct": round(sum(abs(v - 1) <= 0.03 for v in values) / len(values), 3),
+                "worst": max(values, key=lambda v: abs(v - 1))}
+
+    by_device: dict[str, list[float]] = {}
+    for name, ratio in ratios.items():
+        by_device.setdefault(devices.get(name) or "unknown", []).append(ratio)
+    return {"all": summary(list(ratios.values())), **{d: summary(v) for d, v in sorted(by_device.items())}}
 
 
 if __name__ == "__main__":

@@ -17,7 +17,8 @@
 #   options for every level, e.g. "--jobs 8 --timeout 120"), STOP_AFTER (seconds: the bench
 #   of each level is sent SIGINT after that long and writes its results so far, "complete":
 #   false; --time-limit alone lets the steps in flight finish, up to one --timeout more, so a
-#   leased call that ends first would lose the results file)
+#   leased call that ends first would lose the results file), WARM_PROCS (default 6: processes
+#   filling torch.compile's caches)
 #
 # Restartable: each level's memory is OUT_DIR/levelN.db, so the same command
 # after a kill or a time limit resumes the level where it stopped, and a level
@@ -30,8 +31,9 @@
 # load beside level 1's timing (see its log, warm.log).
 #
 # KERNELBENCH_DIR holds level1/, level2/ and level3/ (KernelBench's KernelBench/ folder).
-# With two or more GPUs levels 1 and 2 run at once on disjoint sets of them; every
-# GPU of a share evaluates its own part of the candidates. Most of the wall time
+# With two or more GPUs, level 1 then level3 strict run on one share of them while
+# level 2 then level 3 run on the other; every GPU of a share evaluates its own part
+# of the candidates, and all levels' compile caches are filled first. Most of the wall time
 # is torch.compile's baseline compile per task (levels 2 and 3; level 1's goals are
 # against eager); REPS (default 30) timed runs per candidate and baseline keep
 # the timing part short.
@@ -95,7 +97,7 @@ warm() {
     for lv in "$@"; do
         case " $levels " in *" $lv "*|*" ${lv}s "*) ;; *) continue ;; esac
         if [ "$gpus" -ge 1 ] && [ ! -s "$out/kernelbench-level$lv-h200-builtin$suffix.json" ]; then
-            python3 benchmarks/warm_compile_cache.py "$kb/level$lv" --procs 6 --precision "$precision" \
+            python3 benchmarks/warm_compile_cache.py "$kb/level$lv" --procs "${WARM_PROCS:-6}" --precision "$precision" \
                 >>"$out/warm$suffix.log" 2>&1
         fi
     done
@@ -104,9 +106,10 @@ if [ "$gpus" -ge 2 ]; then
     n1=$((gpus * 3 / 8)); [ "$n1" -lt 1 ] && n1=1
     first=$(seq -s, 0 $((n1 - 1)))
     second=$(seq -s, "$n1" $((gpus - 1)))
-    warm 1
-    bench 1 1 strict "$first" &
-    (bench 2 2 kernelbench "$second"; bench 3 3 kernelbench "$second"; bench 3s 3 strict "$second") &
+    warm 1 2 3
+    # level 1 then level3 strict on the first share, levels 2 and 3 on the second
+    (bench 1 1 strict "$first"; bench 3s 3 strict "$first") &
+    (bench 2 2 kernelbench "$second"; bench 3 3 kernelbench "$second") &
     wait
 else
     warm 1  # level 1's own, before its timing

@@ -266,3 +266,29 @@ def test_a_run_on_the_ray_engine_on_cpu(tmp_path):
             assert trace.feedback["device"] == "cpu"
     finally:
         ray.shutdown()
+
+
+def test_a_result_and_its_attempt_name_the_gpu_it_ran_on(monkeypatch):
+    """The worker sees its pinned GPU as cuda:0; the result says which of the parent's GPUs it was
+    (benchmarks/bench_jobs.py compares a task's latency on GPU 0 with GPU 1 by it)."""
+    import backends._executor as executor_module
+    from backends import EvalResult, Executor, Verdict
+    from evokernel.loop._types import Attempt
+
+    class PinnedWorker:
+        def __init__(self, device, **kwargs):
+            self.device, self.jobs_done = device, 0
+
+        def alive(self):
+            return True
+
+        def run(self, job, timeout_s):
+            return EvalResult(Verdict.OK, "ok", latency_ms=1.0, device="cuda:0"), False
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(executor_module, "Worker", PinnedWorker)
+    result = Executor(device="cuda:1").evaluate("task.py", "source")
+    assert result.device == "cuda:1"
+    assert Attempt.from_result(result, step=1, stage="draft").to_dict()["device"] == "cuda:1"

@@ -41,6 +41,7 @@ class Attempt:
     own_kernel_share: float | None = None  # GPU time in the candidate's own kernels (GPU runs)
     degenerate: str = ""  # why the task's outputs cannot tell a kernel from a no-op, when no stress trial helped
     stress_trials: tuple[str, ...] = ()  # the stress trials the candidate had to pass
+    device: str = ""  # where it was evaluated ("cuda:1"; "" where not known)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "latency_source", LatencySource(self.latency_source))  # given as its label
@@ -67,7 +68,7 @@ class Attempt:
             baselines=result.baselines, kernels=tuple(result.kernels), roofline=result.roofline,
             samples_ms=tuple(result.latency_samples_ms), item_id=item_id, reward=reward,
             tokens_in=tokens_in, tokens_out=tokens_out, cost_usd=cost_usd, own_kernel_share=result.own_kernel_share,
-            degenerate=result.degenerate, stress_trials=tuple(result.stress_trials),
+            degenerate=result.degenerate, stress_trials=tuple(result.stress_trials), device=result.device,
         )
 
     @classmethod
@@ -84,6 +85,7 @@ class Attempt:
             "step": self.step, "stage": self.stage, "status": self.status, "message": self.message,
             "latency_ms": self.latency_ms, "latency_source": self.latency_source.value, "reward": self.reward,
             "item_id": self.item_id, "own_kernel_share": self.own_kernel_share, **self.baselines.present(),
+            **({"device": self.device} if self.device else {}),
         }
 
 
