@@ -83,6 +83,32 @@ def test_later_calls_replay_the_recorded_launches_on_new_inputs(tmp_path, case, 
     _in_interpreter(tmp_path, case, rules, REPLAYS)
 
 
+# 35_LSTM's shape of forward: the initial state drawn from torch's generator on every call
+DRAWN_STATE = Case(
+    "plan_drawn_state",
+    "x: h0 = torch.randn(2, 2, 6, device=x.device)\nc0 = torch.randn(2, 2, 6, device=x.device)\n"
+    "out, _ = self.lstm(x, (h0, c0))\nreturn self.fc(out[:, -1, :]) + h0[-1].sum()",
+    "[torch.randn(2, 5, 4)]",
+    init="self.lstm = nn.LSTM(4, 6, 2, batch_first=True)\nself.fc = nn.Linear(6, 3)",
+)
+
+
+def test_a_forward_that_draws_its_state_replays_with_fresh_draws(tmp_path):
+    """Under kernelbench rules the draw is a host step: each replay draws anew from the same
+    generator as the reference, and every call (the recording one too) draws once as it does."""
+    _in_interpreter(tmp_path, DRAWN_STATE, "kernelbench", """
+for k in range(5):
+    x = inputs()
+    torch.manual_seed(100 + k)
+    want, after_ref = ref(*x), torch.rand(1)
+    torch.manual_seed(100 + k)
+    got, after_new = new(*x), torch.rand(1)
+    assert close(got, want), k
+    assert torch.equal(after_new, after_ref), k  # the generator is where the reference left it
+assert new._evokernel_launch_plans.replays == 3, new._evokernel_launch_plans.why
+""")
+
+
 def test_a_replaced_parameter_is_seen_and_the_forward_recorded_again(tmp_path):
     _in_interpreter(tmp_path, CONVNET, "strict", """
 x = inputs()[0]

@@ -16,7 +16,8 @@ reference does, where the rules let it:
 - ``strict`` rules count torch's random kernels as PyTorch compute outside our
   kernels: our own kernel draws the same distribution (Philox, Triton's
   ``tl.randn``/``tl.rand``), seeded from a counter the candidate keeps, so each call
-  is a fresh draw, as the reference's is. The values differ from torch's generator;
+  is a fresh draw, as the reference's is. The seed is a launch argument, so such a
+  forward is never replayed from a launch plan (it would draw the recorded seed again). The values differ from torch's generator;
   no rule lets a candidate read that generator's state without drawing from it.
 """
 
@@ -60,10 +61,11 @@ def generate_random(plan: Plan, tag: str) -> StageCode:
     dtype = f"torch.{plan.out_spec.dtype}"
     entry = f"fused_random{tag}"
     if plan.rules == "kernelbench":
-        body = ["    _unplannable('a random draw: each call draws anew')",
-                f"    # the reference's own call, on the same global generator (library calls are allowed here)",
+        # a host step: a launch plan replays it by calling it again, so every call draws anew
+        body = [f"    # the reference's own call, on the same global generator (library calls are allowed here)",
                 f"    return torch.{_TORCH_CALL[kind]}({shape!r}, dtype={dtype}, device={device}.device)"]
-        return StageCode(kernels=(), launcher=f"def {entry}({device}):\n" + "\n".join(body) + "\n", entry=entry)
+        return StageCode(kernels=(), launcher=f"@_host_draw\ndef {entry}({device}):\n" + "\n".join(body) + "\n",
+                         entry=entry)
     n = math.prod(shape)
     if n >= 2 ** 31:
         raise ValueError(f"a random draw of {n} elements: the kernel counts elements in 32 bits")

@@ -64,6 +64,14 @@ def _host_step(fn):
     return step
 
 
+def _host_draw(fn):
+    """A host step that draws from torch's generator: a replay draws anew, as forward would;
+    the recording's check replay takes forward's draws instead, so that the call which records
+    draws once, as the reference's call does, and the check compares like with like."""
+    fn._draws = True
+    return _host_step(fn)
+
+
 @_host_step
 def _zero_(t):
     return t.zero_()
@@ -169,6 +177,7 @@ class _PlanRecording:
 
     def __init__(self, module, args):
         self.steps = []
+        self.drawn = {}  # step -> what a host draw (_host_draw) returned in forward
         self.keep = []  # forward's own tensors, alive until the end: no address is reused meanwhile
         self.why = None
         self.slots = {}  # storage address -> slot number
@@ -264,6 +273,8 @@ class _PlanRecording:
                 result = ("new",) + result
         elif out is not None:
             return self.fail("a host step returned something other than a tensor")
+        if getattr(fn, "_draws", False):
+            self.drawn[len(self.steps)] = out
         self.steps.append(("host", fn, templates, result))
 
     def finish(self, out):
@@ -303,6 +314,7 @@ class _LaunchPlan:
         self.output_slots = [(slot, info[2]) for slot, info in enumerate(rec.slot_info)
                              if info[0] == "output" and info[5] is None]
         self.device = rec.keep[0].device if rec.keep else None
+        self.drawn = dict(rec.drawn)  # for the check replay alone (see _host_draw); cleared after it
         # forward's own memory (not made by a host step, not returned): one block, reused
         # between tensors whose uses do not overlap
         temps = [(slot, info) for slot, info in enumerate(rec.slot_info) if info[0] == "temp" and info[5] is None]
@@ -363,7 +375,7 @@ class _LaunchPlan:
                 block.fill_(255)
             bases[slot] = block.data_ptr()
             raw[slot] = block
-        for step in self.steps:
+        for index, step in enumerate(self.steps):
             kind = step[0]
             if kind == 0:  # a compiled kernel: its own launcher, addresses as integers
                 _, _, _, runner, consts, fixups = step
@@ -379,7 +391,8 @@ class _LaunchPlan:
                 jit[grid](*launch_args)
             else:
                 _, fn, templates, result = step
-                out = fn(*[_plan_value(t, bases, typed, raw) for t in templates])
+                drawn = self.drawn.get(index) if poison else None
+                out = drawn.clone() if drawn is not None else fn(*[_plan_value(t, bases, typed, raw) for t in templates])
                 if result is not None and result[0] == "new":
                     _, slot, offset, size, stride, dtype = result
                     base = out.untyped_storage().data_ptr()
@@ -446,7 +459,8 @@ class _LaunchPlans:
         _RECORDING.clear()
         plan = recording.finish(out)
         if plan is not None:
-            replayed = plan.run(args, poison=True)
+            replayed = plan.run(args, poison=True)  # forward's own draws, not new ones (see _host_draw)
+            plan.drawn.clear()
             expected, got = [], []
             _plan_flatten(out, expected)
             if replayed is not None:
