@@ -31,6 +31,15 @@ LSTM = Case(
     init="self.lstm = nn.LSTM(4, 6, 2, batch_first=True)\nself.fc = nn.Linear(6, 3)",
 )
 
+# 29_SwinMLP's shape of forward: window partitions whose reshape copies, a grouped 1-wide
+# convolution, a constant pad (a fill forward makes): all of it between the plan's stages
+WINDOWS = Case(
+    "plan_windows",
+    "x: y = self.norm(x)\nw = y.view(2, 2, 3, 2, 3, 8).permute(0, 1, 3, 2, 4, 5).contiguous().view(-1, 9, 8)\n"
+    "z = self.mix(w.transpose(1, 2).reshape(-1, 16, 9))\nreturn torch.relu(F.pad(z, (1, 1), 'constant', 0.5)) * 2.0",
+    "[torch.randn(2, 36, 8)]",
+    init="self.norm = nn.LayerNorm(8)\nself.mix = nn.Conv1d(16, 16, 1, groups=2)",
+)
 
 # Prepended to each check (run by builtin_case.check_in_interpreter, the candidate imported as `mod`):
 # ``ref`` and ``new`` built from the same seed, ``close`` and ``inputs`` to compare them.
@@ -77,8 +86,10 @@ assert plans.replays == 3, plans.why
 """
 
 
-@pytest.mark.parametrize("case, rules", [(CONVNET, "strict"), (CONVNET, "kernelbench"), (LSTM, "kernelbench")],
-                         ids=["convnet-strict", "convnet-kernelbench", "lstm-kernelbench"])
+@pytest.mark.parametrize("case, rules", [(CONVNET, "strict"), (CONVNET, "kernelbench"), (LSTM, "kernelbench"),
+                                         (WINDOWS, "kernelbench"), (WINDOWS, "strict")],
+                         ids=["convnet-strict", "convnet-kernelbench", "lstm-kernelbench", "windows-kernelbench",
+                              "windows-strict"])
 def test_later_calls_replay_the_recorded_launches_on_new_inputs(tmp_path, case, rules):
     _in_interpreter(tmp_path, case, rules, REPLAYS)
 

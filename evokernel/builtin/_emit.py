@@ -3,6 +3,7 @@ helpers, the ModelNew class, and the expression emitter the kernels build on."""
 
 from __future__ import annotations
 
+import ast
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -165,7 +166,7 @@ def model_class(plan: Plan, launcher: str, body: list[str] | None = None) -> str
     `.half()` and `.eval()`; one assigned anew after the first call would not be seen."""
     call = f"{launcher}({', '.join(stage_args(plan) if body is None else [])})" if body is None else launcher
     forward_params = f"self, {plan.forward_args}" if plan.forward_args else "self"
-    statements, owners = _owner_chains([*(body or []), f"return {_returned(call, plan)}"])
+    statements, owners = _owner_chains(route_copies([*(body or []), f"return {_returned(call, plan)}"]))
     lines = [f"        {line}" for line in statements]
     bound = ""
     if owners:
@@ -192,6 +193,46 @@ def model_class(plan: Plan, launcher: str, body: list[str] | None = None) -> str
             + "".join(line + "\n" for line in lines)
         )
     return "class ModelNew(nn.Module):\n" f"{plan.init_source}{bound}\n\n" + forward
+
+
+# Tensor methods in forward's view chains that may copy, and the recorded host steps that make
+# the copy where a launch plan sees it (evokernel/builtin/_launch_plan.py): a copy made outside the
+# plan left its replay reading memory nothing wrote (29_SwinMLP's window partitions on the H200).
+_COPYING = {"contiguous": "_contiguous", "reshape": "_reshape", "flatten": "_flatten", "reshape_as": "_reshape_as"}
+# torch's factories forward calls (a pad's fill): (host step, positional arguments before dtype and device)
+_MADE = {"full": ("_full", 2), "zeros": ("_zeros_made", 1), "ones": ("_ones_made", 1)}
+
+
+def route_copies(lines: list[str]) -> list[str]:
+    """Forward's statements with every ``t.reshape(...)``, ``t.flatten(...)``, ``t.contiguous()``
+    and ``t.reshape_as(o)`` called as the host step of the same name (``_reshape(t, ...)``), and
+    ``torch.full/zeros/ones(shape, ..., dtype=, device=)`` as ``_full``, ``_zeros_made``, ``_ones_made``."""
+
+    class Route(ast.NodeTransformer):
+        def visit_Call(self, node: ast.Call) -> ast.AST:
+            self.generic_visit(node)
+            func = node.func
+            if isinstance(func, ast.Attribute) and func.attr in _COPYING and not node.keywords:
+                return ast.Call(func=ast.Name(_COPYING[func.attr], ast.Load()), args=[func.value, *node.args],
+                                keywords=[])
+            if (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "torch"
+                    and func.attr in _MADE and {k.arg for k in node.keywords} <= {"dtype", "device"}):
+                step, count = _MADE[func.attr]
+                if len(node.args) == count:
+                    given = {k.arg: k.value for k in node.keywords}
+                    fill = [given.get(name, ast.Constant(None)) for name in ("dtype", "device")]
+                    return ast.Call(func=ast.Name(step, ast.Load()), args=[*node.args, *fill], keywords=[])
+            return node
+
+    out = []
+    for line in lines:
+        if not any(f".{name}(" in line for name in (*_COPYING, *_MADE)):
+            out.append(line)
+            continue
+        tree = parse_python(line.replace("return ", "__returned__ = ", 1) if line.startswith("return ") else line)
+        text = ast.unparse(ast.fix_missing_locations(Route().visit(tree)))
+        out.append(text.replace("__returned__ = ", "return ", 1) if line.startswith("return ") else text)
+    return out
 
 
 def _plain_params(forward_args: str) -> list[str] | None:

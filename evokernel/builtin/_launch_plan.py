@@ -87,6 +87,39 @@ def _contiguous(t):
     return t.contiguous()
 
 
+# forward's own reshapes (the view chains between stages): a reshape or flatten that copies is a
+# stage like any other, so a replay makes the copy again (a view costs a call and binds nothing)
+@_host_step
+def _reshape(t, *shape):
+    return t.reshape(*shape)
+
+
+@_host_step
+def _flatten(t, *dims):
+    return t.flatten(*dims)
+
+
+@_host_step
+def _reshape_as(t, other):
+    return t.reshape_as(other)
+
+
+# tensors forward makes from nothing (a constant pad's fill): made again on every replay
+@_host_step
+def _full(shape, value, dtype, device):
+    return torch.full(shape, value, dtype=dtype, device=device)
+
+
+@_host_step
+def _zeros_made(shape, dtype, device):
+    return torch.zeros(shape, dtype=dtype, device=device)
+
+
+@_host_step
+def _ones_made(shape, dtype, device):
+    return torch.ones(shape, dtype=dtype, device=device)
+
+
 @_host_step
 def _zeros(shape, dtype, device):
     return torch.zeros(shape, dtype=dtype, device=device)
