@@ -229,3 +229,20 @@ def test_the_executor_accepts_a_candidate_whose_later_trials_replay(tmp_path, cp
     options = EvalOptions.from_dict({"rules": "strict", "timing": False, "baselines": False, "trials": 4})
     result = cpu_executor.evaluate(task, generate(plan, default_config(plan)), backend="triton", options=options)
     assert ok(result), explain(result)
+
+
+def test_forward_copies_and_fills_become_recorded_host_steps():
+    from evokernel.builtin._emit import route_copies
+
+    lines = ["buf1 = fused_a(x.transpose(1, 2).reshape(-1, 16, 9), y.flatten(start_dim=1), z.contiguous())",
+             "buf2 = fused_b(torch.ones(64, 64, device=x.device, dtype=torch.bool), torch.full((1, 4), 0.0, "
+             "dtype=torch.float32, device=x.device), torch.zeros_like(w, requires_grad=False))",
+             "return fused_c(buf1.view(2, -1), buf2.reshape_as(buf1))"]
+    assert route_copies(lines) == [
+        "buf1 = fused_a(_reshape(x.transpose(1, 2), -1, 16, 9), _flatten(y, 1, -1), _contiguous(z))",
+        "buf2 = fused_b(_ones_made((64, 64), torch.bool, x.device), _full((1, 4), 0.0, torch.float32, x.device), "
+        "_zeros_like(w))",
+        "return fused_c(buf1.view(2, -1), _reshape_as(buf2, buf1))"]
+    # a factory with other keywords, or zeros_like asking for a gradient, stays as written
+    kept = ["buf = fused_d(torch.ones(3, pin_memory=True), torch.zeros_like(w, requires_grad=True))"]
+    assert route_copies(kept) == kept

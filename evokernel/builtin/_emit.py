@@ -199,34 +199,51 @@ def model_class(plan: Plan, launcher: str, body: list[str] | None = None) -> str
 # the copy where a launch plan sees it (evokernel/builtin/_launch_plan.py): a copy made outside the
 # plan left its replay reading memory nothing wrote (29_SwinMLP's window partitions on the H200).
 _COPYING = {"contiguous": "_contiguous", "reshape": "_reshape", "flatten": "_flatten", "reshape_as": "_reshape_as"}
-# torch's factories forward calls (a pad's fill): (host step, positional arguments before dtype and device)
-_MADE = {"full": ("_full", 2), "zeros": ("_zeros_made", 1), "ones": ("_ones_made", 1)}
+# torch's factories forward calls (a pad's fill, a mask of ones): the host steps that make them
+_MADE = {"full": "_full", "zeros": "_zeros_made", "ones": "_ones_made"}
+
+
+def _call(name: str, args: list[ast.expr]) -> ast.Call:
+    return ast.Call(func=ast.Name(name, ast.Load()), args=args, keywords=[])
 
 
 def route_copies(lines: list[str]) -> list[str]:
     """Forward's statements with every ``t.reshape(...)``, ``t.flatten(...)``, ``t.contiguous()``
     and ``t.reshape_as(o)`` called as the host step of the same name (``_reshape(t, ...)``), and
-    ``torch.full/zeros/ones(shape, ..., dtype=, device=)`` as ``_full``, ``_zeros_made``, ``_ones_made``."""
+    ``torch.full/zeros/ones(shape, ..., dtype=, device=)`` and ``torch.zeros_like(t)`` as ``_full``,
+    ``_zeros_made``, ``_ones_made`` and ``_zeros_like``."""
 
     class Route(ast.NodeTransformer):
         def visit_Call(self, node: ast.Call) -> ast.AST:
             self.generic_visit(node)
             func = node.func
-            if isinstance(func, ast.Attribute) and func.attr in _COPYING and not node.keywords:
-                return ast.Call(func=ast.Name(_COPYING[func.attr], ast.Load()), args=[func.value, *node.args],
-                                keywords=[])
-            if (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "torch"
-                    and func.attr in _MADE and {k.arg for k in node.keywords} <= {"dtype", "device"}):
-                step, count = _MADE[func.attr]
-                if len(node.args) == count:
-                    given = {k.arg: k.value for k in node.keywords}
-                    fill = [given.get(name, ast.Constant(None)) for name in ("dtype", "device")]
-                    return ast.Call(func=ast.Name(step, ast.Load()), args=[*node.args, *fill], keywords=[])
+            given = {k.arg: k.value for k in node.keywords}
+            if not isinstance(func, ast.Attribute):
+                return node
+            if func.attr in _COPYING:
+                args = list(node.args)
+                if func.attr == "flatten" and given and set(given) <= {"start_dim", "end_dim"} and not args:
+                    args, given = [given.get("start_dim", ast.Constant(0)), given.get("end_dim", ast.Constant(-1))], {}
+                if not given:
+                    return _call(_COPYING[func.attr], [func.value, *args])
+                return node
+            if not (isinstance(func.value, ast.Name) and func.value.id == "torch"):
+                return node
+            if func.attr == "zeros_like" and len(node.args) == 1 and all(
+                    k == "requires_grad" and isinstance(v, ast.Constant) and v.value is False for k, v in given.items()):
+                return _call("_zeros_like", list(node.args))  # no gradient under no_grad either way
+            if func.attr in _MADE and set(given) <= {"dtype", "device"} and node.args:
+                fill = [given.get(name, ast.Constant(None)) for name in ("dtype", "device")]
+                if func.attr == "full" and len(node.args) == 2:
+                    return _call("_full", [*node.args, *fill])
+                if func.attr != "full":  # zeros/ones: the shape as one tuple or as its sizes
+                    shape = node.args[0] if len(node.args) == 1 else ast.Tuple(list(node.args), ast.Load())
+                    return _call(_MADE[func.attr], [shape, *fill])
             return node
 
     out = []
     for line in lines:
-        if not any(f".{name}(" in line for name in (*_COPYING, *_MADE)):
+        if not any(f".{name}(" in line for name in (*_COPYING, *_MADE, "zeros_like")):
             out.append(line)
             continue
         tree = parse_python(line.replace("return ", "__returned__ = ", 1) if line.startswith("return ") else line)

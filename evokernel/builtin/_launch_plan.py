@@ -121,6 +121,11 @@ def _ones_made(shape, dtype, device):
 
 
 @_host_step
+def _zeros_like(t):
+    return torch.zeros_like(t)
+
+
+@_host_step
 def _zeros(shape, dtype, device):
     return torch.zeros(shape, dtype=dtype, device=device)
 
