@@ -24,6 +24,8 @@ from __future__ import annotations
 import ast
 import re
 
+from backends import parse_python
+
 __all__ = ["share_identical_kernels"]
 
 
@@ -80,7 +82,7 @@ _ASSIGNED = re.compile(r"^\s*([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)*)\s*(?:[-+*/%&
 
 def share_identical_kernels(source: str) -> str:
     """`source` with each repeated kernel defined once (see the module's docstring)."""
-    tree = ast.parse(source)
+    tree = parse_python(source)
     kernels = {node.name: node for node in tree.body if _is_kernel(node)}
     if len(kernels) < 2:
         return source
