@@ -39,23 +39,45 @@ def _canonical(fn: ast.FunctionDef, text: str) -> str:
     appearance; names its decorators mention (in strings) are kept."""
     named = {n.value for d in fn.decorator_list for n in ast.walk(d)
              if isinstance(n, ast.Constant) and isinstance(n.value, str)}
-    local = {a.arg for a in fn.args.args}
+    return _renamed(fn.name, [a.arg for a in fn.args.args], named, text)
+
+
+def _renamed(name: str, params: list[str], named: set[str], text: str) -> str:
+    local = set(params)
     for line in text.splitlines():  # assignment targets: `x = ...`, `a, b = ...`, `acc += ...`
         found = _ASSIGNED.match(line)
         if found:
             local.update((found.group(1) or found.group(2)).replace(" ", "").split(","))
     local -= named
-    local.add(fn.name)
+    local.add(name)
     renamed: dict[str, str] = {}
 
     def rename(match: re.Match) -> str:
-        name = match.group(0)
-        return renamed.setdefault(name, f"_{len(renamed)}") if name in local else name
+        word = match.group(0)
+        return renamed.setdefault(word, f"_{len(renamed)}") if word in local else word
 
     return _logical_lines(_NAME.sub(rename, text))
 
 
 _NAME = re.compile(r"(?<![.\w])[A-Za-z_]\w*")
+_JIT_DEF = re.compile(r"^@triton\.jit[^\n]*\ndef (\w+)\(", re.M)
+_TOP_LEVEL = re.compile(r"\n(?=[^\s)])")  # the next line that starts at column 0 (a signature's "):" does not end it)
+
+
+def _may_repeat(source: str) -> bool:
+    """Whether two kernels' bodies (decorators aside) read the same once renamed: a cheap
+    text-only look that lets most candidates skip the parse."""
+    seen = set()
+    for match in _JIT_DEF.finditer(source):
+        end = _TOP_LEVEL.search(source, match.end())
+        text = source[match.start():end.start() if end else len(source)]
+        signature = text[text.index("(") + 1:text.index(":\n") if ":\n" in text else len(text)]
+        params = [p.split(":")[0].split("=")[0].strip() for p in signature.rsplit(")", 1)[0].split(",")]
+        key = _renamed(match.group(1), [p for p in params if p.isidentifier()], set(), text)
+        if key in seen:
+            return True
+        seen.add(key)
+    return False
 
 
 def _logical_lines(text: str) -> str:
@@ -82,6 +104,8 @@ _ASSIGNED = re.compile(r"^\s*([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)*)\s*(?:[-+*/%&
 
 def share_identical_kernels(source: str) -> str:
     """`source` with each repeated kernel defined once (see the module's docstring)."""
+    if not _may_repeat(source):
+        return source  # the common case, without parsing the whole candidate
     tree = parse_python(source)
     kernels = {node.name: node for node in tree.body if _is_kernel(node)}
     if len(kernels) < 2:
