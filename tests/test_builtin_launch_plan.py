@@ -240,7 +240,7 @@ def test_forward_copies_and_fills_become_recorded_host_steps():
              "return fused_c(buf1.view(2, -1), buf2.reshape_as(buf1))"]
     assert route_copies(lines) == [
         "buf1 = fused_a(_reshape(x.transpose(1, 2), -1, 16, 9), _flatten(y, 1, -1), _contiguous(z))",
-        "buf2 = fused_b(_ones_made((64, 64), torch.bool, x.device), _full((1, 4), 0.0, torch.float32, x.device), "
+        "buf2 = fused_b(_ones((64, 64), torch.bool, x.device), _full((1, 4), 0.0, torch.float32, x.device), "
         "_zeros_like(w))",
         "return fused_c(buf1.view(2, -1), _reshape_as(buf2, buf1))"]
     # a factory with other keywords, or zeros_like asking for a gradient, stays as written

@@ -160,7 +160,7 @@ ALLOWED_METHODS = {"t", "transpose", "view", "reshape", "unsqueeze", "squeeze", 
                    "expand", "flatten", "size"}
 
 
-HOST_STEPS = {"_contiguous", "_reshape", "_flatten", "_reshape_as", "_full", "_zeros_made", "_ones_made", "_zeros_like"}
+HOST_STEPS = {"_contiguous", "_reshape", "_flatten", "_reshape_as", "_full", "_zeros", "_ones", "_zeros_like"}
 
 
 @pytest.mark.parametrize("name", sorted(FAMILIES))

@@ -200,7 +200,7 @@ def model_class(plan: Plan, launcher: str, body: list[str] | None = None) -> str
 # plan left its replay reading memory nothing wrote (29_SwinMLP's window partitions on the H200).
 _COPYING = {"contiguous": "_contiguous", "reshape": "_reshape", "flatten": "_flatten", "reshape_as": "_reshape_as"}
 # torch's factories forward calls (a pad's fill, a mask of ones): the host steps that make them
-_MADE = {"full": "_full", "zeros": "_zeros_made", "ones": "_ones_made"}
+_MADE = {"full": "_full", "zeros": "_zeros", "ones": "_ones"}
 
 
 def _call(name: str, args: list[ast.expr]) -> ast.Call:
@@ -211,7 +211,7 @@ def route_copies(lines: list[str]) -> list[str]:
     """Forward's statements with every ``t.reshape(...)``, ``t.flatten(...)``, ``t.contiguous()``
     and ``t.reshape_as(o)`` called as the host step of the same name (``_reshape(t, ...)``), and
     ``torch.full/zeros/ones(shape, ..., dtype=, device=)`` and ``torch.zeros_like(t)`` as ``_full``,
-    ``_zeros_made``, ``_ones_made`` and ``_zeros_like``."""
+    ``_zeros``, ``_ones`` and ``_zeros_like``."""
 
     class Route(ast.NodeTransformer):
         def visit_Call(self, node: ast.Call) -> ast.AST:
@@ -246,9 +246,7 @@ def route_copies(lines: list[str]) -> list[str]:
         if not any(f".{name}(" in line for name in (*_COPYING, *_MADE, "zeros_like")):
             out.append(line)
             continue
-        tree = parse_python(line.replace("return ", "__returned__ = ", 1) if line.startswith("return ") else line)
-        text = ast.unparse(ast.fix_missing_locations(Route().visit(tree)))
-        out.append(text.replace("__returned__ = ", "return ", 1) if line.startswith("return ") else text)
+        out.append(ast.unparse(ast.fix_missing_locations(Route().visit(parse_python(line)))))
     return out
 
 

@@ -34,6 +34,11 @@ def _is_kernel(node: ast.stmt) -> bool:
         "jit" in ast.unparse(d) for d in node.decorator_list)
 
 
+def _first_line(fn: ast.FunctionDef) -> int:
+    """The line a kernel's text starts on: its first decorator's."""
+    return min([fn.lineno] + [d.lineno for d in fn.decorator_list])
+
+
 def _canonical(fn: ast.FunctionDef, text: str) -> str:
     """The kernel's text (`text`) with its name, parameters and locals renamed by order of
     appearance; names its decorators mention (in strings) are kept."""
@@ -111,8 +116,7 @@ def share_identical_kernels(source: str) -> str:
     if len(kernels) < 2:
         return source
     lines = source.splitlines(keepends=True)
-    texts = {name: "".join(lines[min([fn.lineno] + [d.lineno for d in fn.decorator_list]) - 1:fn.end_lineno])
-             for name, fn in kernels.items()}
+    texts = {name: "".join(lines[_first_line(fn) - 1:fn.end_lineno]) for name, fn in kernels.items()}
     # where each kernel is reached: a launch's first argument, or anywhere else; a kernel another
     # kernel calls is kept as it is (only host code is rewritten)
     pinned = {word for name, text in texts.items() for word in set(_NAME.findall(text)) & kernels.keys()
@@ -157,7 +161,7 @@ def share_identical_kernels(source: str) -> str:
 
     for name, kept in replaced.items():
         fn = kernels[name]
-        top = min([fn.lineno] + [d.lineno for d in fn.decorator_list])
+        top = _first_line(fn)
         end = fn.end_lineno
         while end < len(lines) and not lines[end].strip():  # the blank lines after it go too
             end += 1

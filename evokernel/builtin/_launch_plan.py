@@ -111,23 +111,18 @@ def _full(shape, value, dtype, device):
 
 
 @_host_step
-def _zeros_made(shape, dtype, device):
+def _zeros(shape, dtype, device):
     return torch.zeros(shape, dtype=dtype, device=device)
 
 
 @_host_step
-def _ones_made(shape, dtype, device):
+def _ones(shape, dtype, device):
     return torch.ones(shape, dtype=dtype, device=device)
 
 
 @_host_step
 def _zeros_like(t):
     return torch.zeros_like(t)
-
-
-@_host_step
-def _zeros(shape, dtype, device):
-    return torch.zeros(shape, dtype=dtype, device=device)
 
 
 class _At:
