@@ -9,7 +9,8 @@ are built as the executor builds them (same seed, eval mode, the task's inputs);
 - torch.profiler over a few forwards: GPU time per forward, kernel launches per forward,
   the top kernels by GPU time, and the CUDA streams the work ran on;
 - the first call's wall time (Triton compiles the candidate's kernels then);
-- the error on fresh inputs once later calls replay the forward's launch plan, and how many did.
+- the error on fresh inputs once later calls replay the forward's launch plan, and how many did;
+- with --compile, torch.compile of the reference timed the same way, in the same process.
 
 One JSON record per task is appended to --out as it finishes (restartable: tasks already in
 the file are skipped). Progress on stderr.
@@ -94,7 +95,8 @@ def _profile(fn, calls: int) -> dict:
             "top": [(name, round(us / calls / 1e3, 4)) for name, us in top], "streams": sorted(map(str, streams))}
 
 
-def probe(task_file: Path, rules: str, reps: int, device: torch.device, cprofile: bool = False) -> dict:
+def probe(task_file: Path, rules: str, reps: int, device: torch.device, cprofile: bool = False,
+          compile_too: bool = False) -> dict:
     record: dict = {"task": task_file.stem, "rules": rules}
     t0 = time.perf_counter()
     plan = analyze(str(task_file), rules)
@@ -144,6 +146,18 @@ def probe(task_file: Path, rules: str, reps: int, device: torch.device, cprofile
             record["plan_not_made"] = sorted({str(why) for why in plans.why.values()})
         if cprofile:
             record["ours_host_functions"] = _host_functions(ours, 10)
+        if compile_too:
+            compiled_ref = torch.compile(ref)
+            t2 = time.perf_counter()
+            compiled = lambda: compiled_ref(*inputs)  # noqa: E731
+            compiled()
+            torch.cuda.synchronize()
+            record["compile_first_call_s"] = round(time.perf_counter() - t2, 2)
+            for _ in range(3):
+                compiled()
+            record["compile_ms"] = _latency(compiled, reps)
+            record["compile_host_ms"] = _host_ms(compiled, reps)
+            record["compile_profile"] = _profile(compiled, 3)
     return record
 
 
@@ -215,6 +229,7 @@ def main() -> int:
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--cprofile", action="store_true", help="also the host functions a forward spends its time in")
+    ap.add_argument("--compile", action="store_true", help="also torch.compile of the reference, timed the same way")
     ap.add_argument("--launch-overhead", action="store_true", help="first, a record of Triton's and torch's launch costs")
     args = ap.parse_args()
     if not torch.cuda.is_available():
@@ -232,13 +247,13 @@ def main() -> int:
             continue
         print(f"level3_profile: {task_file.stem} ...", file=sys.stderr, flush=True)
         try:
-            record = probe(task_file, args.rules, args.reps, device, args.cprofile)
+            record = probe(task_file, args.rules, args.reps, device, args.cprofile, args.compile)
         except Exception as exc:  # a probe: one task's failure is recorded, the rest still run
             record = {"task": task_file.stem, "error": f"{type(exc).__name__}: {str(exc)[:400]}"}
         with args.out.open("a") as f:
             f.write(json.dumps(record) + "\n")
         short = {k: record.get(k) for k in ("stages", "first_call_s", "eager_ms", "ours_ms", "eager_host_ms",
-                                            "ours_host_ms", "max_abs_err", "max_abs_err_fresh_inputs", "plan_replays",
+                                            "ours_host_ms", "compile_ms", "max_abs_err", "max_abs_err_fresh_inputs", "plan_replays",
                                             "plan_not_made", "error", "unsupported")}
         print(f"level3_profile: {task_file.stem} {short}", file=sys.stderr, flush=True)
     return 0
