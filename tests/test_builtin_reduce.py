@@ -189,3 +189,69 @@ def test_a_draft_takes_remembered_configurations_of_its_own_shape_class_only(tmp
 
     assert draft([note(1, long_rows, long_rows, 0.9)]) == default
     assert draft([note(1, long_rows, long_rows, 0.9), note(2, same_class, default, 0.5)]) == same_class
+
+
+def _rows_helpers() -> dict:
+    import torch
+
+    from evokernel.builtin._gen_rows import LAYOUT_HELPER
+
+    scope = {"torch": torch, "_contiguous": lambda t: t.contiguous()}
+    exec(LAYOUT_HELPER, scope)
+    return scope
+
+
+def _addressed(t, layout, full, g0, g1):
+    """The values a rows kernel reads from ``t`` through ``layout``, in the (outer, N, inner) order."""
+    import math
+
+    import torch
+
+    sizes = (math.prod(full[:g0]), math.prod(full[g0:g1]), math.prod(full[g1:]))
+    offsets = torch.zeros(sizes, dtype=torch.int64)
+    for region, size in enumerate(sizes):
+        lo_size, lo_stride, hi_stride = layout[3 * region:3 * region + 3]
+        r = torch.arange(size)
+        part = (r // lo_size) * hi_stride + (r % lo_size) * lo_stride
+        shape = [1, 1, 1]
+        shape[region] = size
+        offsets = offsets + part.view(shape)
+    flat = torch.as_strided(t, (t.untyped_storage().nbytes() // t.element_size(),), (1,), 0)
+    return flat[offsets + t.storage_offset()]
+
+
+def test_a_per_channel_operand_of_rows_over_the_last_dim_copies_its_channels_not_the_whole_tensor():
+    # UNet's softmax over W after conv, bias and batch norm: [C, 1, 1] parameters over (N, C, H) rows
+    # have no two-run layout; the copy spans C x H values, not N x C x H x W
+    import torch
+
+    helpers = _rows_helpers()
+    full, g0, g1 = (3, 4, 5, 6), 3, 4
+    bias = torch.randn(4, 1, 1)
+    t, layout = helpers["_rows_operand"](bias, full, g0, g1)
+    assert t.numel() == 4 * 5
+    want = bias.expand(full).reshape(60, 6, 1)
+    assert torch.equal(_addressed(t, layout, full, g0, g1), want)
+    # an operand that varies along every dim still reads as itself (no copy at all)
+    x = torch.randn(full)
+    t, layout = helpers["_rows_operand"](x, full, g0, g1)
+    assert t is x and torch.equal(_addressed(t, layout, full, g0, g1), x.reshape(60, 6, 1))
+
+
+def test_rows_operands_read_as_their_broadcast_for_every_split_and_broadcast_pattern():
+    import itertools
+
+    import torch
+
+    helpers = _rows_helpers()
+    full = (3, 4, 5, 6)
+    for g0, g1 in [(a, b) for a in range(4) for b in range(a + 1, 5)]:
+        for kept in itertools.product((False, True), repeat=4):
+            operand = torch.randn([n if k else 1 for n, k in zip(full, kept)])
+            t, layout = helpers["_rows_operand"](operand, full, g0, g1)
+            assert layout is not None and t.numel() <= operand.expand(full).numel()
+            outer = 1
+            for n in full[:g0]:
+                outer *= n
+            want = operand.expand(full).reshape(outer, -1, max(1, t.new_empty(full[g1:]).numel()))
+            assert torch.equal(_addressed(t, layout, full, g0, g1), want), (g0, g1, kept)

@@ -93,11 +93,22 @@ def _rows_layout(t, full, g0, g1):
 
 
 def _rows_operand(t, full, g0, g1):
-    """(tensor, layout) for a rows kernel; a copy only when no two-run layout exists."""
+    """(tensor, layout) for a rows kernel; a copy only when no two-run layout exists: first of
+    the dims from the operand's first varying one to the end of the region (outer, rows, inner)
+    holding its last (a per-channel [C, 1, 1] over (N, C, H) rows copies C x H values, not the
+    whole N x C x H x W), else of all of them."""
     layout = _rows_layout(t, full, g0, g1)
     if layout is None:
-        t = _contiguous(t.expand(full))
+        e = t.expand(full)
+        varying = [d for d in range(len(full)) if full[d] != 1 and e.stride(d) != 0]
+        lo = varying[0] if varying else 0
+        hi = min(end for end in (g0, g1, len(full)) if not varying or end > varying[-1])
+        span = e[tuple(slice(None) if lo <= d < hi else slice(0, 1) for d in range(len(full)))]
+        t = _contiguous(span)
         layout = _rows_layout(t, full, g0, g1)
+        if layout is None:
+            t = _contiguous(e)
+            layout = _rows_layout(t, full, g0, g1)
     return t, layout
 '''
 
