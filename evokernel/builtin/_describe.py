@@ -20,7 +20,8 @@ def pattern(plan: Plan) -> str:
 
 def host_pattern(plan: Plan) -> str:
     op = plan.node(plan.anchor_id).op
-    return {"cat": "concatenation", "libconv": "library convolution", "libmm": "library matmul"}.get(op, op)
+    return {"cat": "concatenation", "libconv": "library convolution", "libmm": "library matmul",
+            "libpool": "library pooling"}.get(op, op)
 
 
 def matmul_pattern(plan: Plan) -> str:

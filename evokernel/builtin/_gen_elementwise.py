@@ -6,7 +6,7 @@ from ._config import Config
 from ._emit import Emitter, StageCode, load_other, out_dtype_expr, scalar_sources, wrap_params
 from ._ir import Node, Plan
 
-__all__ = ["generate_elementwise", "COALESCE", "SPAN_HELPER"]
+__all__ = ["generate_elementwise", "COALESCE", "SPAN_HELPER", "LAYOUT_HELPER"]
 
 
 class _PointwiseEmitter(Emitter):
@@ -46,6 +46,37 @@ COALESCE = '''def _coalesce(sizes, strides):
             del sizes[d]
         d -= 1
     return sizes, strides
+'''
+
+LAYOUT_HELPER = '''def _dense_order(shape, *tensors):
+    """The dims, outermost first, of the first operand with the output's shape whose memory is
+    dense in an order other than the plain one (channels-last, say); None when that operand is
+    plain or there is none. The output is laid out, and walked, in that order, as torch lays out
+    its own pointwise results: a channels-last convolution's epilogue stays channels-last."""
+    for t in tensors:
+        if tuple(t.shape) != tuple(shape):
+            continue
+        if t.is_contiguous():
+            return None
+        order = sorted(range(t.dim()), key=lambda d: (-t.stride(d), d))
+        run = 1
+        for d in reversed(order):
+            if t.shape[d] != 1 and t.stride(d) != run:
+                break
+            run *= t.shape[d]
+        else:
+            return order
+    return None
+
+
+def _in_order(values, order):
+    return list(values) if order is None else [values[d] for d in order]
+
+
+def _empty_in(shape, order, dtype, device):
+    if order is None:
+        return torch.empty(shape, dtype=dtype, device=device)
+    return torch.empty_permuted(shape, order, dtype=dtype, device=device)
 '''
 
 SPAN_HELPER = '''def _needs_i64(*tensors):
@@ -95,7 +126,7 @@ def generate_elementwise(plan: Plan, config: Config, tag: str = "") -> StageCode
     k.append("    offs = start + tl.arange(0, BLOCK_SIZE)")
     k.append("    mask = offs < n_elements")
     k.append("    if IS_FLAT:")
-    k.append("        # every operand is contiguous with the output's shape")
+    k.append("        # every operand walks the output's memory order contiguously")
     for n in names:
         k.append(f"        {n}_offs = offs")
     if not names:
@@ -122,20 +153,22 @@ def generate_elementwise(plan: Plan, config: Config, tag: str = "") -> StageCode
     l.append(f"def {entry}({', '.join(launch_args)}):")
     shapes = ", ".join(f"{n}.shape" for n in names)
     l.append(f"    shape = _broadcast_shapes({shapes})")
-    l.append(f"    out = torch.empty(shape, dtype={out_dtype_expr(plan)}, device={names[0]}.device)")
+    # an index value counts in the plain order of the output's elements: its layout stays plain
+    l.append(f"    order = {'None' if iotas else '_dense_order(shape, ' + ', '.join(names) + ')'}")
+    l.append(f"    out = _empty_in(shape, order, {out_dtype_expr(plan)}, {names[0]}.device)")
     l.append("    n_elements = out.numel()")
     l.append("    if n_elements == 0:")
     l.append("        return out")
-    strides = ", ".join(f"list({n}.expand(shape).stride())" for n in names)
-    l.append(f"    sizes, strides = _coalesce(list(shape), [{strides}])")
+    strides = ", ".join(f"_in_order({n}.expand(shape).stride(), order)" for n in names)
+    l.append(f"    sizes, strides = _coalesce(_in_order(shape, order), [{strides}])")
     l.append(f"    if len(sizes) > {rank}:")
     l.append(f"        raise ValueError('this kernel indexes at most {rank} non-mergeable dims')")
+    # every operand walks the output's memory order contiguously: the kernel indexes all by offs
+    l.append("    is_flat = len(sizes) == 1 and all(s == [1] for s in strides)")
     l.append(f"    pad = {rank} - len(sizes)")
     l.append("    sizes = [1] * pad + sizes")
     for j, n in enumerate(names):
         l.append(f"    {n}_strides = [0] * pad + strides[{j}]")
-    flat = " and ".join(f"{n}.is_contiguous() and tuple({n}.shape) == tuple(shape)" for n in names)
-    l.append(f"    is_flat = {flat}")
     l.append(f"    grid = (triton.cdiv(n_elements, {config.block_n}),)")
     stride_args = " + ".join(f"{n}_strides" for n in names)
     extra = "".join(f"{a}, " for a in iota_args(iotas, "shape"))
@@ -147,4 +180,4 @@ def generate_elementwise(plan: Plan, config: Config, tag: str = "") -> StageCode
     l.append("    )")
     l.append("    return out")
     launcher = "\n".join(l) + "\n"
-    return StageCode(kernels=(kernel,), launcher=launcher, entry=entry, helpers=(COALESCE, SPAN_HELPER))
+    return StageCode(kernels=(kernel,), launcher=launcher, entry=entry, helpers=(COALESCE, SPAN_HELPER, LAYOUT_HELPER))

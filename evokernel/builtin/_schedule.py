@@ -36,7 +36,7 @@ __all__ = ["schedule", "classify", "domain_map", "HOST_OPS", "LIBRARY_OPS"]
 
 # stages of their own that need no configuration: made in forward (a copy, a library call), or a
 # small kernel of ours (a random draw, an indexed read)
-HOST_OPS = ("cat", "libconv", "libmm", "random", "gather")
+HOST_OPS = ("cat", "libconv", "libmm", "libpool", "random", "gather")
 SPLIT_MIN_COLS = 16384  # rows at least this long, ...
 SPLIT_MAX_ROWS = 512  # ... and at most this many of them, are reduced in parallel chunks
 LIBRARY_OPS = {"conv": "libconv", "matmul": "libmm"}  # what the kernelbench rules hand to the library
@@ -277,6 +277,7 @@ def schedule(b: Builder, nodes: list[Node], output: Ref, rules: str = "strict",
     g = _Graph(b, nodes, output, keep)
     if rules == "kernelbench":
         _to_library(g)
+        _channels_last(g)
     forced: set[int] = set()
     for _ in range(len(nodes) + 1):
         groups = _group(g, forced)
@@ -329,6 +330,89 @@ def _to_library(g: _Graph) -> None:
             g.nodes[i] = lib
             g.by_id[n.id] = lib
     # the library result is a stored tensor; free-node bookkeeping is unchanged (anchors were never free)
+
+
+# Channels-last convolutions (NHWC), the layout torch's inductor picks for inference where it pays:
+# cuDNN's fast fp32/TF32 convolutions on Hopper are NHWC kernels, and a NCHW call pays a layout
+# conversion of its input and its output, as kernels and as host time (on the H200, GoogleNet's 57
+# convolutions: 74 us of host time each, 3 launches each). The measure is inductor's (torch/_inductor/
+# graph.py, inference): each convolution's flops weighted by its kind's measured channels-last time
+# over the default layout's; channels-last when the weighted sum is at most the plain one.
+_NHWC_COST = {"grouped": 1.358, "small": 0.783, "in_out": 0.725, "default": 0.823}
+
+
+def _nhwc_kind(b: Builder, conv: Node) -> str:
+    w = b.shape(conv.args[1])
+    if conv.attr("groups") > 1 and w[1] > 1:
+        return "grouped"
+    if w[0] <= 64 and w[1] <= 64:
+        return "small"
+    if w[0] * 2 <= w[1] and w[2] > 1:
+        return "in_out"
+    return "default"
+
+
+def _channels_last(g: _Graph) -> None:
+    """kernelbench rules: run the library's 2-D convolutions channels-last when every value computed
+    from their results reaches only readers that take any layout, and the measure above says it pays.
+    Such readers: our pointwise kernels (their output takes the layout of their full-size operand, as
+    torch's own do), torch.cat, the library's pooling (a pool of such a value becomes the library's,
+    which keeps the layout; ours reads NCHW planes), a reduction over the spatial dims (global pooling:
+    its rows walk the channels at stride 1 either way), a view of values with one spatial position
+    and a flatten or reshape (which copies where it must).
+    Anything else (our own convolution or matmul, a softmax over a row of pixels, attention) keeps the
+    whole graph NCHW, as the task wrote it."""
+    b = g.b
+    convs = [n for n in g.nodes if n.op == "libconv" and n.attr("nd") == 2 and len(n.shape) == 4]
+    if not convs:
+        return
+    follows: set[int] = set()  # values whose layout is (or may be) channels-last
+    pools: list[int] = []
+    conv_ids = {n.id for n in convs}
+    for n in g.nodes:
+        if n.id in conv_ids:
+            follows.add(n.id)
+            continue
+        if not any(a.kind == "node" and a.value in follows for a in n.args):
+            continue
+        if n.op in POINTWISE and n.op not in ("iota", "full"):
+            follows.add(n.id)
+        elif n.op == "cat":
+            follows.add(n.id)
+        elif n.op == "pool" and n.attr("nd") == 2 and len(n.shape) == 4 and n.args[0].kind == "node" \
+                and n.args[0].value in follows:
+            follows.add(n.id)
+            pools.append(n.id)
+        elif n.op == "reduce" and len(b.shape(n.args[0])) == 4 and (n.attr("start"), n.attr("stop")) == (2, 4):
+            pass
+        elif n.op == "view" and (math.prod(b.shape(n.args[0])[2:]) == 1 or _copying_view(n)):
+            pass
+        else:
+            return
+    if all(n.op in HOST_OPS or n.id in pools or n.op == "view" for n in g.nodes):
+        return  # the library would run everything: a candidate runs a kernel of its own
+    flops = {kind: 0.0 for kind in _NHWC_COST}
+    for conv in convs:
+        w = b.shape(conv.args[1])
+        flops[_nhwc_kind(b, conv)] += 2.0 * math.prod(conv.shape) * math.prod(w[1:])
+    if sum(flops[k] * _NHWC_COST[k] for k in flops) > sum(flops.values()):
+        return
+    for i, n in enumerate(g.nodes):
+        if n.id in conv_ids:
+            n = replace(n, attrs=tuple(sorted(n.attrs + (("channels_last", True),))))
+        elif n.id in pools:
+            n = replace(n, op="libpool")
+        else:
+            continue
+        g.nodes[i] = n
+        g.by_id[n.id] = n
+
+
+def _copying_view(n: Node) -> bool:
+    """A flatten or reshape alone (VGG's classifier input): it copies a channels-last value into
+    the plain layout where no view exists, so what reads it sees the layout the task wrote."""
+    suffix = n.attr("suffix") or ""
+    return len(n.args) == 1 and suffix.count(").") == 0 and suffix.startswith((".flatten(", ".reshape("))
 
 
 def _grouped_conv(b: Builder, n: Node) -> bool:

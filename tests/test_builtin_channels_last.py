@@ -1,0 +1,90 @@
+"""Channels-last convolutions under the kernelbench rules: the library's 2-D convolutions run NHWC
+where every value computed from them reaches a reader that takes any layout (our pointwise kernels,
+torch.cat, the library's pooling, a global pooling reduction, a flatten) and inductor's flop measure
+says it pays; our pointwise kernels lay out their result as their full-size operand is laid out."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from builtin_case import Case, check_in_interpreter, explain, ok, run_cases, write
+from evokernel.builtin import analyze, generate
+
+CNN = Case(
+    "cnn_nhwc",
+    "x: y = self.pool(torch.relu(self.bn(self.conv1(x))))\n"
+    "y = torch.cat([torch.relu(self.conv2(y)), y], dim=1)\n"
+    "return self.fc(torch.flatten(self.gap(y), 1))",
+    "[torch.randn(2, 3, 12, 12)]",
+    init="self.conv1 = nn.Conv2d(3, 8, 3, padding=1)\nself.bn = nn.BatchNorm2d(8)\n"
+         "self.bn.running_mean.uniform_()\nself.bn.running_var.uniform_(0.5, 2)\n"
+         "self.pool = nn.MaxPool2d(3, 2, 1)\nself.conv2 = nn.Conv2d(8, 8, 3, padding=1)\n"
+         "self.gap = nn.AdaptiveAvgPool2d(1)\nself.fc = nn.Linear(16, 5)",
+)
+# a softmax over a row of pixels reads its rows at the channel stride: the graph stays NCHW
+SOFTMAX_AFTER_CONV = Case("softmax_after_conv", "x: return torch.softmax(self.conv(x) + 1.0, dim=-1)",
+                          "[torch.randn(2, 3, 6, 7)]", init="self.conv = nn.Conv2d(3, 8, 3, padding=1)")
+# a grouped convolution stays ours (see test_builtin_library_choice): the graph stays NCHW
+GROUPED_AFTER_CONV = Case("grouped_after_conv", "x: return self.g(torch.relu(self.conv(x)))",
+                          "[torch.randn(2, 3, 6, 6)]",
+                          init="self.conv = nn.Conv2d(3, 8, 3, padding=1)\nself.g = nn.Conv2d(8, 8, 1, groups=2)")
+
+
+def _source(tmp_path, case: Case) -> str:
+    return generate(analyze(str(write(case, tmp_path)), "kernelbench"))
+
+
+def test_a_cnn_runs_its_convolutions_and_pools_channels_last_and_stays_correct(cpu_executor, tmp_path):
+    source = _source(tmp_path, CNN)
+    assert "memory_format=torch.channels_last" in source
+    assert "def fused_library_pool" in source and "def fused_pool" not in source
+    result = run_cases(cpu_executor, [CNN], tmp_path, rules="kernelbench")[CNN.name]
+    assert ok(result), explain(result)
+
+
+@pytest.mark.parametrize("case", [SOFTMAX_AFTER_CONV, GROUPED_AFTER_CONV], ids=lambda c: c.name)
+def test_a_reader_that_needs_the_plain_layout_keeps_the_graph_nchw(tmp_path, case):
+    assert "channels_last" not in _source(tmp_path, case)
+
+
+def test_strict_rules_never_change_the_layout(tmp_path):
+    assert "channels_last" not in generate(analyze(str(write(CNN, tmp_path)), "strict"))
+
+
+def _layout_helpers() -> dict:
+    from evokernel.builtin._gen_elementwise import LAYOUT_HELPER
+
+    scope = {"torch": torch}
+    exec(LAYOUT_HELPER, scope)
+    return scope
+
+
+def test_a_pointwise_result_takes_the_layout_of_its_first_dense_full_size_operand():
+    h = _layout_helpers()
+    x = torch.randn(2, 3, 4, 5)
+    nhwc = x.contiguous(memory_format=torch.channels_last)
+    bias = torch.randn(3, 1, 1)
+    shape = (2, 3, 4, 5)
+    assert h["_dense_order"](shape, bias, nhwc, x) == [0, 2, 3, 1]
+    assert h["_dense_order"](shape, x, nhwc) is None  # the first full-size operand is plain
+    assert h["_dense_order"](shape, bias) is None  # none has the full shape
+    # a slice is not dense: the next full-size operand decides
+    wide = torch.randn(2, 3, 4, 10)[..., :5]
+    assert h["_dense_order"](shape, wide, nhwc) == [0, 2, 3, 1]
+    out = h["_empty_in"](shape, [0, 2, 3, 1], torch.float32, "cpu")
+    assert out.shape == shape and out.is_contiguous(memory_format=torch.channels_last)
+
+
+def test_a_pointwise_kernel_on_a_channels_last_input_writes_channels_last_and_is_correct(tmp_path):
+    case = Case("pointwise_nhwc", "x, b: return torch.relu(x * 2.0 + b)",
+                "[torch.randn(2, 3, 4, 5).contiguous(memory_format=torch.channels_last), torch.randn(3, 1, 1)]")
+    source = generate(analyze(str(write(case, tmp_path)), "strict"))
+    check = ("import torch\n"
+             "x = torch.randn(2, 3, 4, 5).contiguous(memory_format=torch.channels_last)\n"
+             "b = torch.randn(3, 1, 1)\n"
+             "out = mod.ModelNew()(x, b)\n"
+             "assert out.is_contiguous(memory_format=torch.channels_last), out.stride()\n"
+             "assert torch.allclose(out, torch.relu(x * 2.0 + b))\n"
+             "print('nhwc ok')\n")
+    check_in_interpreter(tmp_path, check, source, "nhwc ok")
