@@ -1,7 +1,8 @@
 """Channels-last convolutions under the kernelbench rules: the library's 2-D convolutions run NHWC
 where every value computed from them reaches a reader that takes any layout (our pointwise kernels,
-torch.cat, the library's pooling, a global pooling reduction, a flatten) and inductor's flop measure
-says it pays; our pointwise kernels lay out their result as their full-size operand is laid out."""
+torch.cat, our pooling's channels-last tiles, a global pooling reduction, a flatten) and inductor's
+flop measure says it pays; our pointwise kernels lay out their result as their full-size operand is
+laid out."""
 
 from __future__ import annotations
 
@@ -17,10 +18,10 @@ CNN = Case(
     "y = torch.cat([torch.relu(self.conv2(y)), y], dim=1)\n"
     "return self.fc(torch.flatten(self.gap(y), 1))",
     "[torch.randn(2, 3, 12, 12)]",
-    init="self.conv1 = nn.Conv2d(3, 8, 3, padding=1)\nself.bn = nn.BatchNorm2d(8)\n"
+    init="self.conv1 = nn.Conv2d(3, 64, 3, padding=1)\nself.bn = nn.BatchNorm2d(64)\n"
          "self.bn.running_mean.uniform_()\nself.bn.running_var.uniform_(0.5, 2)\n"
-         "self.pool = nn.MaxPool2d(3, 2, 1)\nself.conv2 = nn.Conv2d(8, 8, 3, padding=1)\n"
-         "self.gap = nn.AdaptiveAvgPool2d(1)\nself.fc = nn.Linear(16, 5)",
+         "self.pool = nn.MaxPool2d(3, 2, 1)\nself.conv2 = nn.Conv2d(64, 64, 3, padding=1)\n"
+         "self.gap = nn.AdaptiveAvgPool2d(1)\nself.fc = nn.Linear(128, 5)",
 )
 # a softmax over a row of pixels reads its rows at the channel stride: the graph stays NCHW
 SOFTMAX_AFTER_CONV = Case("softmax_after_conv", "x: return torch.softmax(self.conv(x) + 1.0, dim=-1)",
@@ -38,12 +39,45 @@ def _source(tmp_path, case: Case) -> str:
 def test_a_cnn_runs_its_convolutions_and_pools_channels_last_and_stays_correct(cpu_executor, tmp_path):
     source = _source(tmp_path, CNN)
     assert "memory_format=torch.channels_last" in source
-    assert "def fused_library_pool" in source and "def fused_pool" not in source
+    assert "torch.empty_permuted(out_shape, (0, 2, 3, 1)" in source  # the pool's channels-last output
     result = run_cases(cpu_executor, [CNN], tmp_path, rules="kernelbench")[CNN.name]
     assert ok(result), explain(result)
 
 
-@pytest.mark.parametrize("case", [SOFTMAX_AFTER_CONV, GROUPED_AFTER_CONV], ids=lambda c: c.name)
+# every pooling geometry the channels-last tiles compute, each after two channels-last convolutions
+# of 64 channels (the first reads the task's input, whose copy to channels-last the 64-channel
+# convolutions' saving must outweigh: see LONE_BLOCK)
+TWO_CONVS = "self.conv = nn.Conv2d(3, 64, 3, padding=1)\nself.conv2 = nn.Conv2d(64, 64, 3, padding=1)\n"
+FEATURES = "y = self.conv2(torch.relu(self.conv(x)))\n"
+POOLS = [
+    Case("nhwc_max_dilated_ceil", "x: " + FEATURES + "return self.pool(torch.relu(y)) * 2.0", "[torch.randn(2, 3, 11, 9)]",
+         init=TWO_CONVS + "self.pool = nn.MaxPool2d(3, 2, 1, dilation=2, ceil_mode=True)"),
+    Case("nhwc_avg_no_pad_count", "x: " + FEATURES + "return self.pool(y - 1.0)", "[torch.randn(2, 3, 10, 7)]",
+         init=TWO_CONVS + "self.pool = nn.AvgPool2d(3, 2, 1, ceil_mode=True, count_include_pad=False)"),
+    Case("nhwc_avg_divisor", "x: " + FEATURES + "return F.avg_pool2d(y, 2, divisor_override=3)", "[torch.randn(2, 3, 8, 8)]",
+         init=TWO_CONVS),
+    Case("nhwc_adaptive_max", "x: " + FEATURES + "return F.adaptive_max_pool2d(torch.relu(y), (3, 2))",
+         "[torch.randn(2, 3, 10, 7)]", init=TWO_CONVS),
+]
+
+
+@pytest.mark.parametrize("case", POOLS, ids=lambda c: c.name)
+def test_channels_last_pools_are_correct(cpu_executor, tmp_path, case):
+    assert "torch.empty_permuted(out_shape, (0, 2, 3, 1)" in _source(tmp_path, case)
+    result = run_cases(cpu_executor, [case], tmp_path, rules="kernelbench")[case.name]
+    assert ok(result), explain(result)
+
+
+# a lone block whose convolutions read the task's NCHW input (GoogleNet's inception module: three
+# convolutions of one large input) would copy it to channels-last for each: it stays NCHW; and so
+# does a cat of a channels-last value with the input (DenseNet's dense block)
+LONE_BLOCK = Case("lone_block", "x: return torch.cat([self.a(x), self.b(x), self.c(x)], 1)", "[torch.randn(2, 32, 6, 6)]",
+                  init="self.a = nn.Conv2d(32, 8, 1)\nself.b = nn.Conv2d(32, 8, 1)\nself.c = nn.Conv2d(32, 8, 1)")
+MIXED_CAT = Case("mixed_cat", "x: return torch.cat([x, torch.relu(self.conv(x))], 1) * 2.0", "[torch.randn(2, 3, 6, 6)]",
+                 init="self.conv = nn.Conv2d(3, 8, 3, padding=1)")
+
+
+@pytest.mark.parametrize("case", [SOFTMAX_AFTER_CONV, GROUPED_AFTER_CONV, LONE_BLOCK, MIXED_CAT], ids=lambda c: c.name)
 def test_a_reader_that_needs_the_plain_layout_keeps_the_graph_nchw(tmp_path, case):
     assert "channels_last" not in _source(tmp_path, case)
 

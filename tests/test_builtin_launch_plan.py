@@ -157,13 +157,14 @@ assert close(outs[-1], ref((x + 4) * 2))
 
 
 class _Compiled:
-    """Stands in for a compiled kernel: its launcher records what it is given."""
+    """Stands in for a compiled kernel: its launcher (Triton's takes the stream as a keyword)
+    records what it is given."""
 
     def __init__(self, calls):
         self.calls = calls
 
     def __getitem__(self, grid):
-        return lambda *args: self.calls.append((grid, args))
+        return lambda *args, stream=None: self.calls.append((grid, args))
 
 
 class _Jit:

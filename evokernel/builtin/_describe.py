@@ -20,8 +20,7 @@ def pattern(plan: Plan) -> str:
 
 def host_pattern(plan: Plan) -> str:
     op = plan.node(plan.anchor_id).op
-    return {"cat": "concatenation", "libconv": "library convolution", "libmm": "library matmul",
-            "libpool": "library pooling"}.get(op, op)
+    return {"cat": "concatenation", "libconv": "library convolution", "libmm": "library matmul"}.get(op, op)
 
 
 def matmul_pattern(plan: Plan) -> str:

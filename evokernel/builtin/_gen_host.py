@@ -45,24 +45,10 @@ def generate_host(plan: Plan, tag: str) -> StageCode:
             # and our pointwise kernels' after it, stay channels-last
             body += f"    {x} = {x}.contiguous(memory_format=torch.channels_last)\n"
         body += f"    return {call}"
-    elif node.op == "libpool":
-        entry = f"fused_library_pool{tag}"
-        call = _library_pool(node, args[0])
-        body = f"    # the library's pooling, which keeps the channels-last layout of its input\n    return {call}"
+
     else:  # pragma: no cover - the scheduler makes host stages of these ops only
         raise ValueError(f"no host stage for {node.op}")
     # torch runs this stage: a launch plan records it as a call (evokernel/builtin/_launch_plan.py)
     launcher = f"@_host_step\ndef {entry}({', '.join(names)}):\n{body}\n"
     return StageCode(kernels=(), launcher=launcher, entry=entry)
 
-
-def _library_pool(node, x: str) -> str:
-    nd, kind = node.attr("nd"), node.attr("kind")
-    if node.attr("adaptive"):
-        return f"torch.nn.functional.adaptive_{kind}_pool{nd}d({x}, {tuple(node.attr('out'))})"
-    kernel, stride, padding = node.attr("kernel"), node.attr("stride"), node.attr("padding")
-    if kind == "max":
-        return (f"torch.nn.functional.max_pool{nd}d({x}, {kernel}, {stride}, {padding}, {node.attr('dilation')}, "
-                f"{node.attr('ceil_mode')})")
-    return (f"torch.nn.functional.avg_pool{nd}d({x}, {kernel}, {stride}, {padding}, {node.attr('ceil_mode')}, "
-            f"{node.attr('count_include_pad')}, {node.attr('divisor')})")

@@ -50,6 +50,9 @@ def generate_pool(plan: Plan, config: Config, tag: str = "") -> StageCode:
     scalars = [f"s{i}" for i in range(len(scalar_sources(plan)))]
     rank = len(pool.shape)
     lead = rank - nd
+    # channels-last (see _schedule._channels_last): a tile is pixels by channels, the channels the
+    # contiguous columns, and the output is laid out channels-last too
+    nhwc = bool(pool.attr("nhwc"))
     sp = list(range(nd))
     out_idx = [f"idx_{d}" for d in range(rank)]
     em, result, epi = epilogue(plan, pool.id, out_idx, "mask")
@@ -69,6 +72,8 @@ def generate_pool(plan: Plan, config: Config, tag: str = "") -> StageCode:
     if fused:
         ptrs = list(dict.fromkeys(pro_leaves + epi))
         inputs = [f"pstride_{n}_{d}" for n in pro_leaves for d in range(rank)]
+    elif nhwc:
+        ptrs, inputs = ["x"] + epi, ["sx_n", "sx_c"] + [f"sx_{d}" for d in sp]
     else:
         ptrs, inputs = ["x"] + epi, ["sx_lead"] + [f"sx_{d}" for d in sp]
     params = ([f"{n}_ptr" for n in ptrs] + ["out_ptr"] + scalars + ["ROWS"] + din + dout
@@ -83,20 +88,29 @@ def generate_pool(plan: Plan, config: Config, tag: str = "") -> StageCode:
          "    rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)",
          "    cols = tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C)",
          "    if IDX64:",
-         "        rows = rows.to(tl.int64)",
-         f"    mask = (rows < ROWS)[:, None] & (cols < dout_{last})[None, :]",
-         "    rem = rows"]
-    for d in range(last - 1, 0, -1):
-        k += [f"    idx_{d} = (rem % dout_{d})[:, None]", f"    rem = rem // dout_{d}"]
-    if last > 0:
-        k.append("    idx_0 = rem[:, None]")
-    k.append(f"    idx_{last} = cols[None, :]")
-    # the leading dims, flattened: which input plane this row of outputs pools
-    plane = "rows"
-    for d in range(lead, last):
-        plane = f"({plane} // dout_{d})"
-    if not fused:
-        k.append(f"    x_plane = x_ptr + {plane}[:, None] * sx_lead")
+         "        rows = rows.to(tl.int64)"]
+    if nhwc:  # rows: the output pixels (n, oh, ow); columns: the channels
+        k += ["    mask = (rows < ROWS)[:, None] & (cols < dout_1)[None, :]",
+              "    idx_3 = (rows % dout_3)[:, None]",
+              "    rem = rows // dout_3",
+              "    idx_2 = (rem % dout_2)[:, None]",
+              "    idx_0 = (rem // dout_2)[:, None]",
+              "    idx_1 = cols[None, :]"]
+        if not fused:
+            k.append("    x_plane = x_ptr + idx_0 * sx_n + idx_1 * sx_c")
+    else:
+        k += [f"    mask = (rows < ROWS)[:, None] & (cols < dout_{last})[None, :]", "    rem = rows"]
+        for d in range(last - 1, 0, -1):
+            k += [f"    idx_{d} = (rem % dout_{d})[:, None]", f"    rem = rem // dout_{d}"]
+        if last > 0:
+            k.append("    idx_0 = rem[:, None]")
+        k.append(f"    idx_{last} = cols[None, :]")
+        # the leading dims, flattened: which input plane this row of outputs pools
+        plane = "rows"
+        for d in range(lead, last):
+            plane = f"({plane} // dout_{d})"
+        if not fused:
+            k.append(f"    x_plane = x_ptr + {plane}[:, None] * sx_lead")
     o = [f"idx_{lead + d}" for d in sp]
     for d in sp:
         if adaptive:
@@ -162,22 +176,29 @@ def generate_pool(plan: Plan, config: Config, tag: str = "") -> StageCode:
         l += [f"    spatial = tuple(_pool_out(i, k, s, p, d, {ceil}) for i, k, s, p, d in "
               f"zip(din, {kernel_}, {stride}, {padding}, {dil}))"]
         geom = ", ".join(f"KW_{d}={kernel_[d]}, ST_{d}={stride[d]}, PD_{d}={padding[d]}, DL_{d}={dil[d]}" for d in sp)
-    l += [f"    out_shape = tuple(in_shape[:-{nd}]) + spatial",
-          f"    out = torch.empty(out_shape, dtype={out_dtype_expr(plan)}, device=x.device)",
-          "    if out.numel() == 0:",
+    l.append(f"    out_shape = tuple(in_shape[:-{nd}]) + spatial")
+    if nhwc:
+        l.append(f"    out = torch.empty_permuted(out_shape, (0, 2, 3, 1), dtype={out_dtype_expr(plan)}, device=x.device)")
+    else:
+        l.append(f"    out = torch.empty(out_shape, dtype={out_dtype_expr(plan)}, device=x.device)")
+    l += ["    if out.numel() == 0:",
           "        return out"]
     if fused:
         for n in pro_leaves:
             l.append(f"    {n}_p = list({n}.expand(in_shape).stride())")
         ptr_args = "".join(f"{n}, " for n in ptrs)
         input_args = "".join(f"*{n}_p, " for n in pro_leaves)
+    elif nhwc:
+        ptr_args = "x, " + "".join(f"{n}, " for n in epi)
+        input_args = "*x.stride(), "
     else:
         l.append("    x_3 = x.reshape((-1,) + din)  # leading dims flattened (a view when they are contiguous)")
         ptr_args = "x_3, " + "".join(f"{n}, " for n in epi)
         input_args = "x_3.stride(0), *x_3.stride()[1:], "
     for n in epi:
         l.append(f"    {n}_s = list({n}.expand(out_shape).stride())")
-    l += ["    width = out_shape[-1]",
+    # the tile's columns: the last dim's outputs, or (channels-last) the channels
+    l += [f"    width = out_shape[{1 if nhwc else -1}]",
           "    rows = out.numel() // width",
           f"    block_c = min({config.block_n}, triton.next_power_of_2(width))",
           f"    block_r = {config.block_n} // block_c",

@@ -198,11 +198,10 @@ def _storage_base(t):
     return t.data_ptr() - t.storage_offset() * t.element_size()
 
 
-def _tensor_at(raw, offset, size, stride, dtype):
-    """A tensor ``offset`` bytes into ``raw`` (uint8 from a storage's or block's start)."""
+def _typed(raw, dtype):
+    """``raw`` (uint8 from a storage's or block's start) viewed as ``dtype``."""
     usable = raw.numel() - raw.numel() % dtype.itemsize
-    typed = raw[:usable].view(dtype)  # as_strided counts from the storage's start, not the view's
-    return torch.as_strided(typed, size, stride, typed.storage_offset() + offset // dtype.itemsize)
+    return raw[:usable].view(dtype)
 
 
 class _PlanRecording:
@@ -384,7 +383,7 @@ class _LaunchPlan:
     def run(self, args, poison=False):
         bases = [None] * self.n_slots  # each slot's address
         typed = [None] * self.n_slots  # an input or a host step's result, as forward saw it
-        raw = [None] * self.n_slots  # uint8 over each slot's memory, from its start
+        raw = [None] * self.n_slots  # (uint8 block holding the slot's memory, the slot's byte offset in it)
         for slot, i in self.input_slots:
             bases[slot] = _storage_base(args[i])
             typed[slot] = args[i]
@@ -394,6 +393,9 @@ class _LaunchPlan:
         device = self.device
         if device is None:
             device = next((a.device for a in args if isinstance(a, torch.Tensor)), None)
+        # the launchers' stream, looked up once a call rather than by every launcher
+        stream = torch.cuda.current_stream(device).cuda_stream if device is not None and device.type == "cuda" else None
+        views = {}  # (id of a block, dtype) -> the block viewed as dtype, made once a call
         if self.arena_bytes:
             arena = torch.empty((self.arena_bytes,), dtype=torch.uint8, device=device)
             if poison:
@@ -401,13 +403,13 @@ class _LaunchPlan:
             start = arena.data_ptr()
             for slot, offset in self.arena_offsets.items():
                 bases[slot] = start + offset
-                raw[slot] = arena[offset:]
+                raw[slot] = (arena, offset)
         for slot, nbytes in self.output_slots:
             block = torch.empty((-(-nbytes // _PLAN_ALIGN) * _PLAN_ALIGN,), dtype=torch.uint8, device=device)
             if poison:
                 block.fill_(255)
             bases[slot] = block.data_ptr()
-            raw[slot] = block
+            raw[slot] = (block, 0)
         for index, step in enumerate(self.steps):
             kind = step[0]
             if kind == 0:  # a compiled kernel: its own launcher, addresses as integers
@@ -415,17 +417,18 @@ class _LaunchPlan:
                 launch_args = list(consts)
                 for i, (slot, offset, _, _, _) in fixups:
                     launch_args[i] = bases[slot] + offset
-                runner(*launch_args)
+                runner(*launch_args, stream=stream)
             elif kind == 1:  # no compiled kernel (the CPU interpreter): through its entry, with tensors
                 _, jit, grid, _, consts, fixups = step
                 launch_args = list(consts)
                 for i, template in fixups:
-                    launch_args[i] = _plan_tensor(template, bases, typed, raw)
+                    launch_args[i] = _plan_tensor(template, bases, typed, raw, views)
                 jit[grid](*launch_args)
             else:
                 _, fn, templates, result = step
                 drawn = self.drawn.get(index) if poison else None
-                out = drawn.clone() if drawn is not None else fn(*[_plan_value(t, bases, typed, raw) for t in templates])
+                out = drawn.clone() if drawn is not None else fn(*[_plan_value(t, bases, typed, raw, views)
+                                                                   for t in templates])
                 if result is not None and result[0] == "new":
                     _, slot, offset, size, stride, dtype = result
                     base = out.untyped_storage().data_ptr()
@@ -433,28 +436,35 @@ class _LaunchPlan:
                         return None  # a host step's result changed layout: the plan no longer holds
                     bases[slot] = base
                     typed[slot] = out
-        return _plan_rebuild(self.structure, [_plan_tensor(t, bases, typed, raw) for t in self.outs], [0])
+        return _plan_rebuild(self.structure, [_plan_tensor(t, bases, typed, raw, views) for t in self.outs], [0])
 
 
-def _plan_value(template, bases, typed, raw):
+def _plan_value(template, bases, typed, raw, views):
     """A host step's argument on this call: its tensors located anew."""
     if isinstance(template, _At):
-        return _plan_tensor(template.where, bases, typed, raw)
+        return _plan_tensor(template.where, bases, typed, raw, views)
     if isinstance(template, (list, tuple)):
-        return type(template)(_plan_value(t, bases, typed, raw) for t in template)
+        return type(template)(_plan_value(t, bases, typed, raw, views) for t in template)
     return template
 
 
-def _plan_tensor(template, bases, typed, raw):
-    """The tensor a template locates, as a view of what the slot holds on this call."""
+def _plan_tensor(template, bases, typed, raw, views):
+    """The tensor a template locates, as a view of what the slot holds on this call: ``raw[slot]``
+    is (uint8 block, the slot's byte offset in it); ``views`` keeps each block's typed view."""
     slot, offset, size, stride, dtype = template
     t = typed[slot]
     if t is not None and t.dtype == dtype and t.data_ptr() - bases[slot] == offset \
             and tuple(t.shape) == size and tuple(t.stride()) == stride:
         return t
     if raw[slot] is None:
-        raw[slot] = torch.empty((0,), dtype=torch.uint8, device=t.device).set_(t.untyped_storage())
-    return _tensor_at(raw[slot], offset, size, stride, dtype)
+        raw[slot] = (torch.empty((0,), dtype=torch.uint8, device=t.device).set_(t.untyped_storage()), 0)
+    block, shift = raw[slot]
+    key = (id(block), dtype)
+    whole = views.get(key)
+    if whole is None:
+        whole = views[key] = _typed(block, dtype)
+    # as_strided counts from the storage's start; every block starts at its storage's start
+    return torch.as_strided(whole, size, stride, (shift + offset) // dtype.itemsize)
 
 
 class _LaunchPlans:

@@ -36,7 +36,7 @@ __all__ = ["schedule", "classify", "domain_map", "HOST_OPS", "LIBRARY_OPS"]
 
 # stages of their own that need no configuration: made in forward (a copy, a library call), or a
 # small kernel of ours (a random draw, an indexed read)
-HOST_OPS = ("cat", "libconv", "libmm", "libpool", "random", "gather")
+HOST_OPS = ("cat", "libconv", "libmm", "random", "gather")
 SPLIT_MIN_COLS = 16384  # rows at least this long, ...
 SPLIT_MAX_ROWS = 512  # ... and at most this many of them, are reduced in parallel chunks
 LIBRARY_OPS = {"conv": "libconv", "matmul": "libmm"}  # what the kernelbench rules hand to the library
@@ -339,6 +339,15 @@ def _to_library(g: _Graph) -> None:
 # graph.py, inference): each convolution's flops weighted by its kind's measured channels-last time
 # over the default layout's; channels-last when the weighted sum is at most the plain one.
 _NHWC_COST = {"grouped": 1.358, "small": 0.783, "in_out": 0.725, "default": 0.823}
+# What the saving is weighed against, as the H200 ran them: a convolution's fp32 input copied to
+# channels-last by torch (GoogleNet's inception module: 1.9 GB read and written in 2.3 ms) and the
+# convolutions' TF32 rate (its 380 GFLOP of convolutions in about 4 ms)
+_LAYOUT_COPY_BYTES = 0.85e12  # bytes read and written a second
+_CONV_FLOPS = 1e14
+# A depthwise convolution is bound by memory, not flops: torch's own NCHW kernel read and wrote
+# EfficientNet's MBConv (1.7 GB) at 1.15 TB/s, cuDNN's NHWC one in 0.51 of its time
+_DEPTHWISE_BYTES = 1.15e12
+_DEPTHWISE_NHWC_COST = 0.51
 
 
 def _nhwc_kind(b: Builder, conv: Node) -> str:
@@ -356,12 +365,13 @@ def _channels_last(g: _Graph) -> None:
     """kernelbench rules: run the library's 2-D convolutions channels-last when every value computed
     from their results reaches only readers that take any layout, and the measure above says it pays.
     Such readers: our pointwise kernels (their output takes the layout of their full-size operand, as
-    torch's own do), torch.cat, the library's pooling (a pool of such a value becomes the library's,
-    which keeps the layout; ours reads NCHW planes), a reduction over the spatial dims (global pooling:
-    its rows walk the channels at stride 1 either way), a view of values with one spatial position
-    and a flatten or reshape (which copies where it must).
-    Anything else (our own convolution or matmul, a softmax over a row of pixels, attention) keeps the
-    whole graph NCHW, as the task wrote it."""
+    torch's own do), torch.cat of such values alone, our pooling (its channels-last tiles: pixels by
+    channels), a reduction over the spatial dims (global pooling: its rows walk the channels at stride
+    1 either way), a view of values with one spatial position and a flatten or reshape (which copies
+    where it must). Anything else (our own convolution or matmul, a softmax over a row of pixels,
+    attention, a cat with a value in the task's layout) keeps the whole graph NCHW, as the task wrote
+    it; and so does a graph whose convolutions of values in the task's layout (a lone block's input,
+    read by three convolutions) cost more in layout copies than the layout saves them."""
     b = g.b
     convs = [n for n in g.nodes if n.op == "libconv" and n.attr("nd") == 2 and len(n.shape) == 4]
     if not convs:
@@ -373,14 +383,14 @@ def _channels_last(g: _Graph) -> None:
         if n.id in conv_ids:
             follows.add(n.id)
             continue
-        if not any(a.kind == "node" and a.value in follows for a in n.args):
+        reads = [a.kind == "node" and a.value in follows for a in n.args]
+        if not any(reads):
             continue
         if n.op in POINTWISE and n.op not in ("iota", "full"):
             follows.add(n.id)
-        elif n.op == "cat":
+        elif n.op == "cat" and all(reads):
             follows.add(n.id)
-        elif n.op == "pool" and n.attr("nd") == 2 and len(n.shape) == 4 and n.args[0].kind == "node" \
-                and n.args[0].value in follows:
+        elif n.op == "pool" and n.attr("nd") == 2 and len(n.shape) == 4:
             follows.add(n.id)
             pools.append(n.id)
         elif n.op == "reduce" and len(b.shape(n.args[0])) == 4 and (n.attr("start"), n.attr("stop")) == (2, 4):
@@ -389,23 +399,24 @@ def _channels_last(g: _Graph) -> None:
             pass
         else:
             return
-    if all(n.op in HOST_OPS or n.id in pools or n.op == "view" for n in g.nodes):
-        return  # the library would run everything: a candidate runs a kernel of its own
-    flops = {kind: 0.0 for kind in _NHWC_COST}
+    saved_s = 0.0  # the convolutions' time channels-last saves, estimated
     for conv in convs:
         w = b.shape(conv.args[1])
-        flops[_nhwc_kind(b, conv)] += 2.0 * math.prod(conv.shape) * math.prod(w[1:])
-    if sum(flops[k] * _NHWC_COST[k] for k in flops) > sum(flops.values()):
+        if conv.attr("groups") > 1 and w[1] == 1 and not conv.attr("transposed"):
+            moved = 4.0 * (math.prod(b.shape(conv.args[0])) + math.prod(conv.shape))
+            saved_s += moved / _DEPTHWISE_BYTES * (1 - _DEPTHWISE_NHWC_COST)
+        else:
+            flops = 2.0 * math.prod(conv.shape) * math.prod(w[1:])
+            saved_s += flops / _CONV_FLOPS * (1 - _NHWC_COST[_nhwc_kind(b, conv)])
+    # each convolution of a value in the task's layout copies it to channels-last first
+    copied = sum(math.prod(b.shape(c.args[0])) for c in convs if not (c.args[0].kind == "node" and c.args[0].value in follows))
+    if saved_s <= 0 or copied * 8 / _LAYOUT_COPY_BYTES > saved_s:
         return
     for i, n in enumerate(g.nodes):
-        if n.id in conv_ids:
-            n = replace(n, attrs=tuple(sorted(n.attrs + (("channels_last", True),))))
-        elif n.id in pools:
-            n = replace(n, op="libpool")
-        else:
-            continue
-        g.nodes[i] = n
-        g.by_id[n.id] = n
+        if n.id in conv_ids or n.id in pools:
+            n = replace(n, attrs=tuple(sorted(n.attrs + (("channels_last" if n.id in conv_ids else "nhwc", True),))))
+            g.nodes[i] = n
+            g.by_id[n.id] = n
 
 
 def _copying_view(n: Node) -> bool:
