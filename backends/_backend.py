@@ -40,10 +40,25 @@ class LaunchLog:
     launches: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     paused: int = 0
     lock: threading.Lock = dataclasses.field(default_factory=threading.Lock, repr=False)
+    # While the candidate is timed nothing is recorded, and the hooks launch straight through: what
+    # each launch would cost to log (a lock, a dict, the grid's repr, the JIT's argument
+    # descriptions) is not the candidate's, and neither is it the torch.compile baseline's
+    quiet: bool = False
 
     def record(self, kind: str, name: str, **info: Any) -> None:
+        if self.quiet:
+            return
         with self.lock:
             self.launches.append({"kind": kind, "name": name, **info})
+
+    @contextlib.contextmanager
+    def quieted(self) -> Iterator[None]:
+        """Timed runs: launches are neither recorded nor described (see `quiet`)."""
+        self.quiet = True
+        try:
+            yield
+        finally:
+            self.quiet = False
 
     def clear(self) -> None:
         with self.lock:

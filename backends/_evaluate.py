@@ -631,7 +631,8 @@ def _time(result, ref_model, new_model, task, device, options, backend, cache, t
         result.timing_method = t.method
         return
 
-    t = _timed_candidate(new_model, make_args, device, options, cand_file)
+    with log.quieted():
+        t = _timed_candidate(new_model, make_args, device, options, cand_file)
     result.latency_ms, result.latency_iqr_ms, result.latency_samples_ms = t.median_ms, t.iqr_ms, t.samples_ms
     result.latency_source = LatencySource.MEASURED_GPU
     result.timing_method = t.method
@@ -647,7 +648,8 @@ def _time(result, ref_model, new_model, task, device, options, backend, cache, t
                 _progress("harness", step=COMPILE_BASELINE_STEP)
                 try:
                     # Only the reference runs here, so inductor may start its compile workers.
-                    with harness(), _time_limit(options.compile_baseline_timeout_s):
+                    # the baseline's Triton launches go through the same hooks: quiet, as the candidate's were
+                    with harness(), _time_limit(options.compile_baseline_timeout_s), log.quieted():
                         compiled = torch.compile(ref_model)
                         tc = benchmark(compiled, make_args, device=device, reps=options.reps, warmup=options.warmup, flush_l2=options.flush_l2)
                     base["compile_ms"] = tc.median_ms

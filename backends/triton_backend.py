@@ -139,7 +139,7 @@ Triton rules:
                 return
 
             def run(fn_self, *args, grid, warmup, **kwargs):
-                if warmup:
+                if warmup or (log.quiet and not backend.dry_run):
                     return original(fn_self, *args, grid=grid, warmup=warmup, **kwargs)
                 name = getattr(fn_self.fn, "__name__", "kernel")
                 backend._remember(fn_self.fn, name, args, kwargs)
@@ -279,6 +279,8 @@ def _wrap_compiled(log: LaunchLog, backend: "TritonBackend") -> None:
             if backend.dry_run:
                 log.record("triton", name, mode="dry")
                 return None
+            if log.quiet:
+                return runner(*args, **kwargs)
             with log.pause():
                 runner(*args, **kwargs)
             log.record("triton", name, grid=repr(grid), mode="gpu")

@@ -196,3 +196,32 @@ def test_the_compile_baseline_time_limit_interrupts_its_block():
             raise RuntimeError("backend compiler failed") from inner
     except RuntimeError as wrapped:
         assert _caused_by(wrapped, _OutOfTime) and not _caused_by(RuntimeError("other"), _OutOfTime)
+
+
+def test_timed_runs_are_not_logged_and_launch_straight_through(monkeypatch):
+    # While a candidate (or the torch.compile baseline) is timed, the launch hooks add nothing:
+    # no record, no pause, the compiled kernel's own launcher called as it is
+    from triton.compiler import CompiledKernel
+
+    from backends._backend import LaunchLog
+    from backends.triton_backend import TritonBackend, _wrap_compiled
+
+    calls = []
+
+    def original(kernel_self, grid):
+        return lambda *args, **kwargs: calls.append((grid, args, kwargs))
+
+    monkeypatch.setattr(CompiledKernel, "__getitem__", original)
+    log = LaunchLog()
+    backend = TritonBackend()
+    _wrap_compiled(log, backend)
+    kernel = CompiledKernel.__new__(CompiledKernel)
+    kernel.name = "k"
+    kernel[(2, 1, 1)](1, 2, stream=7)
+    assert [e["name"] for e in log.launches] == ["k"]
+    with log.quieted():
+        kernel[(2, 1, 1)](3, 4, stream=7)
+        log.record("triton", "other")
+        assert log.paused == 0
+    assert [e["name"] for e in log.launches] == ["k"] and not log.quiet
+    assert calls == [((2, 1, 1), (1, 2), {"stream": 7}), ((2, 1, 1), (3, 4), {"stream": 7})]
