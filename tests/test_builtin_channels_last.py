@@ -73,11 +73,14 @@ def test_channels_last_pools_are_correct(cpu_executor, tmp_path, case):
 # does a cat of a channels-last value with the input (DenseNet's dense block)
 LONE_BLOCK = Case("lone_block", "x: return torch.cat([self.a(x), self.b(x), self.c(x)], 1)", "[torch.randn(2, 32, 6, 6)]",
                   init="self.a = nn.Conv2d(32, 8, 1)\nself.b = nn.Conv2d(32, 8, 1)\nself.c = nn.Conv2d(32, 8, 1)")
+# transposed convolutions keep the task's layout (the flop measure was taken on forward ones)
+TRANSPOSED = Case("transposed", "x: return torch.tanh(self.up(torch.relu(self.conv(x)))) * 2.0", "[torch.randn(2, 3, 6, 6)]",
+                  init="self.conv = nn.Conv2d(3, 64, 3, padding=1)\nself.up = nn.ConvTranspose2d(64, 64, 2, stride=2)")
 MIXED_CAT = Case("mixed_cat", "x: return torch.cat([x, torch.relu(self.conv(x))], 1) * 2.0", "[torch.randn(2, 3, 6, 6)]",
                  init="self.conv = nn.Conv2d(3, 8, 3, padding=1)")
 
 
-@pytest.mark.parametrize("case", [SOFTMAX_AFTER_CONV, GROUPED_AFTER_CONV, LONE_BLOCK, MIXED_CAT], ids=lambda c: c.name)
+@pytest.mark.parametrize("case", [SOFTMAX_AFTER_CONV, GROUPED_AFTER_CONV, LONE_BLOCK, MIXED_CAT, TRANSPOSED], ids=lambda c: c.name)
 def test_a_reader_that_needs_the_plain_layout_keeps_the_graph_nchw(tmp_path, case):
     assert "channels_last" not in _source(tmp_path, case)
 

@@ -373,7 +373,9 @@ def _channels_last(g: _Graph) -> None:
     it; and so does a graph whose convolutions of values in the task's layout (a lone block's input,
     read by three convolutions) cost more in layout copies than the layout saves them."""
     b = g.b
-    convs = [n for n in g.nodes if n.op == "libconv" and n.attr("nd") == 2 and len(n.shape) == 4]
+    # transposed convolutions keep the task's layout: the measure above was taken on forward ones
+    convs = [n for n in g.nodes if n.op == "libconv" and n.attr("nd") == 2 and len(n.shape) == 4
+             and not n.attr("transposed")]
     if not convs:
         return
     follows: set[int] = set()  # values whose layout is (or may be) channels-last
@@ -402,7 +404,7 @@ def _channels_last(g: _Graph) -> None:
     saved_s = 0.0  # the convolutions' time channels-last saves, estimated
     for conv in convs:
         w = b.shape(conv.args[1])
-        if conv.attr("groups") > 1 and w[1] == 1 and not conv.attr("transposed"):
+        if conv.attr("groups") > 1 and w[1] == 1:
             moved = 4.0 * (math.prod(b.shape(conv.args[0])) + math.prod(conv.shape))
             saved_s += moved / _DEPTHWISE_BYTES * (1 - _DEPTHWISE_NHWC_COST)
         else:
