@@ -11,7 +11,7 @@
 # (results, memories, logs) ends in -bf16 / -fp16; fp32 keeps the names above.
 #
 #   usage: bash benchmarks/kernelbench_builtin.sh KERNELBENCH_DIR OUT_DIR [REPS]
-#   environment: PRECISION (fp32, the default; fp16; bf16), LEVELS (default "1 2"; "3" is level3 under kernelbench rules, "3s" under
+#   environment: DETACH (a folder: run detached from a copy there, see below), PRECISION (fp32, the default; fp16; bf16), LEVELS (default "1 2"; "3" is level3 under kernelbench rules, "3s" under
 #   strict), BUDGET (default 2), TIME_LIMIT (seconds per level and call: bench
 #   --time-limit, so a call cut short still writes its results), BENCH_OPTS (more bench
 #   options for every level, e.g. "--jobs 8 --timeout 120"), STOP_AFTER (seconds: the bench
@@ -54,6 +54,25 @@ esac
 mkdir -p "$out"
 kb=$(cd "$kb" && pwd)
 out=$(cd "$out" && pwd)
+# DETACH=DIR, for a leased machine whose next call replaces the working tree (and ends what the call
+# started): copy this checkout (with KERNELBENCH_DIR, when it lies outside it) to DIR/project, start the
+# same command there in a session of its own (setsid: it outlives the call) and return at once; follow
+# it in OUT_DIR/status.txt and the logs. The copy is the run's project root: the workers' sandbox reads
+# the task files there (it refuses a home folder's files outside the project). OUT_DIR must lie outside
+# the working tree.
+if [ -n "${DETACH:-}" ]; then
+    src=$(cd "$(dirname "$0")/.." && pwd)
+    dir=$(mkdir -p "$DETACH" && cd "$DETACH" && pwd)
+    rm -rf "$dir/project" && mkdir -p "$dir/project" && cp -a "$src/." "$dir/project/"
+    case "$kb/" in
+        "$src/"*) kb_copy="$dir/project/${kb#"$src"/}" ;;
+        *) cp -a "$kb" "$dir/project/.kb-run" && kb_copy="$dir/project/.kb-run" ;;
+    esac
+    DETACH="" setsid nohup bash "$dir/project/benchmarks/kernelbench_builtin.sh" "$kb_copy" "$out" "$reps" \
+        >"$out/detached.log" 2>&1 </dev/null &
+    echo "kernelbench_builtin.sh: running detached (pid $!) from $dir/project; follow $out/status.txt and $out/*.log"
+    exit 0
+fi
 cd "$(dirname "$0")/.."
 if [ -d .device-wheels ]; then
     python3 -m pip install -q --no-index --find-links .device-wheels sqlite-utils >"$out/pip.log" 2>&1
