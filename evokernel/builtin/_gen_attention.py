@@ -417,7 +417,7 @@ _BATCH_HELPER = '''def _attention_view(t, batch, rows, cols, group=1):
     folded, zero strides where t broadcasts; a view unless folding needs a copy."""
     batch = tuple(batch) or (1,)
     lead, last = batch[:-1], batch[-1] // group
-    return t.expand(lead + (last, rows, cols)).reshape(_prod(lead), last, rows, cols)
+    return _reshape(t.expand(lead + (last, rows, cols)), _prod(lead), last, rows, cols)
 '''
 
 _HEAD = """\
@@ -574,7 +574,7 @@ def _launcher(plan: Plan, att: Node, c: Config, entry: str, kernel_name: str, sc
     for n in score_leaves:
         l.append(f"    v_sc_{n} = _attention_view({n}, batch, Tq, Tk)")
     for n in epi_leaves:
-        l.append(f"    v_{n}_3d = {n}.expand(out_shape).reshape(n_batch, Tq, DV)")
+        l.append(f"    v_{n}_3d = _reshape({n}.expand(out_shape), n_batch, Tq, DV)")
     l += ["    idx64 = _needs_i64(v_q, v_k, v_v, v_out)",
           "    if v_q.dtype == torch.float32:",
           "        tf32 = v_q.is_cuda and torch.backends.cuda.matmul.allow_tf32  # the reference's matmuls run TF32 too",

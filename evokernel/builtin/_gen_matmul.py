@@ -323,17 +323,19 @@ def generate_matmul(plan: Plan, config: Config, tag: str = "") -> StageCode:
          f"    out = torch.empty(out_shape, dtype={out_dtype_expr(plan)}, device=lhs.device)",
          "    if out.numel() == 0:",
          "        return out",
+         "    # a reshape that copies (a broadcast operand's batch) is a recorded host step: a launch",
+         "    # plan's replay makes the copy again (evokernel/builtin/_launch_plan.py)",
          "    if rhs.dim() == 2:",
          "        # a shared right operand: fold the left operand's batch dims into M",
-         "        lhs_3d = lhs.reshape(1, -1, K)",
+         "        lhs_3d = _reshape(lhs, 1, -1, K)",
          "        rhs_3d = rhs.unsqueeze(0)",
          "    else:",
-         "        lhs_3d = lhs.expand(batch + (M, K)).reshape(-1, M, K)",
-         "        rhs_3d = rhs.expand(batch + (K, N)).reshape(-1, K, N)",
+         "        lhs_3d = _reshape(lhs.expand(batch + (M, K)), -1, M, K)",
+         "        rhs_3d = _reshape(rhs.expand(batch + (K, N)), -1, K, N)",
          "    n_batch, rows = lhs_3d.shape[0], lhs_3d.shape[1]",
          "    out_3d = out.view(n_batch, rows, N)"]
     for n in epi:
-        l.append(f"    {n}_3d = {n}.expand(out_shape).reshape(n_batch, rows, N)")
+        l.append(f"    {n}_3d = _reshape({n}.expand(out_shape), n_batch, rows, N)")
     iota_vals = []
     for node in iotas:
         back = len(node.shape) - node.attr("dim")

@@ -192,7 +192,8 @@ def generate_pool(plan: Plan, config: Config, tag: str = "") -> StageCode:
         ptr_args = "x, " + "".join(f"{n}, " for n in epi)
         input_args = "*x.stride(), "
     else:
-        l.append("    x_3 = x.reshape((-1,) + din)  # leading dims flattened (a view when they are contiguous)")
+        # leading dims flattened (a view when they are contiguous; else a copy, a recorded host step)
+        l.append("    x_3 = _reshape(x, (-1,) + din)")
         ptr_args = "x_3, " + "".join(f"{n}, " for n in epi)
         input_args = "x_3.stride(0), *x_3.stride()[1:], "
     for n in epi:

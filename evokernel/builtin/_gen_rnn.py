@@ -284,7 +284,7 @@ def generate_rnn(plan: Plan, config: Config, tag: str = "") -> StageCode:
         "        last = layer == len(layers) - 1",
         "        seq = packed[:n_out].view(seq_shape) if last else torch.empty(seq_shape, dtype=x.dtype, device=x.device)",
         "        # every step's input rows, in the input's (time, batch) order, both directions in one GEMM",
-        "        rows = _contiguous(layer_in.reshape(-1, layer_in.shape[-1]))",
+        "        rows = _contiguous(_reshape(layer_in, -1, layer_in.shape[-1]))",
         "        w_ih = _host_call(torch.cat, [p[0] for p in params]) if dirs > 1 else _contiguous(params[0][0])",
         "        b_ih = None if params[0][2] is None else _host_call(torch.cat, [p[2] for p in params])",
         "        w_hh = _host_call(torch.stack, [p[1] for p in params])",
