@@ -19,3 +19,10 @@ def cpu_executor():
     executor = Executor(device="cpu", timeout_s=120)  # each job says its size (small: RunOptions on a CPU)
     yield executor
     executor.close()
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests marked slow run first: under xdist the longest ones then overlap the many short ones
+    instead of ending the run alone (the suite takes as long as its last worker). A stable sort:
+    the order within each group is the collection's, the same in every worker."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
