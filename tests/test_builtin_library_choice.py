@@ -1,6 +1,6 @@
 """Which convolutions the kernelbench rules hand to the library: not a grouped one that is not
 depthwise (cuDNN runs its groups on streams of its own on the H200, which the side-stream rule
-rejects), but a plain or depthwise one."""
+rejects), but a plain or depthwise one; a grouped 1x1 one is a batched matmul (cuBLAS's)."""
 
 from __future__ import annotations
 

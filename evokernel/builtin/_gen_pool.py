@@ -52,7 +52,7 @@ def generate_pool(plan: Plan, config: Config, tag: str = "") -> StageCode:
     lead = rank - nd
     # channels-last (see _schedule._channels_last): a tile is pixels by channels, the channels the
     # contiguous columns, and the output is laid out channels-last too
-    nhwc = bool(pool.attr("nhwc"))
+    nhwc = bool(pool.attr("channels_last"))
     sp = list(range(nd))
     out_idx = [f"idx_{d}" for d in range(rank)]
     em, result, epi = epilogue(plan, pool.id, out_idx, "mask")

@@ -416,7 +416,7 @@ def _channels_last(g: _Graph) -> None:
         return
     for i, n in enumerate(g.nodes):
         if n.id in conv_ids or n.id in pools:
-            n = replace(n, attrs=tuple(sorted(n.attrs + (("channels_last" if n.id in conv_ids else "nhwc", True),))))
+            n = replace(n, attrs=tuple(sorted(n.attrs + (("channels_last", True),))))
             g.nodes[i] = n
             g.by_id[n.id] = n
 
