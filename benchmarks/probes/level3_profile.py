@@ -10,7 +10,12 @@ are built as the executor builds them (same seed, eval mode, the task's inputs);
   the top kernels by GPU time, and the CUDA streams the work ran on;
 - the first call's wall time (Triton compiles the candidate's kernels then);
 - the error on fresh inputs once later calls replay the forward's launch plan, and how many did;
-- with --compile, torch.compile of the reference timed the same way, in the same process.
+- with --compile, torch.compile of the reference timed the same way, in the same process;
+- with --harness-timing, each latency again with the executor's own protocol
+  (backends._timing.benchmark: fresh input clones, L2 flush and a GPU spin before each run),
+  as `*_harness_ms`, to tell a protocol effect from a process or machine effect;
+- with --burn N, N processes spinning on the CPU while the task is probed, to see how much a
+  busy host (a bench's other jobs) slows a launch-bound forward.
 
 One JSON record per task is appended to --out as it finishes (restartable: tasks already in
 the file are skipped). Progress on stderr.
@@ -23,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -95,8 +101,14 @@ def _profile(fn, calls: int) -> dict:
             "top": [(name, round(us / calls / 1e3, 4)) for name, us in top], "streams": sorted(map(str, streams))}
 
 
+def _harness_ms(fn, reps: int, device: torch.device) -> float:
+    from backends._timing import benchmark
+
+    return benchmark(lambda: fn(), lambda: (), device=device, reps=reps, warmup=3).median_ms
+
+
 def probe(task_file: Path, rules: str, reps: int, device: torch.device, cprofile: bool = False,
-          compile_too: bool = False) -> dict:
+          compile_too: bool = False, harness_timing: bool = False) -> dict:
     record: dict = {"task": task_file.stem, "rules": rules}
     t0 = time.perf_counter()
     plan = analyze(str(task_file), rules)
@@ -133,6 +145,9 @@ def probe(task_file: Path, rules: str, reps: int, device: torch.device, cprofile
         record["ours_ms"] = _latency(ours, reps)
         record["eager_host_ms"] = _host_ms(eager, reps)
         record["ours_host_ms"] = _host_ms(ours, reps)
+        if harness_timing:
+            record["eager_harness_ms"] = _harness_ms(eager, reps, device)
+            record["ours_harness_ms"] = _harness_ms(ours, reps, device)
         record["eager_profile"] = _profile(eager, 3)
         record["ours_profile"] = _profile(ours, 3)
         # by now later calls replay the forward's launch plan (evokernel/builtin/_launch_plan.py):
@@ -157,6 +172,8 @@ def probe(task_file: Path, rules: str, reps: int, device: torch.device, cprofile
                 compiled()
             record["compile_ms"] = _latency(compiled, reps)
             record["compile_host_ms"] = _host_ms(compiled, reps)
+            if harness_timing:
+                record["compile_harness_ms"] = _harness_ms(compiled, reps, device)
             record["compile_profile"] = _profile(compiled, 3)
     return record
 
@@ -230,6 +247,9 @@ def main() -> int:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--cprofile", action="store_true", help="also the host functions a forward spends its time in")
     ap.add_argument("--compile", action="store_true", help="also torch.compile of the reference, timed the same way")
+    ap.add_argument("--harness-timing", action="store_true",
+                    help="also each latency with the executor's protocol (flush, spin, clones)")
+    ap.add_argument("--burn", type=int, default=0, metavar="N", help="N CPU-spinning processes while probing")
     ap.add_argument("--launch-overhead", action="store_true", help="first, a record of Triton's and torch's launch costs")
     args = ap.parse_args()
     if not torch.cuda.is_available():
@@ -242,21 +262,32 @@ def main() -> int:
     if args.launch_overhead and "launch-overhead" not in done:
         with args.out.open("a") as f:
             f.write(json.dumps({"task": "launch-overhead", **launch_overhead()}) + "\n")
+    burners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(args.burn)]
+    try:
+        _probe_all(args, done, device)
+    finally:
+        for b in burners:
+            b.kill()
+    return 0
+
+
+def _probe_all(args, done: set, device: torch.device) -> None:
     for task_file in args.tasks:
         if task_file.stem in done:
             continue
         print(f"level3_profile: {task_file.stem} ...", file=sys.stderr, flush=True)
         try:
-            record = probe(task_file, args.rules, args.reps, device, args.cprofile, args.compile)
+            record = probe(task_file, args.rules, args.reps, device, args.cprofile, args.compile, args.harness_timing)
+            record["burn"] = args.burn
         except Exception as exc:  # a probe: one task's failure is recorded, the rest still run
             record = {"task": task_file.stem, "error": f"{type(exc).__name__}: {str(exc)[:400]}"}
         with args.out.open("a") as f:
             f.write(json.dumps(record) + "\n")
         short = {k: record.get(k) for k in ("stages", "first_call_s", "eager_ms", "ours_ms", "eager_host_ms",
-                                            "ours_host_ms", "compile_ms", "max_abs_err", "max_abs_err_fresh_inputs", "plan_replays",
+                                            "ours_host_ms", "compile_ms", "eager_harness_ms", "ours_harness_ms",
+                                            "compile_harness_ms", "max_abs_err", "max_abs_err_fresh_inputs", "plan_replays",
                                             "plan_not_made", "error", "unsupported")}
         print(f"level3_profile: {task_file.stem} {short}", file=sys.stderr, flush=True)
-    return 0
 
 
 if __name__ == "__main__":
