@@ -15,7 +15,7 @@
 #   strict), BUDGET (default 2), TIME_LIMIT (seconds per level and call: bench
 #   --time-limit, so a call cut short still writes its results), BENCH_OPTS (more bench
 #   options for every level, e.g. "--jobs 8 --timeout 120"), STOP_AFTER (seconds: the bench
-#   of each level is sent SIGINT after that long and writes its results so far, "complete":
+#   of each level is sent SIGTERM after that long and writes its results so far, "complete":
 #   false; --time-limit alone lets the steps in flight finish, up to one --timeout more, so a
 #   leased call that ends first would lose the results file), WARM_PROCS (default 6: processes
 #   filling torch.compile's caches)
@@ -57,7 +57,8 @@ out=$(cd "$out" && pwd)
 # DETACH=DIR, for a leased machine whose next call replaces the working tree (and ends what the call
 # started): copy this checkout (with KERNELBENCH_DIR, when it lies outside it) to DIR/project, start the
 # same command there in a session of its own (setsid: it outlives the call) and return at once; follow
-# it in OUT_DIR/status.txt and the logs. The copy is the run's project root: the workers' sandbox reads
+# it in OUT_DIR/status.txt and the logs; stop it early with `pkill -TERM -f "evokernel[.]cli bench"` (the bench
+# writes its results so far; SIGINT does nothing there: bash starts background jobs with SIGINT ignored). The copy is the run's project root: the workers' sandbox reads
 # the task files there (it refuses a home folder's files outside the project). OUT_DIR must lie outside
 # the working tree.
 if [ -n "${DETACH:-}" ]; then
@@ -99,7 +100,7 @@ bench() {  # KEY LEVEL RULES GPU_LIST [EXTRA OPTIONS]; KEY is how LEVELS names t
     # shellcheck disable=SC2206  # BENCH_OPTS is a list of options: split on spaces
     gpu_opt+=(${BENCH_OPTS:-})
     local stop=()
-    if [ -n "${STOP_AFTER:-}" ]; then stop=(timeout -s INT "$STOP_AFTER"); fi
+    if [ -n "${STOP_AFTER:-}" ]; then stop=(timeout "$STOP_AFTER")  # SIGTERM: a detached run ignores SIGINT; fi
     "${stop[@]}" python3 -m evokernel.cli bench "$kb/level$level" --policy builtin --budget "$budget" --rules "$rules" \
         --reps "$reps" --warmup 3 --memory "$out/level$level$tag.db" "${precision_opt[@]}" "${gpu_opt[@]}" "$@" \
         --json --out "$results" \

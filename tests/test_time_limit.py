@@ -85,3 +85,47 @@ def test_the_bench_command_writes_the_results_so_far_when_interrupted(tmp_path, 
     assert res.exit_code == 130, res.output
     assert json.loads(out.read_text())["complete"] is False and json.loads(res.stdout)["complete"] is False
     assert "results so far are written" in res.stderr and "run the same command to resume" in res.stderr
+
+
+def test_sigterm_inside_the_block_is_an_interrupt_and_the_handler_is_restored():
+    import os
+    import signal
+    import time
+
+    from evokernel.cli._exit import stop_on_terminate
+
+    before = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(KeyboardInterrupt):
+        with stop_on_terminate():
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(5)  # the handler raises at the next bytecode: this never finishes
+    assert signal.getsignal(signal.SIGTERM) is before
+
+
+@pytest.mark.slow
+def test_a_background_bench_stopped_by_sigterm_writes_its_results_so_far(tmp_path):
+    """A bench a script started with `&` has SIGINT ignored (bash does that to background jobs):
+    SIGTERM, as `kill` and `timeout` send, still ends it with the results written."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    out, memory = tmp_path / "results.json", tmp_path / "m.db"
+    env = {**os.environ, "EVOKERNEL_HOME": str(tmp_path / "home")}
+    cmd = [sys.executable, "-m", "evokernel.cli", "bench", "relu_add", "--policy", "builtin", "--budget", "50",
+           "--memory", str(memory), "--out", str(out)]
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    lines = []
+    for line in proc.stderr:  # the first finished step: the run is under way and has something to write
+        lines.append(line)
+        if "step 1/50" in line:
+            break
+    proc.send_signal(signal.SIGINT)  # ignored, as in a background job
+    proc.send_signal(signal.SIGTERM)
+    _, rest = proc.communicate(timeout=120)
+    assert proc.returncode == 130, "".join(lines) + rest
+    data = json.loads(out.read_text())
+    assert data["complete"] is False and 1 <= data["tasks"][0]["attempts"] < 50
+    assert "results so far are written" in rest

@@ -16,7 +16,9 @@ import typer
 
 from evokernel.options import RunOptions
 
-from ._exit import EXIT_INTERRUPTED, EXIT_OK, EXIT_REJECTED, EXIT_USAGE, fail_usage, interrupted, one_line  # noqa: F401 (re-exported)
+from ._exit import (  # noqa: F401 (re-exported)
+    EXIT_INTERRUPTED, EXIT_OK, EXIT_REJECTED, EXIT_USAGE, fail_usage, interrupted, one_line, stop_on_terminate,
+)
 
 T = TypeVar("T")
 
@@ -69,11 +71,12 @@ def print_json(obj: Any) -> None:
 
 def call(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     """A library call as a command makes it: a run that cannot start is a usage
-    error (one line, exit 2); Ctrl-C exits 130 and says the memory is safe."""
+    error (one line, exit 2); Ctrl-C (or SIGTERM) exits 130 and says the memory is safe."""
     from evokernel.loop import RunError
 
     try:
-        return fn(*args, **kwargs)
+        with stop_on_terminate():
+            return fn(*args, **kwargs)
     except RunError as exc:
         raise fail_usage(str(exc)) from None
     except KeyboardInterrupt:

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import signal
 import sys
+import threading
+from typing import Any, Iterator
 
 import typer
 
@@ -27,3 +31,25 @@ def interrupted(what: str = "interrupted") -> "typer.Exit":
     sys.stderr.write(f"{what}\n")
     sys.stderr.flush()
     return typer.Exit(EXIT_INTERRUPTED)
+
+
+def _terminate(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def stop_on_terminate() -> Iterator[None]:
+    """Inside the block, SIGTERM stops the command as Ctrl-C does, so what it measured is written.
+
+    `kill`, `timeout` and job schedulers send SIGTERM; and a command started in the background
+    by a script (`cmd &`, `nohup cmd &`) gets SIGINT ignored by the shell, so SIGTERM is the one
+    signal that reaches it. Only the main thread may set handlers; elsewhere the block changes nothing.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

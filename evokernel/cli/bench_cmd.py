@@ -25,6 +25,7 @@ from ._common import (
     prepare,
     print_json,
     size_note,
+    stop_on_terminate,
 )
 from ._flags import settings
 from .run_cmd import RUN_SETTINGS
@@ -84,7 +85,8 @@ def _call(fn: Any, *args: Any, options: RunOptions, **kwargs: Any) -> Any:
     options = prepare(options)
     note = size_note(options)
     try:
-        with RunProgress(err_console(), options.loop.budget, preamble=[note] if note else []) as progress:
+        with stop_on_terminate(), RunProgress(err_console(), options.loop.budget,
+                                              preamble=[note] if note else []) as progress:
             return fn(*args, options, on_event=progress, **kwargs)
     except BenchInterrupted:
         raise  # the caller writes the results so far
@@ -117,7 +119,7 @@ def bench_command(
     try:
         result = _call(run_bench, suite, options=options, limit=limit, memory=memory and memory_path(memory),
                        command=_command_line(ctx))
-    except BenchInterrupted as stop:  # Ctrl-C or SIGINT: what was measured is not lost
+    except BenchInterrupted as stop:  # Ctrl-C, SIGINT or SIGTERM: what was measured is not lost
         data = stop.result.to_dict()
         _write(data, out)
         if json_output:
