@@ -62,12 +62,30 @@ LESS_ACCURATE = 8.0
 # then an element past the tolerance against the reference may pass against the float64 output.
 AS_ACCURATE = 3.0
 # ...within the tolerance plus this many times the reference's own worst error
-# (the larger of two rounding-error samples of one distribution)...
+# (the larger of two rounding-error samples of one distribution)... (the fallback for
+# half-precision outputs whose reference is past trust; fp32 and wider outputs are
+# judged element by element through their conditioning, below)
 SLACK = 2.0
 # ...where a reference error beyond this many times its RMS counts as that: such an
 # outlier is a flip (a comparison or rounding step decided the other way), not rounding
 # a candidate must be forgiven anywhere else.
 OUTLIER_RMS = 4.0
+# Element by element, where the output is ill-conditioned (a cancelling sum of exponentials,
+# as in Mamba2's chunked scan), the reference's own rounding puts some elements past the
+# tolerance and an implementation as accurate puts *other* elements there. Each element's
+# conditioning is measured (the oracle's `conditioning`: how far the float64 run moves when
+# inputs and parameters are perturbed by one unit of roundoff, the larger of CONDITIONING_DRAWS
+# draws), the reference's worst excess over the tolerance is expressed in those units (K), and
+# a candidate's element passes within the tolerance of the float64 output plus COND_SLACK x K
+# units of its own conditioning. Measured on 49_Mamba2ReturnFinalState (batch 64, CPU): six
+# fp32 runs as accurate as the reference (it on inputs perturbed by one unit of roundoff)
+# all pass at COND_SLACK 2 to 8 with two draws (the absolute allowance this replaces failed
+# three of five), while zeroing or scaling by 1.01 the last 0.05% of the output, scaling 0.005%
+# by 1.001 or 50 random elements by 1.0005 leaves 26-263 elements past (the absolute
+# allowance, at most twice the reference's worst error, accepted the zeroed and halved tails:
+# on an output spanning 1e-3 to 1e15 it exceeded the small elements themselves).
+COND_SLACK = 4.0
+CONDITIONING_DRAWS = 2
 # A reference further than this (RMS, relative) from its own float64 run is not rounding
 # (data-dependent branches, chaotic ops): no element passes by accuracy then, nor (fp16 and
 # bf16 outputs) with slack. TF32 and cancelling fp32 references measured 3e-4 and 1e-3;
@@ -282,11 +300,14 @@ def _roundoff(dtype: torch.dtype) -> float:
 
 
 def _close_leaf(name: str, e: torch.Tensor, g: torch.Tensor, atol: float, rtol: float,
-                x: torch.Tensor | None = None) -> tuple[Comparison, bool]:
+                x: torch.Tensor | None = None,
+                conditioning: Callable[[], torch.Tensor | None] | None = None) -> tuple[Comparison, bool]:
     """One floating output against the tolerance, in float64, chunk by chunk on
     its own device, with one synchronisation at the end; with `x`, the
-    reference's float64 output, against the accuracy rules too. Returns the
-    comparison and whether a zero output would also pass."""
+    reference's float64 output, against the accuracy rules too, and with
+    `conditioning` (called only when an element is past the tolerance), each
+    element's conditioning (COND_SLACK). Returns the comparison and whether a
+    zero output would also pass."""
     ef, gf = _flat(e), _flat(g)
     xf = _flat(x) if x is not None else None
     shape, n = tuple(e.shape), e.numel()
@@ -359,12 +380,26 @@ def _close_leaf(name: str, e: torch.Tensor, g: torch.Tensor, atol: float, rtol: 
     if not bad_v:
         return result(True, "outputs match")
     if accuracy is not None and accuracy.as_accurate:
-        allowance = accuracy.allowance
+        if accuracy.trusted:
+            # Element by element through its conditioning (COND_SLACK); without a measure of it,
+            # within the tolerance of the float64 output alone.
+            cond = conditioning() if conditioning is not None else None
+            cf = _flat(cond) if cond is not None and tuple(cond.shape) == shape else None
+            units = _excess_units(cf, errors, shape, n, atol, rtol) if cf is not None else 0.0
+
+            def room(a: int, b: int, x64: torch.Tensor) -> torch.Tensor:
+                base = x64.abs().mul_(rtol).add_(atol)
+                return base.add_(cf[a:b].double(), alpha=COND_SLACK * units) if units else base
+        else:
+            allowance = accuracy.allowance
+
+            def room(a: int, b: int, x64: torch.Tensor) -> torch.Tensor:
+                return x64.abs().mul_(rtol).add_(atol + allowance)
 
         def still_bad(a: int, b: int) -> torch.Tensor:
             _, _, bad = judge(a, b)
             x64, _, d, finite = errors(a, b)
-            near_exact = finite & (d <= x64.abs().mul_(rtol).add_(atol + allowance))
+            near_exact = finite & (d <= room(a, b, x64))
             return bad & ~near_exact
 
         if not int(sum(still_bad(a, b).sum() for a, b in _spans(shape, n))):
@@ -386,16 +421,38 @@ def _close_leaf(name: str, e: torch.Tensor, g: torch.Tensor, atol: float, rtol: 
     return result(False, text)
 
 
+def _excess_units(cond: torch.Tensor, errors: Callable, shape: tuple[int, ...], n: int, atol: float,
+                  rtol: float) -> float:
+    """The reference's worst excess over the tolerance of the float64 output, in units of each
+    element's conditioning (`cond`, flat); 0 where it has none, or where an element past the
+    tolerance has no measured conditioning (its excess is then not rounding the measure explains)."""
+    worst, blind = 0.0, 0
+    for a, b in _spans(shape, n):
+        x64, r, _, finite = errors(a, b)
+        past = finite & (r > x64.abs().mul_(rtol).add_(atol))
+        if not bool(past.any()):
+            continue
+        c = cond[a:b].double()
+        blind += int((past & ~(c > 0)).sum())
+        excess = (r - x64.abs().mul_(rtol).add_(atol)) / c
+        worst = max(worst, float(excess[past & (c > 0)].max()) if bool((past & (c > 0)).any()) else 0.0)
+    return 0.0 if blind or not math.isfinite(worst) else worst
+
+
 def compare(
     expected: Any,
     got: Any,
     tolerance: tuple[float, float] | None = None,
     exact: Any = None,
+    conditioning: Callable[[], Any] | None = None,
 ) -> Comparison:
     """Outputs against the reference's: same structure, shapes, dtypes and device
     type; integers exact, floats within `tolerance` (or the dtype's default).
     With `exact`, the reference's outputs computed in float64 on the same
-    inputs, floating outputs are also judged by their accuracy (module docstring)."""
+    inputs, floating outputs are also judged by their accuracy (module docstring);
+    with `conditioning`, a call that returns each output's per-element conditioning
+    in `exact`'s structure (None where unmeasured), elements past the tolerance by
+    theirs (COND_SLACK). It is called at most once, and only if an element is past."""
     exp_leaves, got_leaves = flatten(expected), flatten(got)
     if len(exp_leaves) != len(got_leaves):
         return Comparison(False, feedback=f"expected {len(exp_leaves)} output tensor(s), got {len(got_leaves)}")
@@ -404,6 +461,20 @@ def compare(
         exact_leaves = [None] * len(exp_leaves)
     max_err, mean_errs, near_zero, by_accuracy = 0.0, [], True, False
     ref_errs, cand_errs = [], []
+    measured: list[Any] = []  # the conditioning, once measured
+
+    def leaf_conditioning(i: int) -> Callable[[], torch.Tensor | None] | None:
+        if conditioning is None:
+            return None
+
+        def get() -> torch.Tensor | None:
+            if not measured:
+                leaves = flatten(conditioning())
+                measured.append(leaves if len(leaves) == len(exp_leaves) else [None] * len(exp_leaves))
+            c = measured[0][i]
+            return c if isinstance(c, torch.Tensor) and not c.is_complex() else None
+        return get
+
     for i, (e, g, x) in enumerate(zip(exp_leaves, got_leaves, exact_leaves)):
         name = f"output {i}" if len(exp_leaves) > 1 else "output"
         if not isinstance(g, torch.Tensor):
@@ -425,7 +496,7 @@ def compare(
             e, g = torch.view_as_real(e), torch.view_as_real(g)
             x = torch.view_as_real(x) if x is not None and x.is_complex() else None
         atol, rtol = tolerance_for(e.dtype, tolerance)
-        cmp, zero_passes = _close_leaf(name, e, g, atol, rtol, x)
+        cmp, zero_passes = _close_leaf(name, e, g, atol, rtol, x, None if e.is_complex() else leaf_conditioning(i))
         if cmp.reference_error is not None:
             ref_errs.append(cmp.reference_error)
             cand_errs.append(cmp.candidate_error)

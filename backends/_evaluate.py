@@ -392,8 +392,9 @@ def _check_trials(sets, ref_model, new_model, device, log, cand_file, tolerance,
         if seen is not None and label.startswith("trial"):
             seen.add(expected)
         exact = _exact(oracle, inputs, expected, label)  # once per input set, beside `expected`
+        conditioning = oracle.conditioning(inputs, expected, exact)  # measured only if an element is past
         got = _run_guarded(new_model, inputs, log, label, cand_file, expected)
-        cmp = compare(expected, got, tolerance, exact)
+        cmp = compare(expected, got, tolerance, exact, conditioning)
         if not cmp.ok:
             now = fingerprint(got)
             if previous is not None and same_fingerprint(now, previous) and not is_constant(now):
@@ -421,7 +422,7 @@ def _check_trials(sets, ref_model, new_model, device, log, cand_file, tolerance,
             poison_(got)
             again = _run_guarded(new_model, inputs, log, label + " (re-run after poisoning outputs)", cand_file, expected,
                                  fill_empty=True)
-            cmp2 = compare(expected, again, tolerance, exact)
+            cmp2 = compare(expected, again, tolerance, exact, conditioning)
             if not cmp2.ok:
                 if _shares_storage(again, got):
                     raise _stale("the re-run returned the output of the first call (its memory was poisoned in between): "
@@ -675,7 +676,7 @@ def _time(result, ref_model, new_model, task, device, options, backend, cache, t
     exact = _exact(oracle, fresh, expected, "the re-check after timing")
     got = _run_guarded(new_model, fresh, log, "re-check after timing", cand_file, expected)
     _roofline_flag(result, fresh, got, device)
-    cmp = compare(expected, got, tolerance, exact)
+    cmp = compare(expected, got, tolerance, exact, oracle.conditioning(fresh, expected, exact))
     if not cmp.ok:
         raise _Reject(Verdict.WRONG_RESULT, "wrong result on the re-check after timing", cmp.feedback, **oracle.facts(cmp))
     for name, value in oracle.facts(cmp).items():

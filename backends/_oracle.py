@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-from typing import Any
+from typing import Any, Callable
 
 import torch
 
-from ._compare import Comparison, flatten
+from ._compare import CONDITIONING_DRAWS, Comparison, flatten
 from ._precision import cast_tensor_attributes
 
 WIDE = {torch.float16: torch.float64, torch.bfloat16: torch.float64, torch.float32: torch.float64,
@@ -124,6 +124,57 @@ class Oracle:
             self.drop("the reference's float64 run returns outputs of other shapes than its own")
             return None
         return out
+
+    def conditioning(self, inputs: list[Any], expected: Any, exact: Any) -> Callable[[], Any]:
+        """A call returning each output's per-element conditioning on `inputs` (in `exact`'s
+        structure; None where it cannot be measured): how far the float64 run moves when every
+        floating input, parameter and buffer is scaled by 1 +/- one unit of roundoff of the
+        task's precision (random signs), the largest move over CONDITIONING_DRAWS draws. It
+        runs the float64 model that many more times, so it is called only when a comparison
+        needs it (backends/_compare.py, COND_SLACK)."""
+        def measure() -> Any:
+            if exact is None or self.model is None or self.unavailable:
+                return None
+            floats = [t for t in flatten(expected) if isinstance(t, torch.Tensor) and t.is_floating_point()]
+            if not floats or self.crowds_out(inputs, expected) or not self._room_for_a_copy():
+                return None
+            unit = float(torch.finfo(floats[0].dtype).eps) / 2.0
+            generator = torch.Generator(device="cpu").manual_seed(0)
+
+            def flip(t: torch.Tensor) -> torch.Tensor:
+                signs = torch.randint(0, 2, t.shape, generator=generator).to(device=t.device, dtype=t.dtype)
+                return t * (1.0 + unit * (2.0 * signs - 1.0))
+
+            try:
+                worst: list[Any] = [None] * len(flatten(exact))
+                for _ in range(CONDITIONING_DRAWS):
+                    model = copy.deepcopy(self.model)
+                    with torch.no_grad():
+                        for t in (*model.parameters(), *model.buffers()):
+                            if t.is_floating_point():
+                                t.copy_(flip(t))
+                        moved = model(*[flip(x) if isinstance(x, torch.Tensor) and x.is_floating_point() else x
+                                        for x in widen(list(inputs))])
+                    for i, (m, x) in enumerate(zip(flatten(moved), flatten(exact))):
+                        if isinstance(m, torch.Tensor) and isinstance(x, torch.Tensor) and m.shape == x.shape \
+                                and x.is_floating_point():
+                            d = (m - x).abs()
+                            worst[i] = d if worst[i] is None else torch.maximum(worst[i], d)
+                    del model, moved
+                return worst
+            except Exception:  # noqa: BLE001 - no measure of conditioning means no allowance by it, never a verdict
+                return None
+
+        return measure
+
+    def _room_for_a_copy(self) -> bool:
+        """Whether a copy of the float64 model fits in device memory beside everything else, twice
+        over (a copy per draw, and the run's own memory): `conditioning` perturbs a copy."""
+        if self.device.type != "cuda" or self.model is None:
+            return True
+        size = sum(t.numel() * t.element_size() for t in (*self.model.parameters(), *self.model.buffers()))
+        free, _ = torch.cuda.mem_get_info(self.device)
+        return 2 * size <= free
 
     def crowds_out(self, inputs: list[Any], expected: Any) -> str:
         """Why a float64 run now would leave the candidate too little device memory ("" when it would not).
