@@ -7,8 +7,9 @@ it runs the reference in the task's fp32 on DEVICE and in float64, and computes 
 the ways a kernel might: accumulated exactly (float64, rounded once), reordered in fp32 (tiles, split
 K, lanes, a sequential scan, an algebraic rewrite, a one-pass variance), TF32-rounded operands,
 fp16 and bf16 arithmetic and an fp16 accumulator. Each variant is judged by the executor's own
-`compare` (tolerance 1e-4) with and without the float64 output, and its RMS error against the float64
-output is recorded beside the reference's, relative to the output's RMS.
+`compare` (tolerance 1e-4) with and without the float64 output (and each element's conditioning, both
+from the executor's `Oracle`), and its RMS error against the float64 output is recorded beside the
+reference's, relative to the output's RMS.
 
     python benchmarks/probes/accuracy_oracle.py [--device cpu|cuda] --out FILE.json
 """
@@ -22,8 +23,9 @@ from typing import Callable
 
 import torch
 
-from backends._compare import (AS_ACCURATE, FEW_FLOOR_ROUNDOFF, FLOOR_ROUNDOFF, LESS_ACCURATE, OUTLIER_RMS, SLACK,
-                               TRUSTED_REFERENCE_ERROR, compare)
+from backends._compare import (AS_ACCURATE, COND_SLACK, CONDITIONING_DRAWS, FEW_FLOOR_ROUNDOFF, FLOOR_ROUNDOFF,
+                               LESS_ACCURATE, OUTLIER_RMS, SLACK, TRUSTED_REFERENCE_ERROR, compare)
+from backends._oracle import Oracle
 
 Fn = Callable[..., torch.Tensor]
 
@@ -195,9 +197,20 @@ def cases(dev: torch.device) -> dict[str, tuple[Fn, Callable[[], list[torch.Tens
     }
 
 
-def judge(ref: torch.Tensor, out: torch.Tensor, x64: torch.Tensor) -> dict:
+class _AsModule(torch.nn.Module):
+    """A case's function as the module the executor's oracle widens and perturbs."""
+
+    def __init__(self, fn: Fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, *xs: torch.Tensor) -> torch.Tensor:
+        return self.fn(*xs)
+
+
+def judge(ref: torch.Tensor, out: torch.Tensor, x64: torch.Tensor, conditioning: Callable | None = None) -> dict:
     plain = compare(ref, out)
-    oracle = compare(ref, out, exact=x64)
+    oracle = compare(ref, out, exact=x64, conditioning=conditioning)
     return {"error": oracle.candidate_error, "tolerance_only": plain.ok, "with_oracle": oracle.ok,
             "by_accuracy": oracle.by_accuracy, "elements_past_tolerance": _past(ref, out)}
 
@@ -214,10 +227,13 @@ def _measure(fn: Fn, draw: Callable[[], list[torch.Tensor]], variants: dict[str,
     inputs = draw()
     with torch.no_grad():
         ref = fn(*inputs)
-        x64 = fn(*(x.double() for x in inputs))
+        # the executor's own oracle: the float64 run, and each element's conditioning when a verdict needs it
+        oracle = Oracle(_AsModule(fn), ref.device)
+        x64 = oracle.exact(inputs, ref)
+        conditioning = oracle.conditioning(inputs, ref, x64)
         row = {"reference": compare(ref, ref, exact=x64).reference_error, "variants": {}}
         for vname, vfn in {"fp64 accumulation": exact(fn), **variants}.items():
-            v = judge(ref, vfn(*inputs), x64)
+            v = judge(ref, vfn(*inputs), x64, conditioning)
             v["times_reference"] = v["error"] / row["reference"] if row["reference"] else float("inf")
             row["variants"][vname] = v
     return row
@@ -243,6 +259,7 @@ def main() -> None:
         "torch": torch.__version__, "python": platform.python_version(),
         "command": "python benchmarks/probes/accuracy_oracle.py " + " ".join(sys.argv[1:]),
         "rule": {"LESS_ACCURATE": LESS_ACCURATE, "AS_ACCURATE": AS_ACCURATE, "SLACK": SLACK,
+                 "COND_SLACK": COND_SLACK, "CONDITIONING_DRAWS": CONDITIONING_DRAWS,
                  "FLOOR_ROUNDOFF": FLOOR_ROUNDOFF, "FEW_FLOOR_ROUNDOFF": FEW_FLOOR_ROUNDOFF, "OUTLIER_RMS": OUTLIER_RMS,
                  "TRUSTED_REFERENCE_ERROR": TRUSTED_REFERENCE_ERROR},
         "cudnn_allow_tf32": torch.backends.cudnn.allow_tf32,
