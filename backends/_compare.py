@@ -89,12 +89,16 @@ CONDITIONING_DRAWS = 2
 # number for the whole output: on an output spanning many orders of magnitude it exceeds the
 # small elements themselves, and a candidate with the last 0.05% of 49_Mamba2ReturnFinalState's
 # output zeroed or halved passed through it. An element it admits must also be off by less
-# than this share of its own float64 value. Measured: a TF32 conv-BN-ReLU block against a TF32
-# reference (other rounding: inputs one TF32-step apart), 6 of 6 pass with or without the cap;
-# the zeroed and halved tails fail with it (263 and 180 elements). A 10% error on those small
-# elements still passes: the conditioning alone could tell, but it cannot judge a TF32 reference's
-# flips at a ReLU (no measured conditioning there), so it only admits, never refuses.
+# than this share of its own float64 value: ROOM_OF_VALUE, or ROOM_OF_VALUE_RTOLS relative
+# tolerances where that is less (1% for fp32; 50% for fp16 and bf16, whose tolerance is 1%).
+# Measured on the CPU: a TF32 conv-BN-ReLU block against a TF32 reference (other rounding:
+# inputs 8 fp32 units apart) passes 5 of 5 and the Mamba2 runs as accurate as the reference 6
+# of 6 with a cap as low as 0.5%; the tails zeroed, halved, scaled by 0.9 or by 1.01 fail at 1%
+# (at 50%, the last two passed); the builtin's level2 drafts that pass by accuracy in bf16 and
+# fp16 pass at 50%. The conditioning alone could judge more finely, but it cannot judge a TF32
+# reference's flips at a ReLU (no measured conditioning there), so it only admits, never refuses.
 ROOM_OF_VALUE = 0.5
+ROOM_OF_VALUE_RTOLS = 100.0
 # A reference further than this (RMS, relative) from its own float64 run is not rounding
 # (data-dependent branches, chaotic ops): no element passes by accuracy then, nor (fp16 and
 # bf16 outputs) with slack. TF32 and cancelling fp32 references measured 3e-4 and 1e-3;
@@ -390,6 +394,7 @@ def _close_leaf(name: str, e: torch.Tensor, g: torch.Tensor, atol: float, rtol: 
         return result(True, "outputs match")
     if accuracy is not None and accuracy.as_accurate:
         allowance = accuracy.allowance
+        value_share = min(ROOM_OF_VALUE, ROOM_OF_VALUE_RTOLS * rtol)
         units, cf = 0.0, None
         if accuracy.trusted:
             # Elements the absolute room does not cover may pass by their conditioning (COND_SLACK).
@@ -401,8 +406,8 @@ def _close_leaf(name: str, e: torch.Tensor, g: torch.Tensor, atol: float, rtol: 
             _, _, bad = judge(a, b)
             x64, _, d, finite = errors(a, b)
             tol = x64.abs().mul_(rtol).add_(atol)
-            # the absolute room, never half an element's own value (ROOM_OF_VALUE)
-            near_exact = (d <= tol + allowance) & ((d <= tol) | (d < ROOM_OF_VALUE * x64.abs()))
+            # the absolute room, never past a share of an element's own value (ROOM_OF_VALUE)
+            near_exact = (d <= tol + allowance) & ((d <= tol) | (d < value_share * x64.abs()))
             if units:
                 near_exact |= d <= tol + COND_SLACK * units * cf[a:b].double()
             return bad & ~(finite & near_exact)

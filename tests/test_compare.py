@@ -215,7 +215,7 @@ def test_small_elements_zeroed_or_halved_fail_though_the_output_spans_many_order
     alt = reordered(4)
     assert compare(ref, alt, None, exact, conditioning).ok
     smallest = exact.abs().sum(1).argsort()[:8]  # the rows of least magnitude
-    for factor in (0.0, 0.5):
+    for factor in (0.0, 0.5, 0.98):  # the last: 2% off, past the 1% share of its value an fp32 element may take
         broken = alt.clone()
         broken[smallest] *= factor
         assert not compare(ref, broken, None, exact, conditioning).ok, factor

@@ -24,7 +24,8 @@ from typing import Callable
 import torch
 
 from backends._compare import (AS_ACCURATE, COND_SLACK, CONDITIONING_DRAWS, FEW_FLOOR_ROUNDOFF, FLOOR_ROUNDOFF,
-                               LESS_ACCURATE, OUTLIER_RMS, SLACK, TRUSTED_REFERENCE_ERROR, compare)
+                               LESS_ACCURATE, OUTLIER_RMS, ROOM_OF_VALUE, ROOM_OF_VALUE_RTOLS, SLACK,
+                               TRUSTED_REFERENCE_ERROR, compare)
 from backends._oracle import Oracle
 
 Fn = Callable[..., torch.Tensor]
@@ -259,7 +260,8 @@ def main() -> None:
         "torch": torch.__version__, "python": platform.python_version(),
         "command": "python benchmarks/probes/accuracy_oracle.py " + " ".join(sys.argv[1:]),
         "rule": {"LESS_ACCURATE": LESS_ACCURATE, "AS_ACCURATE": AS_ACCURATE, "SLACK": SLACK,
-                 "COND_SLACK": COND_SLACK, "CONDITIONING_DRAWS": CONDITIONING_DRAWS,
+                 "COND_SLACK": COND_SLACK, "CONDITIONING_DRAWS": CONDITIONING_DRAWS, "ROOM_OF_VALUE": ROOM_OF_VALUE,
+                 "ROOM_OF_VALUE_RTOLS": ROOM_OF_VALUE_RTOLS,
                  "FLOOR_ROUNDOFF": FLOOR_ROUNDOFF, "FEW_FLOOR_ROUNDOFF": FEW_FLOOR_ROUNDOFF, "OUTLIER_RMS": OUTLIER_RMS,
                  "TRUSTED_REFERENCE_ERROR": TRUSTED_REFERENCE_ERROR},
         "cudnn_allow_tf32": torch.backends.cudnn.allow_tf32,
