@@ -58,7 +58,8 @@ out=$(cd "$out" && pwd)
 # started): copy this checkout (with KERNELBENCH_DIR, when it lies outside it) to DIR/project, start the
 # same command there in a session of its own (setsid: it outlives the call) and return at once; follow
 # it in OUT_DIR/status.txt and the logs; stop it early with `pkill -TERM -f "evokernel[.]cli bench"` (the bench
-# writes its results so far; SIGINT does nothing there: bash starts background jobs with SIGINT ignored). The copy is the run's project root: the workers' sandbox reads
+# writes its results so far; SIGINT does nothing there: bash starts background jobs with SIGINT ignored).
+# The copy is the run's project root: the workers' sandbox reads
 # the task files there (it refuses a home folder's files outside the project). OUT_DIR must lie outside
 # the working tree.
 if [ -n "${DETACH:-}" ]; then
@@ -100,7 +101,8 @@ bench() {  # KEY LEVEL RULES GPU_LIST [EXTRA OPTIONS]; KEY is how LEVELS names t
     # shellcheck disable=SC2206  # BENCH_OPTS is a list of options: split on spaces
     gpu_opt+=(${BENCH_OPTS:-})
     local stop=()
-    if [ -n "${STOP_AFTER:-}" ]; then stop=(timeout "$STOP_AFTER")  # SIGTERM: a detached run ignores SIGINT; fi
+    # timeout's SIGTERM: a detached run ignores SIGINT
+    if [ -n "${STOP_AFTER:-}" ]; then stop=(timeout "$STOP_AFTER"); fi
     "${stop[@]}" python3 -m evokernel.cli bench "$kb/level$level" --policy builtin --budget "$budget" --rules "$rules" \
         --reps "$reps" --warmup 3 --memory "$out/level$level$tag.db" "${precision_opt[@]}" "${gpu_opt[@]}" "$@" \
         --json --out "$results" \
