@@ -3,7 +3,7 @@
 A leased machine taken back mid-run (or a bench killed with SIGKILL) leaves no results file,
 but every finished step is in the run's memory (`--memory`): its verdict, latency, baselines
 and device, as the executor reported them. This reads those steps back the way a resumed run
-does (`Attempt.from_item`, `TaskOutcome.record`) and computes the bench's metrics from them
+does (`TaskOutcome.restore`) and computes the bench's metrics from them
 (`compute_metrics`, `task_row`), so the figures are the ones the run measured, no more:
 `complete` is false, tasks without a finished step count as not attempted, and the
 environment holds only what the memory recorded (the run's settings and the device).
@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 from evokernel.bench import compute_metrics, task_row
-from evokernel.loop._types import Attempt, TaskOutcome
+from evokernel.loop import TaskOutcome
 from memory_store import MemoryStore
 
 
@@ -36,14 +36,8 @@ def rebuild(memory: Path, run_id: int | None = None) -> dict:
         outcomes, devices = [], set()
         for key in signature.get("tasks", []):
             outcome = TaskOutcome(name=key.rsplit("-", 1)[0], task_key=key, path="")
-            for step in store.steps(run["id"], key):
-                if not step["result_item_id"]:
-                    continue
-                item = store.get_item(step["result_item_id"])
-                attempt = Attempt.from_item(item, step=outcome.attempts + 1, stage=step["stage"], reward=step["reward"])
-                outcome.record(attempt)
-                if attempt.device:
-                    devices.add(attempt.device)
+            outcome.restore(store, run["id"])
+            devices.update(a.device for a in outcome.history if a.device)
             outcomes.append(outcome)
     finally:
         store.close()

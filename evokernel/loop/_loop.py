@@ -162,14 +162,10 @@ class Runner:
     def _restore(self) -> None:
         """On resume, account for the steps this run committed, as a straight run did."""
         for st in self.states:
-            for step in self.store.steps(self.run_id, st.key):
-                if not step["result_item_id"]:
-                    continue
-                item = self.store.get_item(step["result_item_id"])
-                attempt = Attempt.from_item(item, step=st.outcome.attempts + 1, stage=step["stage"], reward=step["reward"])
-                st.outcome.record(attempt)
-                report = stored_result(item)
-                st.feedback = _feedback_of(report) if report is not None else None
+            last = st.outcome.restore(self.store, self.run_id)
+            report = stored_result(last) if last is not None else None
+            if report is not None:
+                st.feedback = _feedback_of(report)
 
     # --- state from the memory --------------------------------------------
     def _comparable(self, item: Item) -> bool:

@@ -136,6 +136,17 @@ class TaskOutcome:
         self.stage = "refine"
         self.eager_ms, self.compile_ms = known.eager_ms, known.compile_ms
 
+    def restore(self, store: Any, run_id: int) -> "Item | None":
+        """Account for the steps run `run_id` committed for this task, as they were recorded (a
+        resumed run; a bench rebuilt from its memory). Returns the last step's item, or None."""
+        last = None
+        for step in store.steps(run_id, self.task_key):
+            if not step["result_item_id"]:
+                continue
+            last = store.get_item(step["result_item_id"])
+            self.record(Attempt.from_item(last, step=self.attempts + 1, stage=step["stage"], reward=step["reward"]))
+        return last
+
     def record(self, attempt: Attempt) -> None:
         """Account for one attempt: the only place a run's numbers change."""
         self.history.append(attempt)
