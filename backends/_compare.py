@@ -35,6 +35,7 @@ the reference fails wherever it misses.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from typing import Any, Callable
 
@@ -62,9 +63,8 @@ LESS_ACCURATE = 8.0
 # then an element past the tolerance against the reference may pass against the float64 output.
 AS_ACCURATE = 3.0
 # ...within the tolerance plus this many times the reference's own worst error
-# (the larger of two rounding-error samples of one distribution)... (the fallback for
-# half-precision outputs whose reference is past trust; fp32 and wider outputs are
-# judged element by element through their conditioning, below)
+# (the larger of two rounding-error samples of one distribution)... (capped by ROOM_OF_VALUE;
+# an element outside it may still pass by its conditioning, COND_SLACK)
 SLACK = 2.0
 # ...where a reference error beyond this many times its RMS counts as that: such an
 # outlier is a flip (a comparison or rounding step decided the other way), not rounding
@@ -440,9 +440,10 @@ def _excess_units(cond: torch.Tensor, errors: Callable, shape: tuple[int, ...], 
     for a, b in _spans(shape, n):
         x64, r, _, finite = errors(a, b)
         c = cond[a:b].double()
-        past = finite & (r > x64.abs().mul_(rtol).add_(atol)) & (c > 0)  # unmeasured ones (a flip) explain nothing
+        excess = r - x64.abs().mul_(rtol).add_(atol)
+        past = finite & (excess > 0) & (c > 0)  # unmeasured ones (a flip) explain nothing
         if bool(past.any()):
-            worst = max(worst, float(((r - x64.abs().mul_(rtol).add_(atol)) / c)[past].max()))
+            worst = max(worst, float((excess / c)[past].max()))
     return worst if math.isfinite(worst) else 0.0
 
 
@@ -468,17 +469,18 @@ def compare(
         exact_leaves = [None] * len(exp_leaves)
     max_err, mean_errs, near_zero, by_accuracy = 0.0, [], True, False
     ref_errs, cand_errs = [], []
-    measured: list[Any] = []  # the conditioning, once measured
+
+    @functools.cache  # measured at most once, and only when a leaf asks
+    def measured() -> list[Any]:
+        leaves = flatten(conditioning()) if conditioning is not None else []
+        return leaves if len(leaves) == len(exp_leaves) else [None] * len(exp_leaves)
 
     def leaf_conditioning(i: int) -> Callable[[], torch.Tensor | None] | None:
         if conditioning is None:
             return None
 
         def get() -> torch.Tensor | None:
-            if not measured:
-                leaves = flatten(conditioning())
-                measured.append(leaves if len(leaves) == len(exp_leaves) else [None] * len(exp_leaves))
-            c = measured[0][i]
+            c = measured()[i]
             return c if isinstance(c, torch.Tensor) and not c.is_complex() else None
         return get
 

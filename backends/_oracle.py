@@ -146,7 +146,8 @@ class Oracle:
                 return t * (1.0 + unit * (2.0 * signs - 1.0))
 
             try:
-                worst: list[Any] = [None] * len(flatten(exact))
+                wide, targets = widen(list(inputs)), flatten(exact)
+                worst: list[Any] = [None] * len(targets)
                 for _ in range(CONDITIONING_DRAWS):
                     model = copy.deepcopy(self.model)
                     with torch.no_grad():
@@ -154,8 +155,8 @@ class Oracle:
                             if t.is_floating_point():
                                 t.copy_(flip(t))
                         moved = model(*[flip(x) if isinstance(x, torch.Tensor) and x.is_floating_point() else x
-                                        for x in widen(list(inputs))])
-                    for i, (m, x) in enumerate(zip(flatten(moved), flatten(exact))):
+                                        for x in wide])
+                    for i, (m, x) in enumerate(zip(flatten(moved), targets)):
                         if isinstance(m, torch.Tensor) and isinstance(x, torch.Tensor) and m.shape == x.shape \
                                 and x.is_floating_point():
                             d = (m - x).abs()
