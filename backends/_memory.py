@@ -106,12 +106,17 @@ def _outputs(model: Any, inputs: list[Any]) -> tuple[int, int, bool]:
     return tensor_bytes(inputs), max((t.numel() for t in tensors), default=0), True
 
 
+def device_free_bytes(device: torch.device) -> int:
+    """What this process may still allocate on a CUDA device: the device's free memory and the
+    caching allocator's idle blocks (freed tensors it keeps; mem_get_info counts them as used)."""
+    free, _ = torch.cuda.mem_get_info(device)
+    return int(free + torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device))
+
+
 def available_bytes(device: torch.device) -> tuple[int, str]:
     """What this process may still allocate on `device`, and what bounds it."""
     if device.type == "cuda":
-        free, _ = torch.cuda.mem_get_info(device)
-        cached = torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device)
-        return int(free + cached), f"free memory of {torch.cuda.get_device_name(device)}"
+        return device_free_bytes(device), f"free memory of {torch.cuda.get_device_name(device)}"
     limits: list[tuple[int, str]] = []
     soft, _ = resource.getrlimit(resource.RLIMIT_AS)
     if soft not in (resource.RLIM_INFINITY, -1):

@@ -240,3 +240,17 @@ def test_the_oracle_leaves_the_candidate_its_device_memory(monkeypatch):
     roomy = Oracle(model, torch.device("cuda"))
     monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (1 << 30, 1 << 30))
     assert roomy.crowds_out([x, torch.arange(3)], expected) == ""
+
+
+def test_the_allocators_idle_blocks_count_as_room_for_the_oracle(monkeypatch):
+    # After a conditioning draw the caching allocator keeps the freed float64 blocks; mem_get_info counts
+    # them as used, so a later trial's oracle was dropped for want of memory the process already held.
+    model, x = _Scaled(), torch.randn(1000, 4)
+    expected = model(x, torch.arange(3))
+    oracle = Oracle(model, torch.device("cuda"))
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (40_000, 1 << 30))
+    monkeypatch.setattr(torch.cuda, "memory_reserved", lambda device=None: 1 << 29)
+    monkeypatch.setattr(torch.cuda, "memory_allocated", lambda device=None: 1 << 20)
+    assert oracle.crowds_out([x, torch.arange(3)], expected) == ""
+    monkeypatch.setattr(torch.cuda, "memory_allocated", lambda device=None: (1 << 29) - 1000)
+    assert oracle.crowds_out([x, torch.arange(3)], expected).startswith("too little free device memory")
