@@ -63,6 +63,12 @@ out=$(cd "$out" && pwd)
 # the task files there (it refuses a home folder's files outside the project). OUT_DIR must lie outside
 # the working tree.
 if [ -n "${DETACH:-}" ]; then
+    # The same command again while the run it started is alive (a follow-up call on a leased machine) starts
+    # nothing: two benches on one memory would race. After a restart (no such process) it resumes the run.
+    if [ -s "$out/detached.pid" ] && kill -0 "$(cat "$out/detached.pid")" 2>/dev/null; then
+        echo "kernelbench_builtin.sh: already running detached (pid $(cat "$out/detached.pid")); follow $out/status.txt"
+        exit 0
+    fi
     src=$(cd "$(dirname "$0")/.." && pwd)
     dir=$(mkdir -p "$DETACH" && cd "$DETACH" && pwd)
     rm -rf "$dir/project" && mkdir -p "$dir/project" && cp -a "$src/." "$dir/project/"
@@ -72,6 +78,7 @@ if [ -n "${DETACH:-}" ]; then
     esac
     DETACH="" setsid nohup bash "$dir/project/benchmarks/kernelbench_builtin.sh" "$kb_copy" "$out" "$reps" \
         >"$out/detached.log" 2>&1 </dev/null &
+    echo $! >"$out/detached.pid"
     echo "kernelbench_builtin.sh: running detached (pid $!) from $dir/project; follow $out/status.txt and $out/*.log"
     exit 0
 fi
