@@ -180,15 +180,16 @@ class Oracle:
         return measure
 
     def _room_for_draws(self, inputs: list[Any], exact: Any) -> bool:
-        """Whether a draw of `conditioning` fits in device memory beside everything else: a
-        copy of the float64 model, the float64 inputs twice (widened, then perturbed) and the
-        float64 outputs twice (the perturbed run's, and the largest move so far)."""
+        """Whether a draw of `conditioning` fits in device memory beside everything else: the
+        float64 model twice (a draw's copy, and as much again for its activations), the float64
+        inputs twice (widened, then perturbed) and the float64 outputs twice (the perturbed
+        run's, and the largest move so far)."""
         if self.device.type != "cuda" or self.model is None:
             return True
         model = sum(t.numel() * t.element_size() for t in (*self.model.parameters(), *self.model.buffers()))
         ins = sum(t.numel() * WIDE.get(t.dtype, t.dtype).itemsize for t in flatten(inputs) if isinstance(t, torch.Tensor))
         outs = sum(t.numel() * t.element_size() for t in flatten(exact) if isinstance(t, torch.Tensor))
-        return model + 2 * ins + 2 * outs <= device_free_bytes(self.device)
+        return 2 * (model + ins + outs) <= device_free_bytes(self.device)
 
     def crowds_out(self, inputs: list[Any], expected: Any) -> str:
         """Why a float64 run now would leave the candidate too little device memory ("" when it would not).

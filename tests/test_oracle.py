@@ -254,3 +254,26 @@ def test_the_allocators_idle_blocks_count_as_room_for_the_oracle(monkeypatch):
     assert oracle.crowds_out([x, torch.arange(3)], expected) == ""
     monkeypatch.setattr(torch.cuda, "memory_allocated", lambda device=None: (1 << 29) - 1000)
     assert oracle.crowds_out([x, torch.arange(3)], expected).startswith("too little free device memory")
+
+
+def test_the_conditioning_is_measured_only_where_its_draws_fit(monkeypatch):
+    # A draw holds the float64 model, inputs and outputs twice over; where that does not fit, no conditioning
+    # is measured (so none is allowed) rather than running the candidate's device out of memory.
+    from backends import _oracle
+
+    model, x = _Scaled(), torch.randn(1000, 4)
+    steps = torch.arange(3)
+    expected = model(x, steps)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda device=None: None)  # tensors stay on the CPU
+    wide = (x.numel() + expected[0].numel()) * 8  # float64 inputs and outputs, in bytes
+    need = 2 * (sum(t.numel() * 8 for t in (*model.parameters(), *model.buffers())) + wide + steps.numel() * 8
+                + expected[1].numel() * 8)
+    for free, measured in ((need - 1, False), (need, True)):
+        monkeypatch.setattr(_oracle, "device_free_bytes", lambda device, free=free: free)
+        oracle = Oracle(model, torch.device("cuda"))
+        exact = oracle.exact([x, steps], expected)
+        assert exact is not None, oracle.unavailable  # the float64 run itself fits (crowds_out)
+        got = oracle.conditioning([x, steps], expected, exact)()
+        assert (got is not None) == measured, free
+        if measured:
+            assert got[0].shape == expected[0].shape and bool((got[0] > 0).any())
