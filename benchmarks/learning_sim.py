@@ -85,7 +85,8 @@ REFINE_REWARDS = ("loop", "tanh", "start")
 SWEEPS_RULE = ("at rho = 0.3, every seed: alpha (0.03 and 0.3 beside the default 0.1), epsilon and the "
                "similarity/value mix (mode mix) on the value arm; the method as it was before (tanh refine reward "
                "against the best, start point by Q_refine, refine rewards normalised, alpha 0.3) on every arm; "
-               "each change undone alone, beta, and n = 2 items per context, on the value and similarity arms; "
+               "each change undone alone, beta, n = 1, 2 and 3 items per context and a task stream HORIZON "
+               "times as long, on the value and similarity arms; "
                "at every rho, the value rules of VALUE_RULE_VARIANTS on the value arm (Method's docstring), "
                "compared with the arms group's similarity arm on the same seeds")
 START_RULES = ("loop", "value")
@@ -602,6 +603,7 @@ def _run(world: World, method: Method, arm: Arm, seed: int, store: MemoryStore) 
 
 RHOS = (0.0, 0.3, 0.7)
 HEADLINE_RHO = 0.3
+HORIZON = 4  # the horizon sweep's task stream, in multiples of the world's
 QUARTERS = 4
 
 
@@ -737,8 +739,10 @@ def _rule_setting(name: str, rho: float) -> str:
     return f"{name} rho={rho}"
 
 
-def plan(world: World, method: Method, seeds: Sequence[int], rhos: Sequence[float]) -> list[RunSpec]:
-    """Every run of the experiment: the arms over rho and seeds, then the sweeps at rho = 0.3."""
+def plan(world: World, method: Method, seeds: Sequence[int], rhos: Sequence[float],
+         groups: Sequence[str] | None = None) -> list[RunSpec]:
+    """Every run of the experiment: the arms over rho and seeds, then the sweeps at rho = 0.3
+    (only the runs of `groups`, when given; ValueError naming an unknown one)."""
     specs = [RunSpec("arms", f"rho={rho}", dataclasses.replace(world, rho=rho), method, arm, seed)
              for rho in rhos for arm in Arm for seed in seeds]
     at = dataclasses.replace(world, rho=HEADLINE_RHO)
@@ -769,10 +773,20 @@ def plan(world: World, method: Method, seeds: Sequence[int], rhos: Sequence[floa
                            dataclasses.replace(method, **change), (Arm.VALUE,)))
     # Fewer items per context: each reward is shared by fewer items (more to learn from), and
     # the context averages fewer utilities.
-    for n in (2,):
+    for n in (1, 2, 3):
         sweeps.append(("context_size", f"n={n}", at, dataclasses.replace(method, n=n), (Arm.VALUE, Arm.SIMILARITY)))
+    # A task stream HORIZON times as long: more steps to learn from (and more items written).
+    sweeps.append(("horizon", f"tasks_per_family={HORIZON * world.tasks_per_family}",
+                   dataclasses.replace(at, tasks_per_family=HORIZON * world.tasks_per_family), method,
+                   (Arm.VALUE, Arm.SIMILARITY)))
     for group, setting, w, m, arms in sweeps:
         specs += [RunSpec(group, setting, w, m, arm, seed) for arm in arms for seed in seeds]
+    if groups is not None:
+        unknown = sorted(set(groups) - {spec.group for spec in specs})
+        if unknown:
+            raise ValueError(f"no such group: {', '.join(unknown)} (groups: "
+                             f"{', '.join(dict.fromkeys(spec.group for spec in specs))})")
+        specs = [spec for spec in specs if spec.group in groups]
     return specs
 
 
@@ -796,9 +810,10 @@ def environment(command: str, seconds: float, jobs: int) -> dict[str, Any]:
 
 
 def experiment(world: World, method: Method, seeds: Sequence[int], rhos: Sequence[float], *, jobs: int = 1,
+               groups: Sequence[str] | None = None,
                progress: Callable[[str], None] = lambda _: None) -> tuple[list[tuple[RunSpec, RunRecord]], dict]:
-    """Run every planned simulation (in `jobs` processes) and summarise them."""
-    specs = plan(world, method, seeds, rhos)
+    """Run every planned simulation (of `groups`, when given; in `jobs` processes) and summarise them."""
+    specs = plan(world, method, seeds, rhos, groups)
     records: list[tuple[RunSpec, RunRecord]] = []
     if jobs > 1:
         with ProcessPoolExecutor(max_workers=jobs) as pool:
@@ -816,13 +831,19 @@ def results(records: Sequence[tuple[RunSpec, RunRecord]], summary: dict, world: 
             seeds: Sequence[int], rhos: Sequence[float], env: dict[str, Any]) -> dict[str, Any]:
     """The results file: the model, the rules, the headline and every cell."""
     headline = f"rho={HEADLINE_RHO}"
-    value = summary["arms"].get(headline, {}).get(Arm.VALUE.value, {})
+    value = summary.get("arms", {}).get(headline, {}).get(Arm.VALUE.value, {})  # no arms group: a --groups run
     vs_similarity = paired_difference(records, "arms", headline, Arm.VALUE, Arm.SIMILARITY)
     differences = {
         setting: {f"{a.value}-minus-{b.value}": paired_difference(records, "arms", setting, a, b)
                   for a, b in ((Arm.VALUE, Arm.SIMILARITY), (Arm.VALUE, Arm.RANDOM), (Arm.VALUE, Arm.OFF),
                                (Arm.SIMILARITY, Arm.OFF))}
-        for setting in summary["arms"]
+        for setting in summary.get("arms", {})
+    }
+    # The sweeps run on both the value and the similarity arm, paired by seed within each setting.
+    sweep_differences = {
+        group: {setting: paired_difference(records, group, setting, Arm.VALUE, Arm.SIMILARITY)
+                for setting, arms in settings.items() if {Arm.VALUE.value, Arm.SIMILARITY.value} <= set(arms)}
+        for group, settings in summary.items() if group != "arms"
     }
     return {
         "kind": KIND,
@@ -852,8 +873,10 @@ def results(records: Sequence[tuple[RunSpec, RunRecord]], summary: dict, world: 
                                           "an item never in a context (a start point only) keeps the prior mean",
             "paired": "every arm of a seed meets the same world and the same draws per (task, step)",
             "sweeps": SWEEPS_RULE,
+            "groups": sorted(summary),
         },
         "differences": differences,
+        "sweep_differences": {group: cells for group, cells in sweep_differences.items() if cells},
         "value_rules": value_rules(records, summary, rhos),
         "cells": summary,
         "environment": env,
@@ -927,6 +950,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, default=10, help="seeds (default 10)")
     parser.add_argument("--jobs", type=int, default=1, help="processes (default 1)")
     parser.add_argument("--quick", action="store_true", help="a small world and 2 seeds: a smoke run")
+    parser.add_argument("--groups", nargs="+", default=None,
+                        help="run only these groups of the plan (arms, alpha, ..., context_size, horizon)")
     parser.add_argument("--recorded", type=Path, action="append", default=None,
                         help="instead of simulating: add the refine-step analysis of these benchmarks/learning.py "
                              "results (recorded_refinements) to --out under `recorded`, and print it")
@@ -948,8 +973,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         world = dataclasses.replace(world, families=2, tasks_per_family=6, items_per_family=12, budget=5)
         seeds = seeds[:2]
+    try:
+        plan(world, method, seeds[:1], RHOS, args.groups)
+    except ValueError as exc:
+        parser.error(f"--groups: {exc}")
     t0 = time.time()
-    records, summary = experiment(world, method, seeds, RHOS, jobs=args.jobs,
+    records, summary = experiment(world, method, seeds, RHOS, jobs=args.jobs, groups=args.groups,
                                   progress=lambda m: print(m, file=sys.stderr, flush=True))
     data = results(records, summary, world, method, seeds, RHOS, environment(command, time.time() - t0, args.jobs))
     args.out.parent.mkdir(parents=True, exist_ok=True)

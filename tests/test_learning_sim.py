@@ -184,3 +184,22 @@ def test_baselines_subtract_the_mean_of_the_earlier_rewards():
     assert sim._Baseline("none").advantage(0.5, "draft", 3) == 0.5
     with pytest.raises(ValueError, match="credit"):
         sim.Method(credit="leave-one-out")
+
+
+def test_groups_run_alone_and_an_unknown_one_is_named(tmp_path):
+    world = sim.World(families=1, tasks_per_family=2, items_per_family=6, budget=2)
+    specs = sim.plan(world, sim.Method(), [0, 1], [0.3], ["context_size", "horizon"])
+    assert {s.group for s in specs} == {"context_size", "horizon"}
+    assert {s.method.n for s in specs if s.group == "context_size"} == {1, 2, 3}
+    assert {s.world.tasks_per_family for s in specs if s.group == "horizon"} == {sim.HORIZON * 2}
+    with pytest.raises(ValueError, match="no such group: nope"):
+        sim.plan(world, sim.Method(), [0], [0.3], ["nope"])
+    records, summary = sim.experiment(world, sim.Method(), [0, 1], [0.3], groups=["horizon"])
+    data = sim.results(records, summary, world, sim.Method(), [0, 1], [0.3], sim.environment("cmd", 1.0, 1))
+    assert set(data["cells"]) == {"horizon"} and data["rules"]["groups"] == ["horizon"]
+    assert data["summary"]["rank_correlation"] is None  # no arms group, no headline
+    diff = data["sweep_differences"]["horizon"]["tasks_per_family=8"]
+    assert len(diff["per_seed"]) == 2
+    with pytest.raises(SystemExit) as exit_:  # the command says so in one line, before any run
+        sim.main(["--groups", "nope", "--out", str(tmp_path / "x.json")])
+    assert exit_.value.code == 2 and not (tmp_path / "x.json").exists()
