@@ -61,3 +61,21 @@ def test_other_shapes_and_leading_dims(results, name):
 def test_multipass_rows_kernel(results, name):
     result = results[2][name]
     assert result.ok, result.message
+
+
+def test_forward_drops_each_buffer_after_its_last_reader():
+    # As eager drops its temporaries: forward as written (a launch plan's first calls) peaks near eager's
+    # memory, not at the sum of a deep network's buffers. The candidate's correctness is checked above.
+    from evokernel.builtin import analyze, generate
+
+    plan = analyze(str(TASKS / "pipe_buffers_freed.py"))
+    source = generate(plan)
+    body = source[source.index("def _launches"):].splitlines()[1:7]
+    assert [line.strip() for line in body] == [
+        "buf0 = fused_scan_s0(x)",
+        "buf1 = fused_rows_s1(buf0)",
+        "buf2 = fused_scan_s2(buf1)",
+        "del buf1",  # buf0 is read again by the fourth stage: kept until then
+        "buf3 = fused_rows_s3(buf2, buf0)",
+        "del buf0, buf2",
+    ]

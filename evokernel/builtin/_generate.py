@@ -4,12 +4,19 @@ in forward."""
 
 from __future__ import annotations
 
+import re
+
 from ._config import Config, default_config
 from ._emit import StageCode, assemble, stage_args
 from ._families import family
 from ._ir import Plan, Unsupported
 
 __all__ = ["generate", "stage_code"]
+
+
+def _reads(args: str, buffer: str) -> bool:
+    """Whether a stage's argument expressions name ``buffer`` (a whole word: buf1 is not buf12)."""
+    return re.search(rf"\b{re.escape(buffer)}\b", args) is not None
 
 
 def stage_code(plan: Plan, config: Config | None, tag: str = "") -> StageCode:
@@ -34,11 +41,19 @@ def generate(plan: Plan, config: Config | None = None) -> str:
         raise ValueError(f"config is for the {config.family} family, the main stage is {plan.main_stage.family}")
     codes, calls = [], []
     last = len(plan.stages) - 1
+    reads = [", ".join(stage_args(stage)) for stage in plan.stages]
     for k, stage in enumerate(plan.stages):
         code = stage_code(stage, config if k == plan.main else None, f"_s{k}")
         codes.append(code)
-        call = f"{code.entry}({', '.join(stage_args(stage))})"
+        call = f"{code.entry}({reads[k]})"
         calls.append(call if k == last else f"{stage.buffer} = {call}")
+        if k < last:
+            # A buffer no later stage reads is dropped here, as eager drops its temporaries: forward as
+            # written (its first calls) then peaks near eager's memory, not at the sum of its buffers.
+            done = [s.buffer for s in plan.stages[:k + 1] if _reads(reads[k], s.buffer)
+                    and not any(_reads(r, s.buffer) for r in reads[k + 1:])]
+            if done:
+                calls.append(f"del {', '.join(done)}")
     text = f"pipeline of {len(plan.stages)} stages ({', '.join(s.family for s in plan.stages)}); " \
            f"stage {plan.main}: {config.text()}"
     return assemble(plan, text, codes, calls)
