@@ -25,9 +25,15 @@ import torch
 from ._compare import CONDITIONING_DRAWS, Comparison, flatten
 from ._memory import device_free_bytes
 from ._precision import cast_tensor_attributes
+from ._task import tensor_bytes
 
 WIDE = {torch.float16: torch.float64, torch.bfloat16: torch.float64, torch.float32: torch.float64,
         torch.complex32: torch.complex128, torch.complex64: torch.complex128}
+
+
+def _wide_bytes(tensors: Any) -> int:
+    """Bytes the tensors take once widened (floating ones to float64, as `widen` casts them)."""
+    return sum(t.numel() * WIDE.get(t.dtype, t.dtype).itemsize for t in tensors)
 
 
 def widen(x: Any) -> Any:
@@ -186,9 +192,9 @@ class Oracle:
         run's, and the largest move so far)."""
         if self.device.type != "cuda" or self.model is None:
             return True
-        model = sum(t.numel() * t.element_size() for t in (*self.model.parameters(), *self.model.buffers()))
-        ins = sum(t.numel() * WIDE.get(t.dtype, t.dtype).itemsize for t in flatten(inputs) if isinstance(t, torch.Tensor))
-        outs = sum(t.numel() * t.element_size() for t in flatten(exact) if isinstance(t, torch.Tensor))
+        model = tensor_bytes([*self.model.parameters(), *self.model.buffers()])
+        ins = _wide_bytes(t for t in flatten(inputs) if isinstance(t, torch.Tensor))
+        outs = tensor_bytes(flatten(exact))  # float64 already
         return 2 * (model + ins + outs) <= device_free_bytes(self.device)
 
     def crowds_out(self, inputs: list[Any], expected: Any) -> str:
@@ -202,8 +208,8 @@ class Oracle:
         tensors = [t for t in flatten(inputs) if isinstance(t, torch.Tensor)]
         outputs = [t for t in flatten(expected) if isinstance(t, torch.Tensor)]
         weights = [] if self.model is not None else self.base_tensors()
-        wide = sum(t.numel() * WIDE.get(t.dtype, t.dtype).itemsize for t in (*tensors, *outputs, *weights))
-        reserve = sum(t.numel() * t.element_size() for t in (*tensors, *outputs))
+        wide = _wide_bytes((*tensors, *outputs, *weights))
+        reserve = tensor_bytes([*tensors, *outputs])
         free = device_free_bytes(self.device)  # the caching allocator's idle blocks count: a draw leaves some
         if wide + reserve <= free:
             return ""
