@@ -14,11 +14,6 @@ from ._ir import Plan, Unsupported
 __all__ = ["generate", "stage_code"]
 
 
-def _reads(args: str, buffer: str) -> bool:
-    """Whether a stage's argument expressions name ``buffer`` (a whole word: buf1 is not buf12)."""
-    return re.search(rf"\b{re.escape(buffer)}\b", args) is not None
-
-
 def stage_code(plan: Plan, config: Config | None, tag: str = "") -> StageCode:
     """One stage's kernels and launcher, by its family's generator (``config`` None: the stage's default)."""
     kind = family(plan.family)
@@ -42,6 +37,10 @@ def generate(plan: Plan, config: Config | None = None) -> str:
     codes, calls = [], []
     last = len(plan.stages) - 1
     reads = [", ".join(stage_args(stage)) for stage in plan.stages]
+    # the last stage that names each buffer in its arguments (whole names: buf1 is not buf12)
+    buffers = [s.buffer for s in plan.stages[:last]]
+    known = set(buffers)
+    last_reader = {name: k for k, args in enumerate(reads) for name in set(re.findall(r"\w+", args)) & known}
     for k, stage in enumerate(plan.stages):
         code = stage_code(stage, config if k == plan.main else None, f"_s{k}")
         codes.append(code)
@@ -50,8 +49,7 @@ def generate(plan: Plan, config: Config | None = None) -> str:
         if k < last:
             # A buffer no later stage reads is dropped here, as eager drops its temporaries: forward as
             # written (its first calls) then peaks near eager's memory, not at the sum of its buffers.
-            done = [s.buffer for s in plan.stages[:k + 1] if _reads(reads[k], s.buffer)
-                    and not any(_reads(r, s.buffer) for r in reads[k + 1:])]
+            done = [name for name in buffers if last_reader.get(name) == k]
             if done:
                 calls.append(f"del {', '.join(done)}")
     text = f"pipeline of {len(plan.stages)} stages ({', '.join(s.family for s in plan.stages)}); " \
