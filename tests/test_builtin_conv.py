@@ -139,19 +139,56 @@ x = torch.randn(2, 8, 9, 7) * 10
 tf32 = lambda t: ((t.contiguous().view(torch.int32) + 0x1000) & -8192).view(torch.float32).double()
 want = F.conv2d(tf32(x), tf32(new.conv.weight.detach()), new.conv.bias.detach().double(), padding=1) + x.double()
 # contiguous: rounded in a pass before the GEMM; a strided view of the same values: rounded in its K loop
-for given in (x, x.transpose(2, 3).contiguous().transpose(2, 3)):
+# (gather "nhwc": copied channels-last and rounded in one pass); channels-last: rounded where it is
+for given in (x, x.transpose(2, 3).contiguous().transpose(2, 3), x.contiguous(memory_format=torch.channels_last)):
     err = (new(given).double() - want).abs().max().item()
     assert err < 1e-4, f"max error {err}: the epilogue must read x itself, the GEMM x rounded to TF32"
 print("residual ok")
 """
 
 
-def test_pre_rounding_leaves_the_epilogue_its_own_operands(tmp_path):
+@pytest.mark.parametrize("gather", ["flat", "taps", "nhwc"])
+def test_pre_rounding_leaves_the_epilogue_its_own_operands(tmp_path, gather):
     """Only the GEMM reads TF32-rounded operands (rounded before it, or in its K loop for a strided
-    input): an epilogue that adds the convolution's input (a residual) reads the input itself."""
+    input; the tap-major loops' weights as they are rearranged): an epilogue that adds the
+    convolution's input (a residual) reads the input itself."""
+    from dataclasses import replace
+
     task = tmp_path / "conv_residual.py"
     task.write_text(_RESIDUAL_TASK)
-    check_in_interpreter(tmp_path, _RESIDUAL_CHECK, generate(analyze(task)), "residual ok")
+    plan = analyze(task)
+    check_in_interpreter(tmp_path, _RESIDUAL_CHECK, generate(plan, replace(default_config(plan), gather=gather)),
+                         "residual ok")
+
+
+# the tap-major K loops over each geometry: channels a multiple of BLOCK_K or not (masked), strided,
+# dilated, padded, grouped, transposed with output phases, 1-3d
+EVEN = Case("conv2d_even_channels", "x: return self.conv(x) - 0.5", "[torch.randn(2, 16, 9, 8)]",
+            "self.conv = nn.Conv2d(16, 32, 3, stride=2, padding=2, dilation=2)")
+TAPS = [("conv2d_relu", "taps"), ("conv2d_relu", "nhwc"), ("convt2d_grouped", "taps"), ("convt2d_grouped", "nhwc"),
+        ("conv2d_even_channels", "taps"), ("conv2d_even_channels", "nhwc"), ("conv1d_dilated_strided", "nhwc"),
+        pytest.param("convt3d_output_padding", "nhwc", marks=pytest.mark.slow),
+        pytest.param("conv3d_asymmetric", "taps", marks=pytest.mark.slow)]
+
+
+@pytest.mark.parametrize("name, gather", TAPS)
+def test_tap_major_gathers_are_correct(cpu_executor, tmp_path, name, gather):
+    """Each case drafted with the K loop a tap at a time (the input as it is, or a channels-last
+    copy), small tiles so the loops take several trips; interpreter and the sm_90 compile."""
+    from dataclasses import replace
+
+    from backends import EvalOptions
+    from builtin_case import write
+
+    case = next(c for c in CASES + [EVEN] if c.name == name)
+    path = write(case, tmp_path)
+    plan = analyze(path)
+    config = replace(default_config(plan), gather=gather, block_m=32, block_n=16, block_k=16)
+    source = generate(plan, config)
+    assert "_conv_taps_kernel" in source and "_conv_gemm_kernel" not in source
+    result = cpu_executor.evaluate(path, source, backend="triton", options=EvalOptions.from_dict(
+        {"rules": "strict", "timing": False, "baselines": False, "trials": 1}))
+    assert ok(result), explain(result)
 
 
 def test_depthwise_takes_the_direct_kernel(tmp_path):

@@ -8,6 +8,11 @@ directory holding an older checkout's evokernel, backends and memory_store packa
 that checkout drafts the task too, in a child process, and the two drafts are re-timed in alternation in
 one worker (backends/_retime.py: same inputs, the order flipped each round); the record keeps both.
 
+With --set FIELD=VALUE (repeatable), the draft takes its default configuration with those fields
+changed (a convolution's --set gather=nhwc, say), and is re-timed in alternation against this
+checkout's own default draft, as against an older checkout's; a task whose family has no such
+field keeps its default (its record says so).
+
 A record is written to --out as soon as its task is done, and a rerun skips the tasks the file already
 holds (--redo to time them again), so a run cut by a time limit resumes where it stopped; --stop-after
 stops starting tasks after that many seconds. Progress goes to stderr.
@@ -23,6 +28,7 @@ timed by the wall clock (not a speed). Nothing from KernelBench is stored: the c
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import subprocess
@@ -40,7 +46,7 @@ from kernelbench_coverage import shrink_source  # noqa: E402
 from probe_common import environment, task_files  # noqa: E402
 
 from backends import EvalOptions, Executor  # noqa: E402
-from evokernel.builtin import analyze, default_config, generate  # noqa: E402
+from evokernel.builtin import Config, analyze, default_config, family, generate  # noqa: E402
 
 # issue 30's level1 tasks behind torch.compile, and row tasks beside them that share their kernels
 TASKS = (
@@ -72,14 +78,30 @@ sys.stdout.write(generate(plan, config))
 """
 
 
-def draft(task: Path, full: Path, rules: str) -> tuple[str, str]:
-    """(source, configuration text) of this checkout's draft."""
+def draft(task: Path, full: Path, rules: str, overrides: dict | None = None) -> tuple[str, str]:
+    """(source, configuration text) of this checkout's draft: the default configuration, with the
+    ``overrides`` fields changed where its family reads them all."""
     plan = analyze(task, rules)
     if not plan:
         raise ValueError(f"not planned: {plan.reason}")
     full_plan = analyze(full, rules) if full != task else plan
     config = default_config(full_plan if full_plan and full_plan.main_stage.family == plan.main_stage.family else plan)
+    if overrides and set(overrides) <= set(family(config.family).tunable):
+        config = dataclasses.replace(config, **overrides)
     return generate(plan, config), config.text()
+
+
+def parse_overrides(items: list[str]) -> dict:
+    """FIELD=VALUE pairs as Config fields: integers, true/false, else the text."""
+    out = {}
+    for item in items:
+        name, sep, text = item.partition("=")
+        if not sep or not name:
+            raise ValueError(f"--set takes FIELD=VALUE, got {item!r}")
+        if name not in {f.name for f in dataclasses.fields(Config)} or name == "family":
+            raise ValueError(f"--set: {name!r} is not a configuration field")
+        out[name] = int(text) if text.lstrip("-").isdigit() else {"true": True, "false": False}.get(text.lower(), text)
+    return out
 
 
 def baseline_draft(tree: Path, task: Path, full: Path, rules: str) -> str:
@@ -124,7 +146,8 @@ def measure(executor: Executor, path: Path, small: Path, args: argparse.Namespac
     record: dict = {"task": path.stem}
     t0 = time.perf_counter()
     try:
-        source, config = draft(small, path, args.rules)
+        source, config = draft(small, path, args.rules, args.overrides)
+        default_source = draft(small, path, args.rules)[0] if args.overrides else None
     except ValueError as exc:
         return {**record, "status": "not_planned", "message": str(exc)[:300]}
     record["config"] = config
@@ -138,9 +161,9 @@ def measure(executor: Executor, path: Path, small: Path, args: argparse.Namespac
                            for k in result.kernels])
     record["speedup_eager"] = _ratio(record["eager_ms"], record["new_ms"])
     record["speedup_compile"] = _ratio(record["compile_ms"], record["new_ms"])
-    if args.baseline_tree:
+    if args.baseline_tree or args.overrides:
         try:
-            old = baseline_draft(args.baseline_tree, small, path, args.rules)
+            old = baseline_draft(args.baseline_tree, small, path, args.rules) if args.baseline_tree else default_source
         except (ValueError, subprocess.TimeoutExpired) as exc:
             record["baseline"] = {"status": "not_drafted", "message": str(exc)[:300]}
         else:
@@ -183,6 +206,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=Path("rows-speed.json"))
     ap.add_argument("--baseline-tree", type=Path, help="an older checkout's packages (see --prepare-baseline)")
     ap.add_argument("--prepare-baseline", metavar="REV", help="unpack REV's packages into --baseline-tree and stop")
+    ap.add_argument("--set", dest="overrides", action="append", default=[], metavar="FIELD=VALUE",
+                    help="draft with this configuration field changed, against the default draft (repeatable)")
     ap.add_argument("--device", help="cuda or cpu (default: cuda where there is one)")
     ap.add_argument("--rules", default="strict", choices=["strict", "kernelbench"])
     ap.add_argument("--no-compile", dest="compile", action="store_false", help="leave the torch.compile baseline out")
@@ -203,6 +228,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.kernelbench is None:
         ap.error("the KernelBench directory is required")
+    try:
+        args.overrides = parse_overrides(args.overrides)
+    except ValueError as exc:
+        ap.error(str(exc))
     import torch
 
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")

@@ -16,7 +16,10 @@ One frozen dataclass serves every family; each family reads only its fields:
   channels), ``block_k`` (input channels x taps), ``num_warps``, ``num_stages``,
   ``precision`` ("auto": TF32 products rounded as cuDNN rounds them when the
   reference's convolution runs TF32, else IEEE; "trunc": TF32 by the tensor cores'
-  own conversion; "ieee": always IEEE).
+  own conversion; "ieee": always IEEE), ``gather`` (how the K loop walks the input:
+  "flat", channels x taps as one index; "taps", a tap at a time with the tile's
+  channels inner, the input as it is laid out; "nhwc", the same over a channels-last
+  copy of the input, made in the pass that rounds it to TF32).
 - pool: ``block_n`` (output elements per program), ``num_warps``.
 - scan: ``block_m`` (rows per program), ``block_n`` (chunk), ``num_warps``.
 - rnn (recurrent layers): ``one_pass`` (one launch a layer, each program walking
@@ -43,6 +46,7 @@ __all__ = ["Config", "search_space", "default_config", "neighbours", "split_tf32
 
 PRECISIONS = ("auto", "trunc", "ieee", "3xtf32")
 CONV_PRECISIONS = ("auto", "trunc", "ieee")  # see _gen_conv
+GATHERS = ("flat", "taps", "nhwc")  # a convolution's K loop (see _gen_conv)
 # 3xTF32 pays where each operand element feeds many products: on the H200 a 4096^3 fp32 matmul took
 # 1.40 ms (0.11 of it splitting the operands) against cuBLAS's 2.68 ms, 32768 x 32 x 32768 (M x K x N)
 # 1.85-2.06 against 2.56, but 256 x 524288 x 256 spent 0.84 ms splitting its operands alone (cuBLAS:
@@ -84,6 +88,7 @@ class Config:
     split_k: int = 1
     precision: str = "auto"
     split_n: int = 1
+    gather: str = "flat"
 
     def __post_init__(self):
         configurable(self.family)  # ValueError for a family that is unknown or takes no configuration
@@ -95,6 +100,8 @@ class Config:
             raise ValueError(f"num_stages must be a positive int, got {self.num_stages!r}")
         if self.precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {PRECISIONS}, got {self.precision!r}")
+        if self.gather not in GATHERS:
+            raise ValueError(f"gather must be one of {GATHERS}, got {self.gather!r}")
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -223,8 +230,10 @@ def conv_space(plan: Plan) -> list[Config]:
     first = conv_default(plan)
     tiles = sorted(_CONV_TILES, key=lambda t: t != (first.block_m, first.block_n, first.block_k,
                                                      first.num_warps, first.num_stages))
-    return [Config("conv", block_m=bm, block_n=bn, block_k=bk, num_warps=w, num_stages=s, precision=p)
-            for bm, bn, bk, w, s in tiles for p in _roundings(plan, plan.node(plan.anchor_id).args[:2])]
+    gathers = sorted(GATHERS, key=lambda g: g != first.gather)
+    return [Config("conv", block_m=bm, block_n=bn, block_k=bk, num_warps=w, num_stages=s, precision=p, gather=g)
+            for bm, bn, bk, w, s in tiles for g in gathers
+            for p in _roundings(plan, plan.node(plan.anchor_id).args[:2])]
 
 
 def pool_space(plan: Plan) -> list[Config]:

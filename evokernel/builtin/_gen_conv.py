@@ -9,6 +9,15 @@ convolution, only taps whose input position is a whole stride away) and the
 matching weights, and accumulates their product in fp32. The pointwise
 epilogue (bias, activations, scaling...) runs on the tile before the store.
 
+The K loop walks the input one of three ways (``Config.gather``): "flat", channels x taps as one
+index, each K step gathering a [positions, (channel, tap) pairs] tile with a bounds check per
+element; "taps", one kernel tap at a time with the tile's input channels inner, so a tap's
+bounds are checked once per output position and the weights (rearranged before the GEMM to
+[groups, taps, C_in/groups, C_out/groups]) load contiguously along the output channels;
+"nhwc", the same over a channels-last copy of the input, whose channels are then contiguous
+along K (the copy is made in the pass that rounds the input to TF32, which the other two
+make anyway for a contiguous input).
+
 Precision: PyTorch runs fp32 convolutions through cuDNN with TF32 tensor cores
 unless ``torch.backends.cudnn.allow_tf32`` is off, and cuDNN rounds each fp32
 operand to TF32 (round half away from zero on the 13 dropped bits) before the
@@ -105,6 +114,83 @@ def _tf32_rounded(t):
     if n:
         _tf32_round_kernel[(triton.cdiv(n, 4096),)](t, out, n, BLOCK=4096, num_warps=8)
     return out
+'''
+
+
+TAPS_HELPER = '''@triton.jit
+def _conv_nhwc_kernel(x_ptr, y_ptr, C, S, sx_n, sx_c, sx_s, ROUND: tl.constexpr, IDX64: tl.constexpr,
+                      BLOCK_C: tl.constexpr, BLOCK_S: tl.constexpr):
+    # one [channels, positions] tile of one sample, read along the positions, written along the channels
+    s = tl.program_id(0) * BLOCK_S + tl.arange(0, BLOCK_S)
+    c = tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C)
+    n = tl.program_id(2)
+    if IDX64:
+        s = s.to(tl.int64)
+        c = c.to(tl.int64)
+        n = n.to(tl.int64)
+    mask = (c[:, None] < C) & (s[None, :] < S)
+    v = tl.load(x_ptr + n * sx_n + c[:, None] * sx_c + s[None, :] * sx_s, mask=mask, other=0.0)
+    if ROUND:
+        v = _to_tf32(v)
+    tl.store(y_ptr + n * S * C + s[None, :] * C + c[:, None], v, mask=mask)
+
+
+_CHANNELS_LAST = {4: torch.channels_last, 5: torch.channels_last_3d}
+
+
+def _conv_channels_last(x, round_tf32):
+    """x (N, C, *spatial) as a channels-last tensor of the same shape (strides N, 1, ..., C), its values
+    rounded to TF32 on the way when round_tf32; None when x's positions are not one strided run."""
+    spatial = x.shape[2:]
+    s = _prod(spatial)
+    sx_s = x.stride(-1) if x.dim() > 2 else 1
+    for d in range(2, x.dim() - 1):  # each dim one stride run with the next
+        if x.shape[d] != 1 and x.stride(d) != x.stride(d + 1) * x.shape[d + 1]:
+            return None
+    y = torch.empty_permuted(x.shape, (0, *range(2, x.dim()), 1), dtype=x.dtype, device=x.device)
+    if x.numel():
+        grid = (triton.cdiv(s, 64), triton.cdiv(x.shape[1], 32), x.shape[0])
+        _conv_nhwc_kernel[grid](x, y, x.shape[1], s, x.stride(0), x.stride(1), sx_s, ROUND=round_tf32,
+                                IDX64=_needs_i64(x, y), BLOCK_C=32, BLOCK_S=64, num_warps=4)
+    return y
+
+
+@triton.jit
+def _conv_weight_taps_kernel(w_ptr, y_ptr, total, CIN_G, COUT_G, TAPS, k1, k2, sw_0, sw_1, sk_0, sk_1, sk_2,
+                             TRANSPOSED: tl.constexpr, ROUND: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < total
+    co = offs % COUT_G
+    rem = offs // COUT_G
+    ci = rem % CIN_G
+    rem = rem // CIN_G
+    tap = rem % TAPS
+    g = rem // TAPS
+    tap_offs = (tap // (k1 * k2)) * sk_0 + ((tap // k2) % k1) * sk_1 + (tap % k2) * sk_2
+    if TRANSPOSED:  # weight (C_in, C_out / groups, *kernel)
+        src = (g * CIN_G + ci) * sw_0 + co * sw_1 + tap_offs
+    else:  # weight (C_out, C_in / groups, *kernel)
+        src = (g * COUT_G + co) * sw_0 + ci * sw_1 + tap_offs
+    v = tl.load(w_ptr + src, mask=mask, other=0.0)
+    if ROUND:
+        v = _to_tf32(v)
+    tl.store(y_ptr + offs, v, mask=mask)
+
+
+def _conv_weight_taps(w, groups, cin_g, cout_g, transposed, round_tf32):
+    """The weight as [groups, taps, C_in / groups, C_out / groups], contiguous (rounded to TF32 when
+    round_tf32): a tap's weights for a tile's channels are one row of output channels."""
+    kernel = list(w.shape[2:])
+    taps = _prod(kernel)
+    sk = list(w.stride()[2:])
+    kernel, sk = [1] * (3 - len(kernel)) + kernel, [0] * (3 - len(sk)) + sk
+    y = torch.empty((groups, taps, cin_g, cout_g), dtype=w.dtype, device=w.device)
+    total = y.numel()
+    if total:
+        _conv_weight_taps_kernel[(triton.cdiv(total, 1024),)](
+            w, y, total, cin_g, cout_g, taps, kernel[1], kernel[2], w.stride(0), w.stride(1), *sk,
+            TRANSPOSED=transposed, ROUND=round_tf32, BLOCK=1024, num_warps=4)
+    return y
 '''
 
 
@@ -236,6 +322,75 @@ def generate_conv(plan: Plan, config: Config, tag: str = "") -> StageCode:
     k.append(f"    tl.store(out_ptr + {out_offs}, {result}.to(out_ptr.dtype.element_ty), mask=mask)")
     gemm_kernel = "\n".join(k) + "\n"
 
+    # ---- tap-major implicit GEMM (gather "taps"/"nhwc"): a tap at a time, the tile's channels inner
+    tk = ["@triton.jit", f"def _conv_taps_kernel{tag}(", *wrap_params(params), *wrap_params(geom),
+          "    TRANSPOSED: tl.constexpr, TF32: tl.constexpr, ROUND: tl.constexpr, FP32: tl.constexpr,",
+          "    IDX64: tl.constexpr, EVEN_K: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,",
+          "    BLOCK_K: tl.constexpr,",
+          "):",
+          *k[k.index("    pid = tl.program_id(0)"):k.index("    # output position of each row: batch index and spatial coordinates")],
+          "    # output position of each row: batch index and spatial coordinates"]
+    kt_prod = " * ".join(kt)
+    if phased:
+        tk += _unravel("offs_m", ["1"] + [f"qm_{d}" for d in sp], ["nb"] + [f"q_{d}" for d in sp], "    ")
+        tk.append("    phase = tl.program_id(2)")
+        tk += _unravel("phase", ["1"] + [f"ST_{d}" for d in sp], ["ph"] + [f"c_{d}" for d in sp], "    ")
+        for d in sp:
+            tk += [f"    o_{d} = c_{d} + ST_{d} * q_{d}",
+                   f"    m_mask = m_mask & (o_{d} < dout_{d})",
+                   f"    r_{d} = c_{d} + PD_{d}",
+                   f"    t0_{d} = KT_{d}",
+                   f"    for t in tl.static_range(KT_{d}):",
+                   f"        t0_{d} = tl.where(((r_{d} - t * DL_{d}) % ST_{d} == 0) & (t0_{d} == KT_{d}), t, t0_{d})",
+                   f"    cnt_{d} = tl.where(t0_{d} < KT_{d}, (KT_{d} - t0_{d} + TS_{d} - 1) // TS_{d}, 0)"]
+        tk.append(f"    n_taps = {' * '.join(f'cnt_{d}' for d in sp)}")
+        rows = [f"q_{d}" for d in sp]
+    else:
+        tk += _unravel("offs_m", ["1"] + dout, ["nb"] + [f"o_{d}" for d in sp], "    ")
+        tk.append(f"    n_taps = {kt_prod}")
+        rows = [f"o_{d} + PD_{d}" if transposed else f"o_{d} * ST_{d} - PD_{d}" for d in sp]
+    tk += ["    co = g * COUT_G + offs_n",
+           "    x_row = nb * sx_n + (g * CIN_G) * sx_c",
+           *[f"    row_{d} = {r}" for d, r in zip(sp, rows)],
+           "    offs_c = tl.arange(0, BLOCK_K)",
+           "    n_ck = tl.cdiv(CIN_G, BLOCK_K)",
+           f"    w_group = _cw_ptr + g * ({kt_prod}) * CIN_G * COUT_G",
+           "    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)",
+           "    # one loop over (tap, channel chunk) pairs, so the pipeliner sees a single loop",
+           "    for kk in range(0, n_taps * n_ck):",
+           "        tap = kk // n_ck",
+           "        c0 = (kk - tap * n_ck) * BLOCK_K"]
+    if phased:
+        tk += _unravel("tap", ["1"] + [f"cnt_{d}" for d in sp[1:]], [f"j_{d}" for d in sp], "        ")
+        for d in sp:
+            tk += [f"        t_{d} = t0_{d} + j_{d} * TS_{d}",
+                   f"        i_{d} = row_{d} + (r_{d} - t_{d} * DL_{d}) // ST_{d}  # exact: the tap reaches this phase"]
+    else:
+        tk += _unravel("tap", ["1"] + kt[1:], [f"t_{d}" for d in sp], "        ")
+        for d in sp:
+            tk.append(f"        i_{d} = row_{d} {'-' if transposed else '+'} t_{d} * DL_{d}")
+    tk.append("        ok = m_mask" + "".join(f" & (i_{d} >= 0) & (i_{d} < din_{d})" for d in sp))
+    tk.append("        a_row = x_row" + "".join(f" + i_{d} * sx_{d}" for d in sp))
+    w_tap = " + ".join(f"t_{d} * {' * '.join(kt[d + 1:]) or '1'}" for d in sp)
+    tk += ["        cc = c0 + offs_c",
+           "        if EVEN_K:",
+           "            a_mask = ok[:, None]",
+           "            w_mask = n_mask[None, :]",
+           "        else:",
+           "            a_mask = ok[:, None] & (cc[None, :] < CIN_G)",
+           "            w_mask = (cc[:, None] < CIN_G) & n_mask[None, :]",
+           "        a_tile = tl.load(_cx_ptr + a_row[:, None] + cc[None, :] * sx_c, mask=a_mask, other=0.0)",
+           "        # weights rearranged before the GEMM: [groups, taps, C_in / groups, C_out / groups]",
+           f"        w_rows = ({w_tap}) * CIN_G + cc",
+           "        w_tile = tl.load(w_group + w_rows[:, None] * COUT_G + offs_n[None, :], mask=w_mask, other=0.0)",
+           _TF32_DOT,
+           "    mask = m_mask[:, None] & n_mask[None, :]"]
+    if em.lines:
+        tk.append("    # fused epilogue, in fp32 registers")
+    tk += em.lines
+    tk.append(k[-1])  # the store
+    taps_kernel = "\n".join(tk) + "\n"
+
     # ---- direct kernel: one output element per lane, taps and channels looped
     dindex = ["nb", "co"] + [f"o_{d}" for d in sp]
     dem, dresult, depi = epilogue(plan, conv.id, dindex, "mask")
@@ -297,6 +452,7 @@ def generate_conv(plan: Plan, config: Config, tag: str = "") -> StageCode:
                           for d in sp)
     ts_args = "".join(f" TS_{d}={stride[d] // math.gcd(stride[d], dilation[d])}," for d in sp) if phased else ""
     entry = f"fused_conv{tag}"
+    gemm_name = f"_conv_gemm_kernel{tag}" if c.gather == "flat" else f"_conv_taps_kernel{tag}"
     l = [f"def {entry}({', '.join(names + scalars)}):",
          f"    x, w = {x_name}, {w_name}",
          f"    groups = {conv.attr('groups')}",
@@ -337,23 +493,52 @@ def generate_conv(plan: Plan, config: Config, tag: str = "") -> StageCode:
           f"    tf32 = _conv_tf32(x, cin_g, {c.precision!r})",
           f"    round_in_kernel = {'tf32' if c.precision == 'auto' else 'False'}  # trunc: the tensor cores' own conversion",
           "    _gemm_x, _gemm_w = x, w  # the GEMM's operands; the epilogue reads the tensors themselves",
-          "    if round_in_kernel and x.is_contiguous() and w.is_contiguous():",
-          "        # rounded once before the GEMM: rounding inside its K loop kept the loads from feeding",
-          "        # the tensor cores directly (3.5x slower on the H200)",
-          "        _gemm_x, _gemm_w = _tf32_rounded(x), _tf32_rounded(w)",
-          "        round_in_kernel = False",
+          *(_FLAT_OPERANDS if c.gather == "flat" else _taps_operands(c.gather, transposed)),
           *([f"    qm = tuple(triton.cdiv(o, st) for o, st in zip(spatial, {stride}))",
              "    m = batch * _prod(qm)",
              f"    grid = (triton.cdiv(m, {c.block_m}) * triton.cdiv(cout_g, {c.block_n}), groups, {math.prod(stride)})"]
             if phased else ["    m = batch * _prod(spatial)",
                             f"    grid = (triton.cdiv(m, {c.block_m}) * triton.cdiv(cout_g, {c.block_n}), groups)"]),
-          f"    _conv_gemm_kernel{tag}[grid](",
+          f"    {gemm_name}[grid](",
           f"        _gemm_x, _gemm_w, {epi_args}out, {sargs}cin_g, cout_g, m, kg, *geo, {epi_s}*out.stride(),{' *qm,' if phased else ''}",
           f"        {geom_args},{ts_args} TRANSPOSED={transposed}, TF32=tf32, ROUND=round_in_kernel, FP32=x.dtype == torch.float32, IDX64=idx64,",
+          *([] if c.gather == "flat" else [f"        EVEN_K=cin_g % {c.block_k} == 0,"]),
           f"        BLOCK_M={c.block_m}, BLOCK_N={c.block_n}, BLOCK_K={c.block_k}, num_warps={c.num_warps},",
           f"        num_stages={c.num_stages},",
           "    )",
           "    return out"]
     launcher = "\n".join(l) + "\n"
-    return StageCode(kernels=(gemm_kernel, direct_kernel), launcher=launcher, entry=entry,
-                     helpers=(SPAN_HELPER, TF32_ROUND, TF32_HELPER))
+    if c.gather == "flat":
+        return StageCode(kernels=(gemm_kernel, direct_kernel), launcher=launcher, entry=entry,
+                         helpers=(SPAN_HELPER, TF32_ROUND, TF32_HELPER))
+    return StageCode(kernels=(taps_kernel, direct_kernel), launcher=launcher, entry=entry,
+                     helpers=(SPAN_HELPER, TF32_ROUND, TF32_HELPER, TAPS_HELPER))
+
+
+# The GEMM's operands, flat K loop: rounded to TF32 once before the GEMM where the kernel would
+# round them (contiguous operands)
+_FLAT_OPERANDS = [
+    "    if round_in_kernel and x.is_contiguous() and w.is_contiguous():",
+    "        # rounded once before the GEMM: rounding inside its K loop kept the loads from feeding",
+    "        # the tensor cores directly (3.5x slower on the H200)",
+    "        _gemm_x, _gemm_w = _tf32_rounded(x), _tf32_rounded(w)",
+    "        round_in_kernel = False",
+]
+
+
+def _taps_operands(gather: str, transposed: bool) -> list[str]:
+    """The tap-major GEMM's operands: the weight rearranged by taps (rounded on the way), the input
+    rounded as for the flat loop ("taps") or copied channels-last in the same pass ("nhwc")."""
+    lines = [f"    _gemm_w = _conv_weight_taps(w, groups, cin_g, cout_g, {transposed}, round_in_kernel)"]
+    if gather == "nhwc":
+        lines += ["    if x.dim() > 3 and x.is_contiguous(memory_format=_CHANNELS_LAST[x.dim()]):",
+                  "        _gemm_x = _tf32_rounded(x) if round_in_kernel else x  # channels-last already",
+                  "        round_in_kernel = False",
+                  "    else:",
+                  "        _cl = _conv_channels_last(x, round_in_kernel)",
+                  "        if _cl is not None:",
+                  "            _gemm_x, round_in_kernel = _cl, False"]
+    else:
+        lines += ["    if round_in_kernel and x.is_contiguous():",
+                  "        _gemm_x, round_in_kernel = _tf32_rounded(x), False"]
+    return lines + ["    geo = [*x.shape[2:], *spatial, *_gemm_x.stride(), *w.stride()]  # the copy's strides"]
