@@ -41,9 +41,15 @@ import math
 from ._config import Config
 from ._emit import TF32_ROUND, Emitter, StageCode, load_other, out_dtype_expr, scalar_sources, wrap_params
 from ._gen_elementwise import SPAN_HELPER
+from ._gen_matmul import TILES_HELPER, autotune_lines
 from ._ir import Node, Plan
 
 __all__ = ["generate_conv", "AnchorEpilogue"]
+
+# The tap-major kernel's (BLOCK_M, BLOCK_N, num_warps, num_stages) Triton's autotuner times per shape
+# after the configuration's own (BLOCK_K stays the configuration's); tiles wider than the group's
+# output channels are left out (_gemm_tiles)
+CONV_TILES = ((128, 128, 8, 3), (128, 64, 4, 3), (64, 128, 4, 3), (64, 64, 4, 3), (128, 32, 4, 3), (256, 64, 8, 3))
 
 
 class AnchorEpilogue(Emitter):
@@ -323,7 +329,8 @@ def generate_conv(plan: Plan, config: Config, tag: str = "") -> StageCode:
     gemm_kernel = "\n".join(k) + "\n"
 
     # ---- tap-major implicit GEMM (gather "taps"/"nhwc"): a tap at a time, the tile's channels inner
-    tk = ["@triton.jit", f"def _conv_taps_kernel{tag}(", *wrap_params(params), *wrap_params(geom),
+    tk = [*autotune_lines(config, CONV_TILES, ["M", "COUT_G", "CIN_G", "KG"]), "@triton.jit",
+          f"def _conv_taps_kernel{tag}(", *wrap_params(params), *wrap_params(geom),
           "    TRANSPOSED: tl.constexpr, TF32: tl.constexpr, ROUND: tl.constexpr, FP32: tl.constexpr,",
           "    IDX64: tl.constexpr, EVEN_K: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,",
           "    BLOCK_K: tl.constexpr,",
@@ -453,6 +460,7 @@ def generate_conv(plan: Plan, config: Config, tag: str = "") -> StageCode:
     ts_args = "".join(f" TS_{d}={stride[d] // math.gcd(stride[d], dilation[d])}," for d in sp) if phased else ""
     entry = f"fused_conv{tag}"
     gemm_name = f"_conv_gemm_kernel{tag}" if c.gather == "flat" else f"_conv_taps_kernel{tag}"
+    phases = f", {math.prod(stride)}" if phased else ""
     l = [f"def {entry}({', '.join(names + scalars)}):",
          f"    x, w = {x_name}, {w_name}",
          f"    groups = {conv.attr('groups')}",
@@ -494,17 +502,18 @@ def generate_conv(plan: Plan, config: Config, tag: str = "") -> StageCode:
           f"    round_in_kernel = {'tf32' if c.precision == 'auto' else 'False'}  # trunc: the tensor cores' own conversion",
           "    _gemm_x, _gemm_w = x, w  # the GEMM's operands; the epilogue reads the tensors themselves",
           *(_FLAT_OPERANDS if c.gather == "flat" else _taps_operands(c.gather, transposed)),
-          *([f"    qm = tuple(triton.cdiv(o, st) for o, st in zip(spatial, {stride}))",
-             "    m = batch * _prod(qm)",
-             f"    grid = (triton.cdiv(m, {c.block_m}) * triton.cdiv(cout_g, {c.block_n}), groups, {math.prod(stride)})"]
-            if phased else ["    m = batch * _prod(spatial)",
-                            f"    grid = (triton.cdiv(m, {c.block_m}) * triton.cdiv(cout_g, {c.block_n}), groups)"]),
+          *([f"    qm = tuple(triton.cdiv(o, st) for o, st in zip(spatial, {stride}))", "    m = batch * _prod(qm)"]
+            if phased else ["    m = batch * _prod(spatial)"]),
+          *([f"    grid = (triton.cdiv(m, {c.block_m}) * triton.cdiv(cout_g, {c.block_n}), groups{phases})"]
+            if c.gather == "flat" else
+            ["    # the tile (and so the grid) is the autotuner's",
+             f"    grid = lambda meta: (triton.cdiv(m, meta['BLOCK_M']) * triton.cdiv(cout_g, meta['BLOCK_N']), groups{phases})"]),
           f"    {gemm_name}[grid](",
           f"        _gemm_x, _gemm_w, {epi_args}out, {sargs}cin_g, cout_g, m, kg, *geo, {epi_s}*out.stride(),{' *qm,' if phased else ''}",
           f"        {geom_args},{ts_args} TRANSPOSED={transposed}, TF32=tf32, ROUND=round_in_kernel, FP32=x.dtype == torch.float32, IDX64=idx64,",
-          *([] if c.gather == "flat" else [f"        EVEN_K=cin_g % {c.block_k} == 0,"]),
-          f"        BLOCK_M={c.block_m}, BLOCK_N={c.block_n}, BLOCK_K={c.block_k}, num_warps={c.num_warps},",
-          f"        num_stages={c.num_stages},",
+          *([f"        BLOCK_M={c.block_m}, BLOCK_N={c.block_n}, BLOCK_K={c.block_k}, num_warps={c.num_warps},",
+             f"        num_stages={c.num_stages},"] if c.gather == "flat" else
+            [f"        EVEN_K=cin_g % {c.block_k} == 0, BLOCK_K={c.block_k},"]),
           "    )",
           "    return out"]
     launcher = "\n".join(l) + "\n"
@@ -512,7 +521,7 @@ def generate_conv(plan: Plan, config: Config, tag: str = "") -> StageCode:
         return StageCode(kernels=(gemm_kernel, direct_kernel), launcher=launcher, entry=entry,
                          helpers=(SPAN_HELPER, TF32_ROUND, TF32_HELPER))
     return StageCode(kernels=(taps_kernel, direct_kernel), launcher=launcher, entry=entry,
-                     helpers=(SPAN_HELPER, TF32_ROUND, TF32_HELPER, TAPS_HELPER))
+                     helpers=(SPAN_HELPER, TF32_ROUND, TF32_HELPER, TAPS_HELPER, TILES_HELPER))
 
 
 # The GEMM's operands, flat K loop: rounded to TF32 once before the GEMM where the kernel would

@@ -17,13 +17,14 @@ for the whole product (benchmarks/results/matmul-3xtf32-accumulation-h200.json).
 
 from __future__ import annotations
 
+import json
+
 from ._config import SPLIT_IN_REGISTERS_K, Config
 from ._emit import TF32_ROUND, Emitter, StageCode, load_other, out_dtype_expr, scalar_sources, wrap_params
 from ._gen_elementwise import SPAN_HELPER
 from ._ir import Node, Plan
 
 __all__ = ["generate_matmul", "EpilogueEmitter"]
-
 
 
 class EpilogueEmitter(Emitter):
@@ -62,14 +63,17 @@ class EpilogueEmitter(Emitter):
 # 32768 x 32 x 32768 product spent 2.8 ms on 128 x 128 tiles, three times its output's write.
 MAIN_TILES = ((128, 128, 8, 3), (128, 64, 4, 4), (64, 128, 4, 4), (64, 64, 4, 3))
 
-TILES_HELPER = '''def _matmul_tiles(configs, named_args, **kwargs):
+TILES_HELPER = '''def _gemm_tiles(configs, named_args, **kwargs):
     """The main kernel's tiles the autotuner times: the configuration's own alone on the CPU (Triton's
-    interpreter), else each with its pipeline stages trimmed to the GPU's shared memory."""
+    interpreter), else each with its pipeline stages trimmed to the GPU's shared memory (a
+    convolution's: those no wider than twice its group's output channels, and the configuration's)."""
     device = next((v.device for v in named_args.values() if getattr(v, "is_cuda", False)), None)
     if device is None:
         return configs[:1]
     room = getattr(torch.cuda.get_device_properties(device), "shared_memory_per_block_optin", 101376)
     parts = 2 if "TERMS" in kwargs or kwargs.get("SPLIT3") else 1  # 3xTF32: high and low parts
+    if "COUT_G" in named_args:
+        configs = [c for k, c in enumerate(configs) if k == 0 or c.kwargs["BLOCK_N"] < 2 * max(16, named_args["COUT_G"])]
     out = []
     for c in configs:
         stage = (c.kwargs["BLOCK_M"] + c.kwargs["BLOCK_N"]) * kwargs["BLOCK_K"] * 4 * parts
@@ -79,15 +83,18 @@ TILES_HELPER = '''def _matmul_tiles(configs, named_args, **kwargs):
 '''
 
 
-def _autotune_lines(config: Config) -> list[str]:
-    tiles = [(config.block_m, config.block_n, config.num_warps, config.num_stages), *MAIN_TILES]
-    listed = ", ".join(f'triton.Config({{"BLOCK_M": {bm}, "BLOCK_N": {bn}, "GROUP_M": {config.group_m}}}, '
+def autotune_lines(config: Config, tiles=MAIN_TILES, key=("M", "N", "k_tiles")) -> list[str]:
+    """A GEMM kernel's autotune decorator: the configuration's (BLOCK_M, BLOCK_N, num_warps,
+    num_stages) first, then ``tiles``; ``key``, the arguments a choice is remembered by."""
+    tiles = [(config.block_m, config.block_n, config.num_warps, config.num_stages), *tiles]
+    group = f', "GROUP_M": {config.group_m}' if config.family == "matmul" else ""
+    listed = ", ".join(f'triton.Config({{"BLOCK_M": {bm}, "BLOCK_N": {bn}{group}}}, '
                        f'num_warps={w}, num_stages={st})' for bm, bn, w, st in dict.fromkeys(tiles))
     return ["@triton.autotune(",
             f"    configs=[{listed}],",
-            '    key=["M", "N", "k_tiles"],',
+            f"    key={json.dumps(list(key))},",
             '    prune_configs_by={"early_config_prune": lambda configs, named_args, **kwargs: '
-            '_matmul_tiles(configs, named_args, **kwargs)},',
+            '_gemm_tiles(configs, named_args, **kwargs)},',
             ")"]
 
 
@@ -287,7 +294,7 @@ def generate_matmul(plan: Plan, config: Config, tag: str = "") -> StageCode:
                   + ["M", "N", k_param, "k_tiles"] + strides + epi_strides + iota_params)
         consts = ["    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,", modes]
         mainloop = (_TILE + loop).rstrip("\n")
-        k = [*_autotune_lines(config), "@triton.jit", f"def _matmul_kernel{suffix}{tag}(", *wrap_params(params),
+        k = [*autotune_lines(config), "@triton.jit", f"def _matmul_kernel{suffix}{tag}(", *wrap_params(params),
              *consts, "):", mainloop, *lin]
         if em.lines:
             k.append("    # fused epilogue, in fp32 registers")
