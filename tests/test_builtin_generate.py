@@ -79,3 +79,19 @@ def test_forward_drops_each_buffer_after_its_last_reader():
         "buf3 = fused_rows_s3(buf2, buf0)",
         "del buf0, buf2",
     ]
+
+
+def test_inner_grid_pointwise_kernels_are_correct():
+    """The elementwise kernel with a program per (outer index, innermost block): broadcast operands
+    over 2-4 dims, a last block cut short, an innermost dim shorter than a block (the flat grid
+    then) and a flat chain (no broadcast: the flat path)."""
+    from evokernel.builtin import Config, analyze, generate
+
+    config = {"family": "elementwise", "block_n": 16, "num_warps": 2, "inner_grid": True}
+    assert "INNER: tl.constexpr" in generate(analyze(str(TASKS / "ew_channel_affine.py")), Config.from_dict(config))
+    jobs = [{"task": str(TASKS / "ew_channel_affine.py"), "config": config},  # inner 35: blocks of 16, 16, 3
+            {"task": str(TASKS / "ew_channel_affine.py"), "config": config, "input_shapes": [[3, 3, 2, 5]]},
+            {"task": str(TASKS / "ew_bias_gelu.py"), "config": config, "input_shapes": [[2, 3, 37]]},
+            {"task": str(TASKS / "ew_unary_chain.py"), "config": config}]
+    for job, result in zip(jobs, check_in_subprocess(jobs), strict=True):
+        assert result.ok, (job, result.message)

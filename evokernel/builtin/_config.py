@@ -2,7 +2,9 @@
 
 One frozen dataclass serves every family; each family reads only its fields:
 
-- elementwise: ``block_n`` (elements per program), ``num_warps``.
+- elementwise: ``block_n`` (elements per program), ``num_warps``, ``inner_grid`` (a program per
+  outer index and block of the innermost dim, where operands broadcast: no lane unravels its
+  index, each operand's outer offset is one scalar; else a program per flat block).
 - rows: ``one_pass`` (whole row in registers when it fits, else a chunked
   multi-pass loop), ``block_m`` (rows per program; inner positions for a
   reduction over leading dims), ``block_n`` (chunk width of the multi-pass and
@@ -89,6 +91,7 @@ class Config:
     precision: str = "auto"
     split_n: int = 1
     gather: str = "flat"
+    inner_grid: bool = False
 
     def __post_init__(self):
         configurable(self.family)  # ValueError for a family that is unknown or takes no configuration
@@ -199,8 +202,8 @@ def configurable(name: str) -> Family:
 
 
 def elementwise_space(plan: Plan) -> list[Config]:
-    return [Config("elementwise", block_n=bn, num_warps=w)
-            for bn in (256, 512, 1024, 2048, 4096) for w in (2, 4, 8)]
+    return [Config("elementwise", block_n=bn, num_warps=w, inner_grid=ig)
+            for ig in (False, True) for bn in (256, 512, 1024, 2048, 4096) for w in (2, 4, 8)]
 
 
 def rows_space(plan: Plan) -> list[Config]:

@@ -31,7 +31,7 @@ def _generate_host(plan: Plan, config: Config | None, tag: str) -> StageCode:
     return generate_host(plan, tag)  # library calls and host-side ops: nothing to configure
 
 
-ELEMENTWISE = Family("elementwise", generate_elementwise, ("block_n", "num_warps"), elementwise_space,
+ELEMENTWISE = Family("elementwise", generate_elementwise, ("block_n", "num_warps", "inner_grid"), elementwise_space,
                      elementwise_default)
 ROWS = Family("rows", generate_rows, ("one_pass", "block_m", "block_n", "num_warps"), rows_space, rows_default,
               rows_pattern, rows_work)

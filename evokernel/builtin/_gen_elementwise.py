@@ -117,15 +117,39 @@ def generate_elementwise(plan: Plan, config: Config, tag: str = "") -> StageCode
     k.append("@triton.jit")
     k.append(f"def {kernel_name}(")
     k.extend(wrap_params(params))
+    inner = config.inner_grid and rank > 1
     k.append("    IS_FLAT: tl.constexpr, IDX64: tl.constexpr, BLOCK_SIZE: tl.constexpr,")
     k.append("):")
-    k.append("    if IDX64:")
-    k.append("        start = tl.program_id(0).to(tl.int64) * BLOCK_SIZE")
-    k.append("    else:")
-    k.append("        start = tl.program_id(0) * BLOCK_SIZE")
-    k.append("    offs = start + tl.arange(0, BLOCK_SIZE)")
-    k.append("    mask = offs < n_elements")
-    k.append("    if IS_FLAT:")
+    ind = "    "
+    if inner:
+        last = rank - 1
+        k += ["    if INNER:",
+              "        # a program per (outer index, block of the innermost dim): each operand's outer offset",
+              "        # is one scalar, and no lane divides",
+              "        row = tl.program_id(0)",
+              "        if IDX64:",
+              "            row = row.to(tl.int64)",
+              "        col = tl.program_id(1) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)",
+              f"        mask = col < size_{last}",
+              f"        offs = row * size_{last} + col",
+              "        rem = row"]
+        for d in range(last - 1, 0, -1):
+            k += [f"        idx_{d} = rem % size_{d}", f"        rem = rem // size_{d}"]
+        k.append("        idx_0 = rem")
+        for n in names:
+            terms = " + ".join([f"idx_{d} * stride_{n}_{d}" for d in range(last)] + [f"col * stride_{n}_{last}"])
+            k.append(f"        {n}_offs = {terms}")
+        k.append("    else:")
+        ind = "        "
+    body_lines = ["if IDX64:",
+                  "    start = tl.program_id(0).to(tl.int64) * BLOCK_SIZE",
+                  "else:",
+                  "    start = tl.program_id(0) * BLOCK_SIZE",
+                  "offs = start + tl.arange(0, BLOCK_SIZE)",
+                  "mask = offs < n_elements",
+                  "if IS_FLAT:"]
+    flat_at = len(k)
+    k += [ind + line for line in body_lines]
     k.append("        # every operand walks the output's memory order contiguously")
     for n in names:
         k.append(f"        {n}_offs = offs")
@@ -143,6 +167,10 @@ def generate_elementwise(plan: Plan, config: Config, tag: str = "") -> StageCode
         k.append(f"        {n}_offs = {terms}")
     if not names:
         k.append("        pass")
+    if inner:  # the flat-block path, one level in under INNER's else
+        k[flat_at + len(body_lines):] = ["    " + line for line in k[flat_at + len(body_lines):]]
+        k.insert(k.index("    IS_FLAT: tl.constexpr, IDX64: tl.constexpr, BLOCK_SIZE: tl.constexpr,"),
+                 "    INNER: tl.constexpr,")
     k.extend(body.lines)
     k.append(f"    tl.store(out_ptr + offs, {result}.to(out_ptr.dtype.element_ty), mask=mask)")
     kernel = "\n".join(k) + "\n"
@@ -169,13 +197,22 @@ def generate_elementwise(plan: Plan, config: Config, tag: str = "") -> StageCode
     l.append("    sizes = [1] * pad + sizes")
     for j, n in enumerate(names):
         l.append(f"    {n}_strides = [0] * pad + strides[{j}]")
-    l.append(f"    grid = (triton.cdiv(n_elements, {config.block_n}),)")
+    if inner:
+        l.append(f"    inner = sizes[-1] if not is_flat and sizes[-1] >= {config.block_n} else 0")
+        l.append("    if inner and triton.cdiv(inner, %d) <= 65535:  # the grid's second dim" % config.block_n)
+        l.append(f"        grid = (n_elements // inner, triton.cdiv(inner, {config.block_n}))")
+        l.append("    else:")
+        l.append("        inner = 0")
+        l.append(f"        grid = (triton.cdiv(n_elements, {config.block_n}),)")
+    else:
+        l.append(f"    grid = (triton.cdiv(n_elements, {config.block_n}),)")
     stride_args = " + ".join(f"{n}_strides" for n in names)
     extra = "".join(f"{a}, " for a in iota_args(iotas, "shape"))
     l.append(f"    {kernel_name}[grid](")
     l.append(f"        {', '.join(names)}, out, {''.join(s + ', ' for s in scalars)}n_elements,")
     l.append(f"        *sizes[1:], *({stride_args}), {extra}")
-    l.append(f"        IS_FLAT=is_flat, IDX64=_needs_i64(out, {', '.join(names)}), BLOCK_SIZE={config.block_n},")
+    l.append(f"        {'INNER=inner > 0, ' if inner else ''}IS_FLAT=is_flat, IDX64=_needs_i64(out, {', '.join(names)}), "
+             f"BLOCK_SIZE={config.block_n},")
     l.append(f"        num_warps={config.num_warps},")
     l.append("    )")
     l.append("    return out")
