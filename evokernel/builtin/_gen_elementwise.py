@@ -111,14 +111,16 @@ def generate_elementwise(plan: Plan, config: Config, tag: str = "") -> StageCode
 
     sizes = [f"size_{d}" for d in range(1, rank)]
     strides = [f"stride_{n}_{d}" for n in names for d in range(rank)]
-    params = [f"{n}_ptr" for n in names] + ["out_ptr"] + scalars + ["n_elements"] + sizes + strides + iota_params
+    out_strides = [f"stride_out_{d}" for d in range(rank)]
+    params = ([f"{n}_ptr" for n in names] + ["out_ptr"] + scalars + ["n_elements"] + sizes + strides + out_strides
+              + iota_params)
     kernel_name = f"_fused_pointwise_kernel{tag}"
     k = []
     k.append("@triton.jit")
     k.append(f"def {kernel_name}(")
     k.extend(wrap_params(params))
     inner = config.inner_grid and rank > 1
-    k.append("    IS_FLAT: tl.constexpr, IDX64: tl.constexpr, BLOCK_SIZE: tl.constexpr,")
+    k.append("    IS_FLAT: tl.constexpr, OUT_STRIDED: tl.constexpr, IDX64: tl.constexpr, BLOCK_SIZE: tl.constexpr,")
     k.append("):")
     ind = "    "
     if inner:
@@ -136,7 +138,7 @@ def generate_elementwise(plan: Plan, config: Config, tag: str = "") -> StageCode
         for d in range(last - 1, 0, -1):
             k += [f"        idx_{d} = rem % size_{d}", f"        rem = rem // size_{d}"]
         k.append("        idx_0 = rem")
-        for n in names:
+        for n in [*names, "out"]:
             terms = " + ".join([f"idx_{d} * stride_{n}_{d}" for d in range(last)] + [f"col * stride_{n}_{last}"])
             k.append(f"        {n}_offs = {terms}")
         k.append("    else:")
@@ -153,8 +155,7 @@ def generate_elementwise(plan: Plan, config: Config, tag: str = "") -> StageCode
     k.append("        # every operand walks the output's memory order contiguously")
     for n in names:
         k.append(f"        {n}_offs = offs")
-    if not names:
-        k.append("        pass")
+    k.append("        out_offs = offs")
     k.append("    else:")
     k.append("        # unravel the output index; broadcast operands have stride 0 there")
     k.append("        rem = offs")
@@ -165,37 +166,50 @@ def generate_elementwise(plan: Plan, config: Config, tag: str = "") -> StageCode
     for n in names:
         terms = " + ".join(f"idx_{d} * stride_{n}_{d}" for d in range(rank))
         k.append(f"        {n}_offs = {terms}")
-    if not names:
-        k.append("        pass")
+    k.append("        if OUT_STRIDED:  # a slice of a larger tensor (a cat's part, written in place)")
+    k.append("            out_offs = " + " + ".join(f"idx_{d} * stride_out_{d}" for d in range(rank)))
+    k.append("        else:")
+    k.append("            out_offs = offs")
     if inner:  # the flat-block path, one level in under INNER's else
         k[flat_at + len(body_lines):] = ["    " + line for line in k[flat_at + len(body_lines):]]
-        k.insert(k.index("    IS_FLAT: tl.constexpr, IDX64: tl.constexpr, BLOCK_SIZE: tl.constexpr,"),
+        k.insert(k.index("    IS_FLAT: tl.constexpr, OUT_STRIDED: tl.constexpr, IDX64: tl.constexpr, BLOCK_SIZE: tl.constexpr,"),
                  "    INNER: tl.constexpr,")
     k.extend(body.lines)
-    k.append(f"    tl.store(out_ptr + offs, {result}.to(out_ptr.dtype.element_ty), mask=mask)")
+    k.append(f"    tl.store(out_ptr + out_offs, {result}.to(out_ptr.dtype.element_ty), mask=mask)")
     kernel = "\n".join(k) + "\n"
 
     entry = f"fused_pointwise{tag}"
     launch_args = names + scalars
-    l = []
-    l.append(f"def {entry}({', '.join(launch_args)}):")
     shapes = ", ".join(f"{n}.shape" for n in names)
-    l.append(f"    shape = _broadcast_shapes({shapes})")
-    # an index value counts in the plain order of the output's elements: its layout stays plain
-    l.append(f"    order = {'None' if iotas else '_dense_order(shape, ' + ', '.join(names) + ')'}")
-    l.append(f"    out = _empty_in(shape, order, {out_dtype_expr(plan)}, {names[0]}.device)")
-    l.append("    n_elements = out.numel()")
-    l.append("    if n_elements == 0:")
-    l.append("        return out")
-    strides = ", ".join(f"_in_order({n}.expand(shape).stride(), order)" for n in names)
+    l = [f"def {entry}_out({', '.join(launch_args)}):",
+         '    """The result\'s (shape, dims in memory order or None, dtype, device)."""',
+         f"    shape = _broadcast_shapes({shapes})",
+         # an index value counts in the plain order of the output's elements: its layout stays plain
+         f"    order = {'None' if iotas else '_dense_order(shape, ' + ', '.join(names) + ')'}",
+         f"    return shape, order, {out_dtype_expr(plan)}, {names[0]}.device",
+         "",
+         "",
+         f"def {entry}({', '.join(launch_args)}, out=None):",
+         "    # out: where to write (a part of a cat, say); by default a new tensor",
+         f"    shape, order, dtype, device = {entry}_out({', '.join(launch_args)})",
+         "    if out is None:",
+         "        out = _empty_in(shape, order, dtype, device)",
+         "    elif tuple(out.shape) != tuple(shape):",
+         "        raise ValueError(f'out has shape {tuple(out.shape)}, the result {tuple(shape)}')",
+         "    n_elements = out.numel()",
+         "    if n_elements == 0:",
+         "        return out"]
+    strides = ", ".join([f"_in_order({n}.expand(shape).stride(), order)" for n in names]
+                        + ["_in_order(out.stride(), order)"])
     l.append(f"    sizes, strides = _coalesce(_in_order(shape, order), [{strides}])")
     l.append(f"    if len(sizes) > {rank}:")
     l.append(f"        raise ValueError('this kernel indexes at most {rank} non-mergeable dims')")
     # every operand walks the output's memory order contiguously: the kernel indexes all by offs
     l.append("    is_flat = len(sizes) == 1 and all(s == [1] for s in strides)")
+    l.append("    out_strided = strides[-1] != [_prod(sizes[d + 1:]) for d in range(len(sizes))]")
     l.append(f"    pad = {rank} - len(sizes)")
     l.append("    sizes = [1] * pad + sizes")
-    for j, n in enumerate(names):
+    for j, n in enumerate([*names, "out"]):
         l.append(f"    {n}_strides = [0] * pad + strides[{j}]")
     if inner:
         l.append(f"    inner = sizes[-1] if not is_flat and sizes[-1] >= {config.block_n} else 0")
@@ -206,12 +220,13 @@ def generate_elementwise(plan: Plan, config: Config, tag: str = "") -> StageCode
         l.append(f"        grid = (triton.cdiv(n_elements, {config.block_n}),)")
     else:
         l.append(f"    grid = (triton.cdiv(n_elements, {config.block_n}),)")
-    stride_args = " + ".join(f"{n}_strides" for n in names)
+    stride_args = " + ".join(f"{n}_strides" for n in [*names, "out"])
     extra = "".join(f"{a}, " for a in iota_args(iotas, "shape"))
     l.append(f"    {kernel_name}[grid](")
     l.append(f"        {', '.join(names)}, out, {''.join(s + ', ' for s in scalars)}n_elements,")
     l.append(f"        *sizes[1:], *({stride_args}), {extra}")
-    l.append(f"        {'INNER=inner > 0, ' if inner else ''}IS_FLAT=is_flat, IDX64=_needs_i64(out, {', '.join(names)}), "
+    l.append(f"        {'INNER=inner > 0, ' if inner else ''}IS_FLAT=is_flat, OUT_STRIDED=out_strided, "
+             f"IDX64=_needs_i64(out, {', '.join(names)}), "
              f"BLOCK_SIZE={config.block_n},")
     l.append(f"        num_warps={config.num_warps},")
     l.append("    )")

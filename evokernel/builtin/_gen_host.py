@@ -10,7 +10,31 @@ from ._gen_gather import generate_gather
 from ._gen_random import generate_random
 from ._ir import Plan
 
-__all__ = ["generate_host"]
+__all__ = ["generate_host", "CAT_SLOTS"]
+
+# A cat whose pointwise parts write into it (_generate._cat_in_place): its tensor and the slice of
+# each part, from each part's (shape, dims in memory order, dtype, device); laid out as the first
+# part, its dtype torch.cat's promotion of the parts'
+CAT_SLOTS = '''def _tensor_out(t):
+    return tuple(t.shape), _dense_order(tuple(t.shape), t), t.dtype, t.device
+
+
+def _cat_slots(dim, parts):
+    shape, order, dtype, device = parts[0]
+    dim = dim % len(shape)
+    for other in parts[1:]:
+        if len(other[0]) != len(shape) or any(a != b for d, (a, b) in enumerate(zip(other[0], shape)) if d != dim):
+            raise RuntimeError(f"torch.cat: sizes of tensors must match except in dimension {dim}")
+        dtype = torch.promote_types(dtype, other[2])
+    full = list(shape)
+    full[dim] = sum(part[0][dim] for part in parts)
+    out = _empty_in(tuple(full), order, dtype, device)
+    slots, at = [], 0
+    for part in parts:
+        slots.append(out.narrow(dim, at, part[0][dim]))
+        at += part[0][dim]
+    return out, slots
+'''
 
 
 def generate_host(plan: Plan, tag: str) -> StageCode:
@@ -22,9 +46,11 @@ def generate_host(plan: Plan, tag: str) -> StageCode:
     names = [leaf.name for leaf in plan.leaves]
     operand = {leaf.name: leaf.name for leaf in plan.leaves}
     args = [operand[a.value] for a in node.args]
+    helpers: tuple[str, ...] = ()
     if node.op == "cat":
         entry = f"fused_cat{tag}"
         body = f"    return torch.cat(({', '.join(args)},), dim={node.attr('dim')})"
+        helpers = (CAT_SLOTS,)
     elif node.op == "libmm":
         entry = f"fused_library_matmul{tag}"
         body = f"    return torch.matmul({args[0]}, {args[1]})"
@@ -50,5 +76,5 @@ def generate_host(plan: Plan, tag: str) -> StageCode:
         raise ValueError(f"no host stage for {node.op}")
     # torch runs this stage: a launch plan records it as a call (evokernel/builtin/_launch_plan.py)
     launcher = f"@_host_step\ndef {entry}({', '.join(names)}):\n{body}\n"
-    return StageCode(kernels=(), launcher=launcher, entry=entry)
+    return StageCode(kernels=(), launcher=launcher, entry=entry, helpers=helpers)
 

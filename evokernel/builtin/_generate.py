@@ -34,24 +34,76 @@ def generate(plan: Plan, config: Config | None = None) -> str:
         return assemble(plan, config.text(), [stage_code(plan, config)])
     if config.family != plan.main_stage.family:
         raise ValueError(f"config is for the {config.family} family, the main stage is {plan.main_stage.family}")
-    codes, calls = [], []
-    last = len(plan.stages) - 1
-    reads = [", ".join(stage_args(stage)) for stage in plan.stages]
-    # the last stage that names each buffer in its arguments (whole names: buf1 is not buf12)
-    buffers = [s.buffer for s in plan.stages[:last]]
+    stages = plan.stages
+    codes = [stage_code(stage, config if k == plan.main else None, f"_s{k}") for k, stage in enumerate(stages)]
+    reads = [", ".join(stage_args(stage)) for stage in stages]
+    last = len(stages) - 1
+    buffers = [s.buffer for s in stages[:last]]
     known = set(buffers)
-    last_reader = {name: k for k, args in enumerate(reads) for name in set(re.findall(r"\w+", args)) & known}
-    for k, stage in enumerate(plan.stages):
-        code = stage_code(stage, config if k == plan.main else None, f"_s{k}")
-        codes.append(code)
-        call = f"{code.entry}({reads[k]})"
-        calls.append(call if k == last else f"{stage.buffer} = {call}")
+    readers = {name: [k for k, args in enumerate(reads) for word in re.findall(r"\w+", args) if word == name]
+               for name in known}
+    parts = _cat_parts(stages, readers)
+    # a part written in place is launched by its cat (its only reader), where every part's operands
+    # exist: the cat's tensor is made first and each part written into its slice
+    order = [k for k in range(len(stages)) if k not in parts]
+    position = {k: i for i, k in enumerate(order)}
+    position.update({k: position[c] for k, c in parts.items()})
+    # the last stage (in launch order) that names each buffer in its arguments (whole names: buf1 is not buf12)
+    written = {stages[k].buffer for k in parts}  # never a variable of forward: no del
+    last_reader = {name: max(position[k] for k in ks) for name, ks in readers.items() if ks and name not in written}
+    calls = []
+    for i, k in enumerate(order):
+        stage, code = stages[k], codes[k]
+        own = [j for j in sorted(parts) if parts[j] == k]
+        if own:
+            calls += _cat_in_place(stage, k, [(j, codes[j], reads[j]) for j in own])
+            if k == last:
+                calls.append(stage.buffer)
+        else:
+            call = f"{code.entry}({reads[k]})"
+            calls.append(call if k == last else f"{stage.buffer} = {call}")
         if k < last:
             # A buffer no later stage reads is dropped here, as eager drops its temporaries: forward as
             # written (its first calls) then peaks near eager's memory, not at the sum of its buffers.
-            done = [name for name in buffers if last_reader.get(name) == k]
+            done = [name for name in buffers if last_reader.get(name) == i]
             if done:
                 calls.append(f"del {', '.join(done)}")
-    text = f"pipeline of {len(plan.stages)} stages ({', '.join(s.family for s in plan.stages)}); " \
+    text = f"pipeline of {len(stages)} stages ({', '.join(s.family for s in stages)}); " \
            f"stage {plan.main}: {config.text()}"
     return assemble(plan, text, codes, calls)
+
+
+def _cat_parts(stages: list[Plan], readers: dict[str, list[int]]) -> dict[int, int]:
+    """{stage: its cat stage} for the pointwise stages whose result only a cat reads, once: they
+    write into the cat's tensor (no copy), the cat's other parts are copied into it."""
+    parts = {}
+    for c, stage in enumerate(stages):
+        if stage.family != "host" or stage.node(stage.anchor_id).op != "cat":
+            continue
+        for leaf in stage.leaves:
+            k = next((j for j, s in enumerate(stages[:c]) if s.buffer == leaf.source), None)
+            if k is not None and stages[k].family == "elementwise" and readers.get(leaf.source) == [c]:
+                parts[k] = c
+    return parts
+
+
+def _cat_in_place(cat: Plan, k: int, parts: list[tuple[int, StageCode, str]]) -> list[str]:
+    """forward's lines for cat stage ``k`` whose ``parts`` (stage, code, arguments) write into it:
+    the cat's tensor and its slices made first, each part launched into its slice, every other
+    operand copied into its own."""
+    node = cat.node(cat.anchor_id)
+    by_buffer = {f"buf{j}": (code, args) for j, code, args in parts}
+    names = {leaf.name: leaf.source for leaf in cat.leaves}
+    ordered = [names[a.value] for a in node.args]  # the cat's operands in its own order
+    specs = [f"{by_buffer[o][0].entry}_out({by_buffer[o][1]})" if o in by_buffer else f"_tensor_out({o})"
+             for o in ordered]
+    slots = f"_slots{k}"
+    lines = [f"{cat.buffer}, {slots} = _cat_slots({node.attr('dim')}, [{', '.join(specs)}])"]
+    for i, o in enumerate(ordered):
+        if o in by_buffer:
+            code, args = by_buffer[o]
+            lines.append(f"{code.entry}({args}, out={slots}[{i}])")
+        else:
+            lines.append(f"_copy_({slots}[{i}], {o})")
+    lines.append(f"del {slots}")
+    return lines
