@@ -31,7 +31,14 @@ NHWC = Case(
     "[torch.randn(2, 3, 8, 8)]",
     init="self.c0 = nn.Conv2d(3, 64, 3, padding=1)\nself.c1 = nn.Conv2d(64, 64, 3, padding=1)\n"
          "self.c2 = nn.Conv2d(64, 64, 1)\nself.c3 = nn.Conv2d(128, 64, 3, padding=1)")
+# a scan written into its part (the strict rules): an exclusive cumsum, and a cat along the middle dim
+# of a 3-d tensor (the scan's rows, its dim and the rest each one strided run of the slice)
+EXCLUSIVE = Case("exclusive_cumsum", "x: return torch.cat([torch.zeros_like(x[:, :1]), torch.cumsum(x[:, :-1], 1)], 1)",
+                 "[torch.randn(3, 37)]")
+MIDDLE = Case("scan_middle", "x: return torch.cat([torch.cumsum(x, 1), torch.sigmoid(x)], 1)",
+              "[torch.randn(2, 5, 7)]")
 CASES = [FIRE, PARTIAL, NHWC]
+STRICT = [EXCLUSIVE, MIDDLE]
 
 
 @pytest.fixture(scope="module")
@@ -63,3 +70,15 @@ def test_strict_rules_keep_the_cat(tmp_path):
     no pointwise stage feeds the cat, which stays torch's."""
     forward = generate(analyze(str(write(FIRE, tmp_path)), "strict")).split("def _launches")[1]
     assert "fused_cat" in forward and "_cat_slots" not in forward
+
+
+@pytest.fixture(scope="module")
+def strict_results(cpu_executor, tmp_path_factory):
+    return run_cases(cpu_executor, STRICT, tmp_path_factory.mktemp("cat_in_place_strict"), rules="strict")
+
+
+@pytest.mark.parametrize("case", STRICT, ids=lambda c: c.name)
+def test_a_scan_is_written_into_its_part(strict_results, tmp_path, case):
+    forward = generate(analyze(str(write(case, tmp_path)), "strict")).split("def _launches")[1]
+    assert re.search(r"fused_scan_s\d+\(.*out=_slots", forward) and "fused_cat" not in forward
+    assert ok(strict_results[case.name]), explain(strict_results[case.name])

@@ -97,14 +97,25 @@ def generate_scan(plan: Plan, config: Config, tag: str = "") -> StageCode:
     entry = f"fused_scan{tag}"
     full_leaves = ", ".join(f"{n}.shape" for n in args)
     c = config
-    l = [f"def {entry}({', '.join(names + scalars)}):",
-         f"    full = _broadcast_shapes({full_leaves})",
+    args_text = ", ".join(names + scalars)
+    l = [f"def {entry}_out({args_text}):",
+         '    """The result\'s (shape, dims in memory order or None, dtype, device)."""',
+         f"    return _broadcast_shapes({full_leaves}), None, {out_dtype_expr(plan)}, {names[0]}.device",
+         "",
+         "",
+         f"def {entry}({args_text}, out=None):",
+         "    # out: where to write (a part of a cat, say; its rows, scanned dim and the rest each one",
+         "    # strided run); by default a new tensor",
+         f"    full, _, dtype, device = {entry}_out({args_text})",
          f"    g0, g1 = {dim} - {rank} + len(full), {dim} - {rank} + len(full) + 1",
          "    outer, n_cols, inner = _prod(full[:g0]), full[g0], _prod(full[g1:])",
-         f"    out = torch.empty(full, dtype={out_dtype_expr(plan)}, device={names[0]}.device)",
+         "    if out is None:",
+         "        out = torch.empty(full, dtype=dtype, device=device)",
+         "    elif tuple(out.shape) != tuple(full) or _view3(out, g0, g1) is None:",
+         "        raise ValueError(f'cannot write a scan of shape {tuple(full)} into {tuple(out.shape)}, {out.stride()}')",
          "    if out.numel() == 0:",
          "        return out",
-         "    out_3d = out.reshape(outer, n_cols, inner)",
+         "    out_3d = _view3(out, g0, g1)",
          "    strided = inner > 1",
          f"    block_m = min(64, triton.next_power_of_2(inner)) if strided else {c.block_m}",
          f"    block_n = 16 if strided else min({c.block_n}, triton.next_power_of_2(n_cols))",
@@ -123,4 +134,23 @@ def generate_scan(plan: Plan, config: Config, tag: str = "") -> StageCode:
           "    )",
           "    return out"]
     launcher = "\n".join(l) + "\n"
-    return StageCode(kernels=(kernel,), launcher=launcher, entry=entry, helpers=(SPAN_HELPER, LAYOUT_HELPER))
+    return StageCode(kernels=(kernel,), launcher=launcher, entry=entry, helpers=(SPAN_HELPER, LAYOUT_HELPER, VIEW3))
+
+
+VIEW3 = '''def _view3(t, g0, g1):
+    """t as (dims before g0, dims g0:g1, dims from g1) without a copy; None where a group of dims is
+    not one strided run."""
+    groups = []
+    for dims in (range(0, g0), range(g0, g1), range(g1, t.dim())):
+        size, stride = 1, 1
+        for d in reversed(dims):
+            if t.shape[d] == 1:
+                continue
+            if size > 1 and t.stride(d) != stride * size:
+                return None
+            if size == 1:
+                stride = t.stride(d)
+            size *= t.shape[d]
+        groups.append((size, stride))
+    return t.as_strided([g[0] for g in groups], [g[1] for g in groups])
+'''

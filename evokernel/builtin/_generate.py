@@ -73,6 +73,11 @@ def generate(plan: Plan, config: Config | None = None) -> str:
     return assemble(plan, text, codes, calls)
 
 
+# the families whose launchers write into a given tensor (out=) and say the shape they would make
+# ({entry}_out): a cat's part from one of them is written into the cat in place
+CAT_PARTS = ("elementwise", "scan")
+
+
 def _cat_parts(stages: list[Plan], readers: dict[str, list[int]]) -> dict[int, int]:
     """{stage: its cat stage} for the pointwise stages whose result only a cat reads, once: they
     write into the cat's tensor (no copy), the cat's other parts are copied into it."""
@@ -80,9 +85,11 @@ def _cat_parts(stages: list[Plan], readers: dict[str, list[int]]) -> dict[int, i
     for c, stage in enumerate(stages):
         if stage.family != "host" or stage.node(stage.anchor_id).op != "cat":
             continue
+        if len({leaf.spec.dtype for leaf in stage.leaves}) > 1:
+            continue  # torch.cat promotes mixed dtypes: left to it
         for leaf in stage.leaves:
             k = next((j for j, s in enumerate(stages[:c]) if s.buffer == leaf.source), None)
-            if k is not None and stages[k].family == "elementwise" and readers.get(leaf.source) == [c]:
+            if k is not None and stages[k].family in CAT_PARTS and readers.get(leaf.source) == [c]:
                 parts[k] = c
     return parts
 
@@ -95,15 +102,18 @@ def _cat_in_place(cat: Plan, k: int, parts: list[tuple[int, StageCode, str]]) ->
     by_buffer = {f"buf{j}": (code, args) for j, code, args in parts}
     names = {leaf.name: leaf.source for leaf in cat.leaves}
     ordered = [names[a.value] for a in node.args]  # the cat's operands in its own order
-    specs = [f"{by_buffer[o][0].entry}_out({by_buffer[o][1]})" if o in by_buffer else f"_tensor_out({o})"
-             for o in ordered]
+    # an operand that is not a part is evaluated once (it may be an expression that computes)
+    copied = {i: f"_cat{k}_{i}" for i, o in enumerate(ordered) if o not in by_buffer}
+    lines = [f"{name} = {ordered[i]}" for i, name in copied.items()]
+    specs = [f"_tensor_out({copied[i]})" if i in copied else f"{by_buffer[o][0].entry}_out({by_buffer[o][1]})"
+             for i, o in enumerate(ordered)]
     slots = f"_slots{k}"
-    lines = [f"{cat.buffer}, {slots} = _cat_slots({node.attr('dim')}, [{', '.join(specs)}])"]
+    lines.append(f"{cat.buffer}, {slots} = _cat_slots({node.attr('dim')}, [{', '.join(specs)}])")
     for i, o in enumerate(ordered):
-        if o in by_buffer:
+        if i in copied:
+            lines.append(f"_copy_({slots}[{i}], {copied[i]})")
+        else:
             code, args = by_buffer[o]
             lines.append(f"{code.entry}({args}, out={slots}[{i}])")
-        else:
-            lines.append(f"_copy_({slots}[{i}], {o})")
-    lines.append(f"del {slots}")
+    lines.append(f"del {', '.join([slots, *copied.values()])}")
     return lines
