@@ -38,7 +38,7 @@ EXCLUSIVE = Case("exclusive_cumsum", "x: return torch.cat([torch.zeros_like(x[:,
 MIDDLE = Case("scan_middle", "x: return torch.cat([torch.cumsum(x, 1), torch.sigmoid(x)], 1)",
               "[torch.randn(2, 5, 7)]")
 CASES = [FIRE, PARTIAL, NHWC]
-STRICT = [EXCLUSIVE, MIDDLE]
+STRICT = [EXCLUSIVE, MIDDLE, Case("fire_strict", FIRE.forward, FIRE.inputs, FIRE.init)]
 
 
 @pytest.fixture(scope="module")
@@ -65,11 +65,11 @@ def test_a_part_read_again_is_copied(tmp_path):
     assert len(re.findall(r"out=_slots\d+\[\d\]", forward)) == 1
 
 
-def test_strict_rules_keep_the_cat(tmp_path):
+def test_our_convolutions_write_into_the_cat_under_strict_rules(tmp_path):
     """Under strict rules the convolutions are ours, the bias and activation in their epilogues:
-    no pointwise stage feeds the cat, which stays torch's."""
+    each branch's convolution writes into its part of the cat."""
     forward = generate(analyze(str(write(FIRE, tmp_path)), "strict")).split("def _launches")[1]
-    assert "fused_cat" in forward and "_cat_slots" not in forward
+    assert len(re.findall(r"fused_conv_s\d+\(.*out=_slots", forward)) == 2 and "fused_cat" not in forward
 
 
 @pytest.fixture(scope="module")
@@ -78,7 +78,7 @@ def strict_results(cpu_executor, tmp_path_factory):
 
 
 @pytest.mark.parametrize("case", STRICT, ids=lambda c: c.name)
-def test_a_scan_is_written_into_its_part(strict_results, tmp_path, case):
+def test_scans_and_convolutions_are_written_into_their_parts(strict_results, tmp_path, case):
     forward = generate(analyze(str(write(case, tmp_path)), "strict")).split("def _launches")[1]
-    assert re.search(r"fused_scan_s\d+\(.*out=_slots", forward) and "fused_cat" not in forward
+    assert re.search(r"fused_(scan|conv)_s\d+\(.*out=_slots", forward) and "fused_cat" not in forward
     assert ok(strict_results[case.name]), explain(strict_results[case.name])

@@ -211,6 +211,24 @@ def _unravel(var: str, sizes: list[str], names: list[str], indent: str) -> list[
     return lines
 
 
+def _phase_lines(sp: list[int]) -> list[str]:
+    """A strided transposed convolution's rows, one output phase (o mod stride) per program: each
+    row's phase-grid position q and output position o, and per dim the first tap reaching the
+    phase (t0), the taps' step (TS) and their count (cnt)."""
+    lines = _unravel("offs_m", ["1"] + [f"qm_{d}" for d in sp], ["nb"] + [f"q_{d}" for d in sp], "    ")
+    lines.append("    phase = tl.program_id(2)")
+    lines += _unravel("phase", ["1"] + [f"ST_{d}" for d in sp], ["ph"] + [f"c_{d}" for d in sp], "    ")
+    for d in sp:
+        lines += [f"    o_{d} = c_{d} + ST_{d} * q_{d}",
+                  f"    m_mask = m_mask & (o_{d} < dout_{d})",
+                  f"    r_{d} = c_{d} + PD_{d}",
+                  f"    t0_{d} = KT_{d}",
+                  f"    for t in tl.static_range(KT_{d}):",
+                  f"        t0_{d} = tl.where(((r_{d} - t * DL_{d}) % ST_{d} == 0) & (t0_{d} == KT_{d}), t, t0_{d})",
+                  f"    cnt_{d} = tl.where(t0_{d} < KT_{d}, (KT_{d} - t0_{d} + TS_{d} - 1) // TS_{d}, 0)"]
+    return lines
+
+
 def generate_conv(plan: Plan, config: Config, tag: str = "") -> StageCode:
     conv = plan.node(plan.anchor_id)
     nd = conv.attr("nd")
@@ -259,20 +277,8 @@ def generate_conv(plan: Plan, config: Config, tag: str = "") -> StageCode:
     if phased:
         # a strided transposed convolution, one output phase (o mod stride) per program:
         # all rows of a tile then share the taps that reach them, and only those are summed
-        k += _unravel("offs_m", ["1"] + [f"qm_{d}" for d in sp], ["nb"] + [f"q_{d}" for d in sp], "    ")
-        k.append("    phase = tl.program_id(2)")
-        k += _unravel("phase", ["1"] + [f"ST_{d}" for d in sp], ["ph"] + [f"c_{d}" for d in sp], "    ")
-        n_taps = []
-        for d in sp:
-            k += [f"    o_{d} = c_{d} + ST_{d} * q_{d}",
-                  f"    m_mask = m_mask & (o_{d} < dout_{d})",
-                  f"    r_{d} = c_{d} + PD_{d}",
-                  f"    t0_{d} = KT_{d}",
-                  f"    for t in tl.static_range(KT_{d}):",
-                  f"        t0_{d} = tl.where(((r_{d} - t * DL_{d}) % ST_{d} == 0) & (t0_{d} == KT_{d}), t, t0_{d})",
-                  f"    cnt_{d} = tl.where(t0_{d} < KT_{d}, (KT_{d} - t0_{d} + TS_{d} - 1) // TS_{d}, 0)"]
-            n_taps.append(f"cnt_{d}")
-        k.append(f"    kg = CIN_G * {' * '.join(n_taps)}")
+        k += _phase_lines(sp)
+        k.append(f"    kg = CIN_G * {' * '.join(f'cnt_{d}' for d in sp)}")
     else:
         k += _unravel("offs_m", ["1"] + dout, ["nb"] + [f"o_{d}" for d in sp], "    ")
         k.append("    kg = KG")
@@ -339,17 +345,7 @@ def generate_conv(plan: Plan, config: Config, tag: str = "") -> StageCode:
           "    # output position of each row: batch index and spatial coordinates"]
     kt_prod = " * ".join(kt)
     if phased:
-        tk += _unravel("offs_m", ["1"] + [f"qm_{d}" for d in sp], ["nb"] + [f"q_{d}" for d in sp], "    ")
-        tk.append("    phase = tl.program_id(2)")
-        tk += _unravel("phase", ["1"] + [f"ST_{d}" for d in sp], ["ph"] + [f"c_{d}" for d in sp], "    ")
-        for d in sp:
-            tk += [f"    o_{d} = c_{d} + ST_{d} * q_{d}",
-                   f"    m_mask = m_mask & (o_{d} < dout_{d})",
-                   f"    r_{d} = c_{d} + PD_{d}",
-                   f"    t0_{d} = KT_{d}",
-                   f"    for t in tl.static_range(KT_{d}):",
-                   f"        t0_{d} = tl.where(((r_{d} - t * DL_{d}) % ST_{d} == 0) & (t0_{d} == KT_{d}), t, t0_{d})",
-                   f"    cnt_{d} = tl.where(t0_{d} < KT_{d}, (KT_{d} - t0_{d} + TS_{d} - 1) // TS_{d}, 0)"]
+        tk += _phase_lines(sp)
         tk.append(f"    n_taps = {' * '.join(f'cnt_{d}' for d in sp)}")
         rows = [f"q_{d}" for d in sp]
     else:
@@ -461,22 +457,37 @@ def generate_conv(plan: Plan, config: Config, tag: str = "") -> StageCode:
     entry = f"fused_conv{tag}"
     gemm_name = f"_conv_gemm_kernel{tag}" if c.gather == "flat" else f"_conv_taps_kernel{tag}"
     phases = f", {math.prod(stride)}" if phased else ""
-    l = [f"def {entry}({', '.join(names + scalars)}):",
+    args_text = ", ".join(names + scalars)
+    l = [f"def {entry}_out({args_text}):",
+         '    """The result\'s (shape, dims in memory order or None, dtype, device)."""',
          f"    x, w = {x_name}, {w_name}",
-         f"    groups = {conv.attr('groups')}",
-         "    batch, cin = x.shape[0], x.shape[1]",
-         "    cin_g = cin // groups"]
+         f"    groups = {conv.attr('groups')}"]
     if transposed:
-        l += ["    cout_g = w.shape[1]", "    cout = cout_g * groups",
+        l += ["    cout = w.shape[1] * groups",
               "    spatial = tuple((x.shape[2 + d] - 1) * st - 2 * pd + dl * (w.shape[2 + d] - 1) + op + 1",
               f"                    for d, st, pd, dl, op in zip(range({nd}), {stride}, {padding}, {dilation}, "
               f"{conv.attr('output_padding')}))"]
     else:
-        l += ["    cout = w.shape[0]", "    cout_g = cout // groups",
+        l += ["    cout = w.shape[0]",
               "    spatial = tuple((x.shape[2 + d] + 2 * pd - dl * (w.shape[2 + d] - 1) - 1) // st + 1",
               f"                    for d, st, pd, dl in zip(range({nd}), {stride}, {padding}, {dilation}))"]
-    l += ["    out_shape = (batch, cout) + spatial",
-          f"    out = torch.empty(out_shape, dtype={out_dtype_expr(plan)}, device=x.device)",
+    l += [f"    return (x.shape[0], cout) + spatial, None, {out_dtype_expr(plan)}, x.device",
+          "",
+          "",
+          f"def {entry}({args_text}, out=None):",
+          "    # out: where to write (a part of a cat, say); by default a new tensor",
+          f"    x, w = {x_name}, {w_name}",
+          f"    groups = {conv.attr('groups')}",
+          f"    out_shape, _, dtype, device = {entry}_out({args_text})",
+          "    batch, cin = x.shape[0], x.shape[1]",
+          "    cin_g = cin // groups",
+          "    cout = out_shape[1]",
+          "    cout_g = cout // groups",
+          "    spatial = out_shape[2:]",
+          "    if out is None:",
+          "        out = torch.empty(out_shape, dtype=dtype, device=device)",
+          "    elif tuple(out.shape) != tuple(out_shape):",
+          "        raise ValueError(f'out has shape {tuple(out.shape)}, the result {tuple(out_shape)}')",
           "    if out.numel() == 0:",
           "        return out",
           "    kg = cin_g * _prod(w.shape[2:])",

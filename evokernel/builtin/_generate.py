@@ -75,7 +75,7 @@ def generate(plan: Plan, config: Config | None = None) -> str:
 
 # the families whose launchers write into a given tensor (out=) and say the shape they would make
 # ({entry}_out): a cat's part from one of them is written into the cat in place
-CAT_PARTS = ("elementwise", "scan")
+CAT_PARTS = ("elementwise", "scan", "conv")
 
 
 def _cat_parts(stages: list[Plan], readers: dict[str, list[int]]) -> dict[int, int]:
