@@ -514,6 +514,7 @@ def _own_share(result, model, input_set, backend, log, device, options, cand_fil
     if report is None:
         return
     result.own_kernel_share = report.share
+    result.slowest_kernel, result.slowest_kernel_share = report.slowest, report.slowest_share
     if report.side_streams:
         msg = (f"{report.side_streams} GPU activities ran on a stream other than the harness's "
                f"({explain('stream', options.rules)})")

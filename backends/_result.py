@@ -214,6 +214,10 @@ class EvalResult:
     # Share of the candidate's GPU time spent in its own kernels, against library
     # kernels (backends/_share.py); None off the GPU or when it was not measured.
     own_kernel_share: float | None = None
+    # The kernel (own or library, by name) with the most GPU time in one call, and its share of it
+    # (backends/_share.py): where a slow candidate spends its time; "" and None off the GPU.
+    slowest_kernel: str = ""
+    slowest_kernel_share: float | None = None
     # Why the task's reference cannot tell right kernels from wrong ones, when no
     # stress distribution fixed it (backends/_stress.py); "" for a sound task.
     # Bench reports keep such tasks' speedups out of geometric means.

@@ -44,6 +44,13 @@ class ShareReport:
     own_kernels: tuple[str, ...]
     library_kernels: tuple[str, ...]  # the largest library activities, by time
     side_streams: int  # device activities on a stream other than the harness's
+    slowest: str = ""  # the device activity (own or library, by name) with the most time in the call
+    slowest_us: float = 0.0
+
+    @property
+    def slowest_share(self) -> float | None:
+        total = self.own_us + self.library_us
+        return self.slowest_us / total if total > 0 and self.slowest else None
 
     @property
     def share(self) -> float | None:
@@ -56,6 +63,8 @@ class ShareReport:
             f"own kernels did {100 * share:.1f}% of the GPU time ({self.own_us:.1f} of {self.own_us + self.library_us:.1f} us)")
         if self.library_kernels:
             text += "; library kernels: " + ", ".join(self.library_kernels)
+        if self.slowest_share is not None:
+            text += f"; slowest kernel: {self.slowest} ({100 * self.slowest_share:.1f}% of the GPU time)"
         return text
 
 
@@ -84,12 +93,19 @@ def split_activities(activities: Iterable[DeviceActivity], own_names: set[str]) 
     for a in lib:
         by_name[a.name] = by_name.get(a.name, 0.0) + a.duration_us
     top = sorted(by_name, key=lambda n: -by_name[n])[:3]
+    every: dict[str, float] = {}  # all activities by short name: a kernel launched by several stages adds up
+    for a in acts:
+        short = a.name.split("(")[0][:80]
+        every[short] = every.get(short, 0.0) + a.duration_us
+    slowest = max(every, key=every.get, default="")
     return ShareReport(
         own_us=sum(a.duration_us for a in own),
         library_us=sum(a.duration_us for a in lib),
         own_kernels=tuple(sorted({a.name.split("(")[0] for a in own})),
         library_kernels=tuple(n.split("(")[0][:80] for n in top),
         side_streams=side,
+        slowest=slowest,
+        slowest_us=every.get(slowest, 0.0),
     )
 
 

@@ -210,3 +210,26 @@ def test_degenerate_tasks_stay_out_of_geometric_means_and_fast_p():
     assert m["geomean_speedup_eager"] == pytest.approx(2.0) and m["n_speedup_eager"] == 1
     assert m["fast_eager"]["fast_1"] == pytest.approx(0.5)  # the degenerate task's 50x is not a fast task
     assert m["correct"] == 2  # it still counts as correct: its verdict stands
+
+
+def test_task_row_names_the_best_kernels_slowest_kernel():
+    """The best timed attempt's slowest kernel (its GPU profile) and its share reach the task's row
+    and the attempt log; an attempt without a profile says nothing of it."""
+    from backends import Baselines, EvalResult, LatencySource, Verdict
+    from evokernel.loop._types import Attempt, TaskOutcome
+
+    def attempt(step, ms, slowest, share):
+        result = EvalResult(Verdict.OK, "correct", latency_ms=ms, latency_source=LatencySource.MEASURED_GPU,
+                            baselines=Baselines(eager_ms=2.0), slowest_kernel=slowest, slowest_kernel_share=share)
+        return Attempt.from_result(result, step=step, stage="refine")
+
+    outcome = TaskOutcome(name="conv", task_key="conv-0", path="conv.py")
+    outcome.record(attempt(1, 1.5, "_conv_gemm_kernel", 0.9))
+    outcome.record(attempt(2, 1.0, "_conv_taps_kernel", 0.8))
+    outcome.record(attempt(3, 1.2, "_conv_gemm_kernel", 0.95))  # slower: not the best
+    row = task_row(outcome)
+    assert (row["slowest_kernel"], row["slowest_kernel_share"]) == ("_conv_taps_kernel", 0.8)
+    assert row["attempt_log"][1]["slowest_kernel"] == "_conv_taps_kernel"
+    bare = TaskOutcome(name="relu", task_key="relu-0", path="relu.py")
+    bare.record(attempt(1, 1.0, "", None))
+    assert task_row(bare)["slowest_kernel"] is None and "slowest_kernel" not in task_row(bare)["attempt_log"][0]

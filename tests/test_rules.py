@@ -171,6 +171,12 @@ def test_share_splits_own_from_library_time_and_finds_side_streams():
     hidden = acts[:2] + [DeviceActivity("void relu_epilogue(float*, int)", 25.0, stream=13)] + acts[3:]
     assert split_activities(hidden, {"relu_epilogue"}).side_streams == 1
     assert split_activities([], {"k"}).share is None
+    # the slowest activity, own or library, by name: launches of one kernel add up
+    assert report.slowest == "sm90_xmma_gemm_f32f32_nn" and report.slowest_share == pytest.approx(0.75)
+    assert "slowest kernel: sm90_xmma_gemm_f32f32_nn (75.0% of the GPU time)" in report.describe()
+    twice = acts[:2] + [DeviceActivity("void relu_epilogue(float*, int)", 40.0, stream=7)] * 2 + acts[3:]
+    assert split_activities(twice, {"relu_epilogue"}).slowest == "void relu_epilogue"
+    assert split_activities([], {"k"}).slowest_share is None
 
 
 # ---------------------------------------------------------------- the share's verdicts (a GPU profile, faked)
@@ -190,7 +196,7 @@ def test_share_verdicts(monkeypatch, report, rules, min_share, status, fragment)
     from backends._share import ShareReport
 
     name, own, lib, side = report
-    fake = ShareReport(own, lib, (name,), ("sm90_xmma_gemm",), side)
+    fake = ShareReport(own, lib, (name,), ("sm90_xmma_gemm",), side, "sm90_xmma_gemm", lib)
     monkeypatch.setattr(_evaluate._share, "measure", lambda call, names, device: fake)
     result = EvalResult(Verdict.OK, "correct")
     input_set = _evaluate.InputSet("trial 1", lambda: [])
@@ -202,6 +208,7 @@ def test_share_verdicts(monkeypatch, report, rules, min_share, status, fragment)
     assert got == status and fragment in message, message
     if got == "ok":
         assert result.own_kernel_share == pytest.approx(own / (own + lib))
+        assert result.slowest_kernel == fake.slowest and result.slowest_kernel_share == fake.slowest_share
 
 
 def test_the_profiled_call_holds_the_candidates_forward_and_not_the_harness_input_copies(monkeypatch):

@@ -79,6 +79,8 @@ def task_row(outcome: Any) -> dict[str, Any]:
         "last_message": outcome.last_message,
         "attempt_log": [a.to_dict() for a in outcome.history],
         "own_kernel_share": outcome.own_kernel_share,
+        "slowest_kernel": outcome.slowest_kernel or None,
+        "slowest_kernel_share": outcome.slowest_kernel_share,
         "degenerate": outcome.degenerate,
         "stress_tested": outcome.stress_tested,
         "tokens_in": outcome.tokens_in,

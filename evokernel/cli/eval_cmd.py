@@ -189,6 +189,8 @@ def _render(result, pair: _Pair) -> None:
     table.add_row("rules", result.rules)
     if result.own_kernel_share is not None:
         table.add_row("own kernel share", f"{100 * result.own_kernel_share:.1f}% of GPU time")
+    if result.slowest_kernel_share is not None:
+        table.add_row("slowest kernel", f"{result.slowest_kernel} ({100 * result.slowest_kernel_share:.1f}% of GPU time)")
     if result.degenerate:
         table.add_row("degenerate task", result.degenerate)
     if result.max_abs_error is not None:

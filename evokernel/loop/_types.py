@@ -39,6 +39,8 @@ class Attempt:
     tokens_out: int = 0
     cost_usd: float | None = None
     own_kernel_share: float | None = None  # GPU time in the candidate's own kernels (GPU runs)
+    slowest_kernel: str = ""  # the kernel with the most GPU time in a call (GPU runs) ...
+    slowest_kernel_share: float | None = None  # ... and its share of that time
     degenerate: str = ""  # why the task's outputs cannot tell a kernel from a no-op, when no stress trial helped
     stress_trials: tuple[str, ...] = ()  # the stress trials the candidate had to pass
     device: str = ""  # where it was evaluated ("cuda:1"; "" where not known)
@@ -68,6 +70,7 @@ class Attempt:
             baselines=result.baselines, kernels=tuple(result.kernels), roofline=result.roofline,
             samples_ms=tuple(result.latency_samples_ms), item_id=item_id, reward=reward,
             tokens_in=tokens_in, tokens_out=tokens_out, cost_usd=cost_usd, own_kernel_share=result.own_kernel_share,
+            slowest_kernel=result.slowest_kernel, slowest_kernel_share=result.slowest_kernel_share,
             degenerate=result.degenerate, stress_trials=tuple(result.stress_trials), device=result.device,
         )
 
@@ -84,7 +87,10 @@ class Attempt:
         return {
             "step": self.step, "stage": self.stage, "status": self.status, "message": self.message,
             "latency_ms": self.latency_ms, "latency_source": self.latency_source.value, "reward": self.reward,
-            "item_id": self.item_id, "own_kernel_share": self.own_kernel_share, **self.baselines.present(),
+            "item_id": self.item_id, "own_kernel_share": self.own_kernel_share,
+            **({"slowest_kernel": self.slowest_kernel, "slowest_kernel_share": self.slowest_kernel_share}
+               if self.slowest_kernel else {}),
+            **self.baselines.present(),
             **({"device": self.device} if self.device else {}),
         }
 
@@ -116,6 +122,8 @@ class TaskOutcome:
     last_status: str | None = None
     last_message: str = ""
     own_kernel_share: float | None = None  # of the best kernel
+    slowest_kernel: str = ""  # of the best kernel: its kernel with the most GPU time ...
+    slowest_kernel_share: float | None = None  # ... and that kernel's share of it
     # Why the task's outputs cannot tell a right kernel from a wrong one (no stress trial helped);
     # its speedups stay out of a suite's geometric means.
     degenerate: str = ""
@@ -177,6 +185,7 @@ class TaskOutcome:
                 self.best_latency_ms = attempt.latency_ms
                 self.best_item_id = attempt.item_id
                 self.own_kernel_share = attempt.own_kernel_share
+                self.slowest_kernel, self.slowest_kernel_share = attempt.slowest_kernel, attempt.slowest_kernel_share
                 roof = attempt.roofline
                 self.achieved_gbps = roof.achieved_gbps if roof is not None else None
                 self.copy_gbps = roof.copy_bandwidth_gbps if roof is not None else None
