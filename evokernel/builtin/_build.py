@@ -366,7 +366,8 @@ _RESERVED = {"out", "grid", "pid", "mask", "offs", "n", "m", "k", "shape", "rows
              "full", "dtype", "start", "i", "o", "idx", "rem", "flat", "input", "lambda", "def", "lhs", "rhs",
              "sizes", "pad", "is_flat", "n_elements", "n_rows", "n_cols", "n_batch", "grid_rows",
              "block_m", "block_n", "out_shape", "a_tile", "b_tile", "a_ptrs", "b_ptrs", "mm", "cols", "tile",
-             "split", "part", "parts", "carry", "iota", "geom", "spatial", "n_split", "chunk", "idx64"}
+             "split", "part", "parts", "carry", "iota", "geom", "spatial", "n_split", "chunk", "idx64",
+             "device", "order", "out_strided", "cout", "cin", "cin_g", "cout_g", "groups", "kg", "geo"}
 
 
 def _identifier(stem: str) -> str:
