@@ -228,3 +228,30 @@ def test_a_convolution_drafted_again_tries_another_rounding(tmp_path):
     tried = frozenset({"builtin:" + __import__("json").dumps(first.to_dict(), sort_keys=True)})
     second = Config.from_dict(policy.propose(ctx(tried)).extra["config"])
     assert second.precision != first.precision
+
+
+def test_the_tap_major_tiles_the_autotuner_times():
+    """On a GPU: the configuration's tile first, tiles wider than twice the group's output channels
+    left out (a 32-channel convolution times no 128-wide tile), stages trimmed to shared memory;
+    on the CPU the configuration's alone."""
+    from types import SimpleNamespace
+
+    import triton
+
+    from evokernel.builtin._gen_conv import CONV_TILES
+    from evokernel.builtin._gen_matmul import TILES_HELPER
+
+    gpu = SimpleNamespace(is_cuda=True, device="cuda:0")
+    fake_torch = SimpleNamespace(cuda=SimpleNamespace(
+        get_device_properties=lambda device: SimpleNamespace(shared_memory_per_block_optin=232448)))
+    space = {"torch": fake_torch, "triton": triton}
+    exec(TILES_HELPER, space)
+    configs = [triton.Config({"BLOCK_M": bm, "BLOCK_N": bn}, num_warps=w, num_stages=s)
+               for bm, bn, w, s in [(128, 128, 8, 3), *CONV_TILES]]
+    kept = space["_gemm_tiles"](configs, {"_cx_ptr": gpu, "COUT_G": 32}, BLOCK_K=32)
+    assert kept[0].kwargs["BLOCK_N"] == 128  # the configuration's own, always
+    assert all(c.kwargs["BLOCK_N"] <= 32 for c in kept[1:]) and len(kept) == 2
+    wide = space["_gemm_tiles"](configs, {"_cx_ptr": gpu, "COUT_G": 256}, BLOCK_K=32)
+    assert len(wide) == len(configs) and all(c.num_stages >= 1 for c in wide)
+    cpu = SimpleNamespace(is_cuda=False)
+    assert len(space["_gemm_tiles"](configs, {"_cx_ptr": cpu, "COUT_G": 256}, BLOCK_K=32)) == 1
