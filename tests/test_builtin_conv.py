@@ -255,3 +255,29 @@ def test_the_tap_major_tiles_the_autotuner_times():
     assert len(wide) == len(configs) and all(c.num_stages >= 1 for c in wide)
     cpu = SimpleNamespace(is_cuda=False)
     assert len(space["_gemm_tiles"](configs, {"_cx_ptr": cpu, "COUT_G": 256}, BLOCK_K=32)) == 1
+
+
+# the tiled direct kernel: depthwise with a bias epilogue, stride and padding; a nearly-depthwise
+# grouped convolution (two input channels a group); planes cut short at both edges of a tile
+TILED = [Case("dw_tiled", "x: return torch.relu(self.conv(x)) + 1.0", "[torch.randn(2, 6, 19, 70)]",
+              "self.conv = nn.Conv2d(6, 6, (3, 5), stride=(2, 1), padding=(1, 2), groups=6)"),
+         Case("grouped_tiled", "x: return self.conv(x)", "[torch.randn(1, 8, 9, 11)]",
+              "self.conv = nn.Conv2d(8, 4, 3, padding=1, dilation=2, groups=4, bias=False)")]
+
+
+@pytest.mark.parametrize("case", TILED, ids=lambda c: c.name)
+def test_the_tiled_direct_kernel_is_correct(cpu_executor, tmp_path, case):
+    from dataclasses import replace
+
+    from backends import EvalOptions
+    from builtin_case import write
+    from evokernel.builtin import search_space
+
+    path = write(case, tmp_path)
+    plan = analyze(path)
+    assert [c.tile2d for c in search_space(plan)[:2]] == [False, True]  # the direct kernel's one other choice
+    source = generate(plan, replace(default_config(plan), tile2d=True))
+    assert "_conv_tile_kernel" in source and "_conv_direct_kernel" not in source
+    result = cpu_executor.evaluate(path, source, backend="triton", options=EvalOptions.from_dict(
+        {"rules": "strict", "timing": False, "baselines": False, "trials": 1}))
+    assert ok(result), explain(result)

@@ -21,7 +21,9 @@ One frozen dataclass serves every family; each family reads only its fields:
   own conversion; "ieee": always IEEE), ``gather`` (how the K loop walks the input:
   "flat", channels x taps as one index; "taps", a tap at a time with the tile's
   channels inner, the input as it is laid out; "nhwc", the same over a channels-last
-  copy of the input, made in the pass that rounds it to TF32).
+  copy of the input, made in the pass that rounds it to TF32), ``tile2d`` (a depthwise 2-d
+  convolution's direct kernel: a tile of one output plane per program instead of an element
+  per lane).
 - pool: ``block_n`` (output elements per program), ``num_warps``.
 - scan: ``block_m`` (rows per program), ``block_n`` (chunk), ``num_warps``.
 - rnn (recurrent layers): ``one_pass`` (one launch a layer, each program walking
@@ -36,6 +38,7 @@ stages take their own defaults, which are sized from their traced shapes.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, fields
@@ -92,6 +95,7 @@ class Config:
     split_n: int = 1
     gather: str = "flat"
     inner_grid: bool = False
+    tile2d: bool = False
 
     def __post_init__(self):
         configurable(self.family)  # ValueError for a family that is unknown or takes no configuration
@@ -233,6 +237,9 @@ def conv_space(plan: Plan) -> list[Config]:
     first = conv_default(plan)
     tiles = sorted(_CONV_TILES, key=lambda t: t != (first.block_m, first.block_n, first.block_k,
                                                      first.num_warps, first.num_stages))
+    if _direct_conv(plan):  # the direct kernel reads no rounding or K loop: its tiles and tile2d
+        return list(dict.fromkeys([first, dataclasses.replace(first, tile2d=True)] + [
+            Config("conv", block_m=bm, block_n=bn, block_k=bk, num_warps=w, num_stages=s) for bm, bn, bk, w, s in tiles]))
     gathers = sorted(GATHERS, key=lambda g: g != first.gather)
     return [Config("conv", block_m=bm, block_n=bn, block_k=bk, num_warps=w, num_stages=s, precision=p, gather=g)
             for bm, bn, bk, w, s in tiles for g in gathers
@@ -395,6 +402,17 @@ def _split(rows: int, n: int, k: int, bm: int, bn: int) -> int:
         return 1
     want = min(64, max(1, 264 // tiles), k // 2048)
     return max(s for s in (1, 4, 16, 64) if s <= max(1, want))
+
+
+def _direct_conv(plan: Plan) -> bool:
+    """Whether the traced convolution takes the direct kernel (as its launcher decides: fewer than 8
+    output channels a group, or fewer than 8 products an output)."""
+    conv = plan.node(plan.anchor_id)
+    w = plan.leaf(conv.args[1].value).spec.shape if conv.args[1].kind == "leaf" else None
+    if w is None:
+        return False
+    cin_g = w[0] // max(1, conv.attr("groups")) if conv.attr("transposed") else w[1]
+    return _conv_out_channels(plan) < 8 or cin_g * math.prod(w[2:]) < 8
 
 
 def _conv_out_channels(plan: Plan) -> int:

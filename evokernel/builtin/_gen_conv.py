@@ -49,6 +49,8 @@ __all__ = ["generate_conv", "AnchorEpilogue"]
 # The tap-major kernel's (BLOCK_M, BLOCK_N, num_warps, num_stages) Triton's autotuner times per shape
 # after the configuration's own (BLOCK_K stays the configuration's); tiles wider than the group's
 # output channels are left out (_gemm_tiles)
+# The tiled direct kernel's tile: up to TILE_W output columns by as many rows as make TILE_ELEMS
+TILE_W, TILE_ELEMS = 64, 1024
 CONV_TILES = ((128, 128, 8, 3), (128, 64, 4, 3), (64, 128, 4, 3), (64, 64, 4, 3), (128, 32, 4, 3), (256, 64, 8, 3))
 
 
@@ -448,6 +450,40 @@ def generate_conv(plan: Plan, config: Config, tag: str = "") -> StageCode:
     dk.append(f"    tl.store(out_ptr + {d_out}, {dresult}.to(out_ptr.dtype.element_ty), mask=mask)")
     direct_kernel = "\n".join(dk) + "\n"
 
+    # ---- tiled direct kernel (tile2d; 2-d, not transposed): a [BLOCK_H, BLOCK_W] tile of one output
+    # plane per program, so the plane's sample and channel are scalars, no lane divides its index,
+    # a tap's weight is one scalar load and the loads run along the output's rows
+    tiled = config.tile2d and nd == 2 and not transposed
+    if tiled:
+        tdp = [p for p in dparams if p not in ("TOTAL", "KG")]
+        tk2 = ["@triton.jit", f"def _conv_tile_kernel{tag}(", *wrap_params(tdp), *wrap_params(dgeom),
+               "    IDX64: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_W: tl.constexpr,",
+               "):",
+               "    plane = tl.program_id(0)",
+               "    if IDX64:",
+               "        plane = plane.to(tl.int64)",
+               "    nb = plane // COUT",
+               "    co = plane % COUT",
+               "    o_0 = (tl.program_id(1) * BLOCK_H + tl.arange(0, BLOCK_H))[:, None]",
+               "    o_1 = (tl.program_id(2) * BLOCK_W + tl.arange(0, BLOCK_W))[None, :]",
+               "    mask = (o_0 < dout_0) & (o_1 < dout_1)",
+               "    x_plane = _cx_ptr + nb * sx_n + (co // COUT_G) * CIN_G * sx_c",
+               "    w_plane = _cw_ptr + co * sw_0",
+               "    acc = tl.zeros((BLOCK_H, BLOCK_W), dtype=tl.float32)",
+               "    for ci in range(0, CIN_G):",
+               "        for t_0 in tl.static_range(KT_0):",
+               "            i_0 = o_0 * ST_0 - PD_0 + t_0 * DL_0",
+               "            ok_0 = mask & (i_0 >= 0) & (i_0 < din_0)",
+               "            for t_1 in tl.static_range(KT_1):",
+               "                i_1 = o_1 * ST_1 - PD_1 + t_1 * DL_1",
+               "                ok = ok_0 & (i_1 >= 0) & (i_1 < din_1)",
+               "                xv = tl.load(x_plane + ci * sx_c + i_0 * sx_0 + i_1 * sx_1, mask=ok, other=0.0)",
+               "                wv = tl.load(w_plane + ci * sw_1 + t_0 * sw_k0 + t_1 * sw_k1)",
+               "                acc += xv.to(tl.float32) * wv.to(tl.float32)",
+               *dem.lines,
+               f"    tl.store(out_ptr + {d_out}, {dresult}.to(out_ptr.dtype.element_ty), mask=mask)"]
+        tile_kernel = "\n".join(tk2) + "\n"
+
     # ---- launcher
     c = config
     stride, padding, dilation = conv.attr("stride"), conv.attr("padding"), conv.attr("dilation")
@@ -501,14 +537,24 @@ def generate_conv(plan: Plan, config: Config, tag: str = "") -> StageCode:
     sargs = "".join(s + ", " for s in scalars)
     block = max(256, min(2048, c.block_m * c.block_n // 8))
     l += [f"    idx64 = _needs_i64(x, w, out)",
-          "    if cout_g < 8 or kg < 8:",
-          "        # depthwise (or nearly): one output element per lane, no tensor-core tile to fill",
-          f"        grid = (triton.cdiv(out.numel(), {block}),)",
-          f"        _conv_direct_kernel{tag}[grid](",
-          f"            x, w, {depi_args}out, {sargs}cin_g, cout_g, cout, out.numel(), kg, *geo, {depi_s}*out.stride(),",
-          f"            {geom_args}, TRANSPOSED={transposed}, IDX64=idx64, BLOCK={block}, num_warps=4,",
-          "        )",
-          "        return out",
+          *(["    if cout_g < 8 or kg < 8:",
+             "        # depthwise (or nearly): a tile of one output plane per program, no tensor-core tile to fill",
+             f"        block_w = min({TILE_W}, triton.next_power_of_2(spatial[1]))",
+             f"        block_h = min(max(1, {TILE_ELEMS} // block_w), triton.next_power_of_2(spatial[0]))",
+             "        grid = (batch * cout, triton.cdiv(spatial[0], block_h), triton.cdiv(spatial[1], block_w))",
+             f"        _conv_tile_kernel{tag}[grid](",
+             f"            x, w, {depi_args}out, {sargs}cin_g, cout_g, cout, *geo, {depi_s}*out.stride(),",
+             f"            {geom_args}, IDX64=idx64, BLOCK_H=block_h, BLOCK_W=block_w, num_warps=4,",
+             "        )",
+             "        return out"] if tiled else
+            ["    if cout_g < 8 or kg < 8:",
+             "        # depthwise (or nearly): one output element per lane, no tensor-core tile to fill",
+             f"        grid = (triton.cdiv(out.numel(), {block}),)",
+             f"        _conv_direct_kernel{tag}[grid](",
+             f"            x, w, {depi_args}out, {sargs}cin_g, cout_g, cout, out.numel(), kg, *geo, {depi_s}*out.stride(),",
+             f"            {geom_args}, TRANSPOSED={transposed}, IDX64=idx64, BLOCK={block}, num_warps=4,",
+             "        )",
+             "        return out"]),
           f"    tf32 = _conv_tf32(x, cin_g, {c.precision!r})",
           f"    round_in_kernel = {'tf32' if c.precision == 'auto' else 'False'}  # trunc: the tensor cores' own conversion",
           "    _gemm_x, _gemm_w = x, w  # the GEMM's operands; the epilogue reads the tensors themselves",
@@ -528,10 +574,11 @@ def generate_conv(plan: Plan, config: Config, tag: str = "") -> StageCode:
           "    )",
           "    return out"]
     launcher = "\n".join(l) + "\n"
+    direct = (tile_kernel,) if tiled else (direct_kernel,)
     if c.gather == "flat":
-        return StageCode(kernels=(gemm_kernel, direct_kernel), launcher=launcher, entry=entry,
+        return StageCode(kernels=(gemm_kernel, *direct), launcher=launcher, entry=entry,
                          helpers=(SPAN_HELPER, TF32_ROUND, TF32_HELPER))
-    return StageCode(kernels=(taps_kernel, direct_kernel), launcher=launcher, entry=entry,
+    return StageCode(kernels=(taps_kernel, *direct), launcher=launcher, entry=entry,
                      helpers=(SPAN_HELPER, TF32_ROUND, TF32_HELPER, TAPS_HELPER, TILES_HELPER))
 
 
