@@ -281,3 +281,15 @@ def test_the_tiled_direct_kernel_is_correct(cpu_executor, tmp_path, case):
     result = cpu_executor.evaluate(path, source, backend="triton", options=EvalOptions.from_dict(
         {"rules": "strict", "timing": False, "baselines": False, "trials": 1}))
     assert ok(result), explain(result)
+
+
+def test_a_remembered_precision_the_space_no_longer_holds_still_has_neighbours(tmp_path):
+    """A depthwise convolution's space holds no roundings (its direct kernel reads none): a start
+    point remembered with another one still gets neighbours to refine."""
+    from dataclasses import replace
+
+    from builtin_case import write
+    from evokernel.builtin import neighbours
+
+    plan = analyze(write(CASES[5], tmp_path))
+    assert neighbours(replace(default_config(plan), precision="trunc"), plan)

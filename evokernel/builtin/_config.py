@@ -435,7 +435,9 @@ def neighbours(config: Config, plan: Plan, limit: int = 8) -> list[Config]:
     if config.family != plan.main_stage.family:
         raise ValueError(f"config is for {config.family}, plan is {plan.main_stage.family}")
     # a refinement keeps the precision its start point was correct with
-    space = [c for c in search_space(plan) if c.precision == config.precision]
+    full = search_space(plan)
+    # (a precision this space does not hold, a memory's from before it changed: then any)
+    space = [c for c in full if c.precision == config.precision] or full
     ranked = sorted(((_steps(config, c, space), i, c) for i, c in enumerate(space) if c != config),
                     key=lambda t: (t[0], t[1]))
     return [c for _, _, c in ranked[:limit]]
