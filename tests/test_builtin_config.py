@@ -77,3 +77,33 @@ def test_sampled_configs_compile_and_pass(checked):
 def test_many_sampled_configs_compile_and_pass(checked):
     for job, result in zip(*checked[1], strict=True):
         assert result.ok, (job["task"], job["config"], result.message)
+
+
+def test_every_field_a_search_varies_is_one_its_family_names(tmp_path):
+    """A field the search space varies but the family's `tunable` leaves out would be searched without
+    counting as a step, printed in no configuration text and refused by the probes' --set (tile2d was)."""
+    import dataclasses
+    from pathlib import Path
+
+    from evokernel.builtin import analyze, family, search_space
+
+    from builtin_case import Case, write
+
+    depthwise = Case("dw", "x: return self.conv(x)", "[torch.randn(2, 8, 9, 7)]",
+                     "self.conv = nn.Conv2d(8, 8, 3, padding=1, groups=8)")  # the direct kernel's space
+    tasks = sorted((Path(__file__).parent / "tasks").glob("*.py")) + [write(depthwise, tmp_path)]
+    seen = set()
+    for path in tasks:
+        if path.stem.startswith("unsupported"):
+            continue
+        plan = analyze(str(path))
+        if not plan:
+            continue
+        space = search_space(plan)
+        if not space:
+            continue
+        fields = [f.name for f in dataclasses.fields(space[0]) if f.name != "family"]
+        varied = {name for name in fields if len({getattr(c, name) for c in space}) > 1}
+        assert varied <= set(family(space[0].family).tunable), (path.stem, varied - set(family(space[0].family).tunable))
+        seen.add(space[0].family)
+    assert {"conv", "elementwise", "rows", "matmul"} <= seen

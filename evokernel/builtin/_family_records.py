@@ -38,7 +38,8 @@ ROWS = Family("rows", generate_rows, ("one_pass", "block_m", "block_n", "num_war
 MATMUL = Family("matmul", generate_matmul,
                 ("block_m", "block_n", "block_k", "group_m", "num_warps", "num_stages", "split_k", "precision"),
                 matmul_space, matmul_default, matmul_pattern, matmul_work)
-CONV = Family("conv", generate_conv, ("block_m", "block_n", "block_k", "num_warps", "num_stages", "precision", "gather"),
+CONV = Family("conv", generate_conv, ("block_m", "block_n", "block_k", "num_warps", "num_stages", "precision", "gather",
+                                      "tile2d"),
               conv_space, conv_default, conv_pattern, conv_work)
 POOL = Family("pool", generate_pool, ("block_n", "num_warps"), pool_space, pool_default, pool_pattern)
 SCAN = Family("scan", generate_scan, ("block_m", "block_n", "num_warps"), scan_space, scan_default, scan_pattern)

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# The device measurements that decide the builtin's searched speed options (issue 30): each option's
+# draft re-timed in alternation against the default draft (benchmarks/probes/rows_speed.py --set), and
+# the in-place cat against the code before it (BASE_TREE: a checkout's packages, made on the CPU with
+# `python benchmarks/probes/rows_speed.py --prepare-baseline 2447a17 --baseline-tree BASE_TREE`).
+# Every probe writes its file as each task ends and skips the tasks its file holds, so the same command
+# on a fresh machine goes on where the last one stopped; STOP_AFTER (seconds, default 480) bounds each.
+#   usage: bash benchmarks/speed_options.sh KERNELBENCH_DIR OUT_DIR [BASE_TREE]
+set -u
+kb=${1:?usage: speed_options.sh KERNELBENCH_DIR OUT_DIR [BASE_TREE]}
+out=${2:?usage: speed_options.sh KERNELBENCH_DIR OUT_DIR [BASE_TREE]}
+base=${3:-}
+stop=${STOP_AFTER:-480}
+mkdir -p "$out"
+kb=$(cd "$kb" && pwd)
+out=$(cd "$out" && pwd)
+[ -z "$base" ] || base=$(cd "$base" && pwd)
+cd "$(dirname "$0")/.."
+python3 -m pip install -q --no-index --find-links .device-wheels sqlite-utils typer click >"$out/pip.log" 2>&1
+export PYTHONPATH=$PWD
+
+probe() {  # NAME ARGS...: one probe, its log beside its file
+    name=$1
+    shift
+    python3 benchmarks/probes/rows_speed.py "$kb" --no-compile --stop-after "$stop" --out "$out/$name.json" "$@" \
+        2>>"$out/$name.log"
+    echo "$name exit $?" >>"$out/status.txt"
+}
+
+# level1's convolutions: the tap-major K loop over a channels-last copy, then over the input as laid out
+conv="50 54 55 56 57 58 59 60 61 62 63 64 65 66 67 68 69 70 71 72 73 74 75 76 77 78 79 80 81 86 87"
+# shellcheck disable=SC2086
+probe conv-nhwc --tasks $conv --set gather=nhwc
+# shellcheck disable=SC2086
+probe conv-taps --tasks $conv --set gather=taps
+probe depthwise-tile2d --tasks 82 83 84 85 --set tile2d=true
+probe inner-grid-level1 --tasks 33 --set inner_grid=true
+probe inner-grid-level2 --level 2 --rules kernelbench --tasks 1 2 4 5 16 21 31 32 54 67 82 87 93 --set inner_grid=true
+if [ -n "$base" ]; then
+    probe cat-in-place-level3 --level 3 --rules kernelbench --tasks 6 7 17 18 28 45 --baseline-tree "$base"
+    probe cat-in-place-level1 --tasks 92 --baseline-tree "$base"
+fi
+cat "$out/status.txt"
