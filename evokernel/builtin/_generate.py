@@ -40,15 +40,19 @@ def generate(plan: Plan, config: Config | None = None) -> str:
     last = len(stages) - 1
     buffers = [s.buffer for s in stages[:last]]
     known = set(buffers)
-    readers = {name: [k for k, args in enumerate(reads) for word in re.findall(r"\w+", args) if word == name]
-               for name in known}
+    # the stages that name each buffer in their arguments, in one pass (whole names: buf1 is not buf12)
+    readers: dict[str, list[int]] = {name: [] for name in known}
+    for k, args in enumerate(reads):
+        for word in re.findall(r"\w+", args):
+            if word in readers:
+                readers[word].append(k)
     parts = _cat_parts(stages, readers)
     # a part written in place is launched by its cat (its only reader), where every part's operands
     # exist: the cat's tensor is made first and each part written into its slice
     order = [k for k in range(len(stages)) if k not in parts]
     position = {k: i for i, k in enumerate(order)}
     position.update({k: position[c] for k, c in parts.items()})
-    # the last stage (in launch order) that names each buffer in its arguments (whole names: buf1 is not buf12)
+    # the last stage (in launch order) that names each buffer in its arguments
     written = {stages[k].buffer for k in parts}  # never a variable of forward: no del
     last_reader = {name: max(position[k] for k in ks) for name, ks in readers.items() if ks and name not in written}
     calls = []
@@ -56,7 +60,7 @@ def generate(plan: Plan, config: Config | None = None) -> str:
         stage, code = stages[k], codes[k]
         own = [j for j in sorted(parts) if parts[j] == k]
         if own:
-            calls += _cat_in_place(stage, k, [(j, codes[j], reads[j]) for j in own])
+            calls += _cat_in_place(stage, k, {stages[j].buffer: (codes[j], reads[j]) for j in own})
             if k == last:
                 calls.append(stage.buffer)
         else:
@@ -79,8 +83,9 @@ CAT_PARTS = ("elementwise", "scan", "conv")
 
 
 def _cat_parts(stages: list[Plan], readers: dict[str, list[int]]) -> dict[int, int]:
-    """{stage: its cat stage} for the pointwise stages whose result only a cat reads, once: they
-    write into the cat's tensor (no copy), the cat's other parts are copied into it."""
+    """{stage: its cat stage} for the stages of CAT_PARTS' families whose result only a cat reads,
+    once: they write into the cat's tensor (no copy), the cat's other operands are copied into it."""
+    producer = {s.buffer: j for j, s in enumerate(stages)}
     parts = {}
     for c, stage in enumerate(stages):
         if stage.family != "host" or stage.node(stage.anchor_id).op != "cat":
@@ -88,18 +93,17 @@ def _cat_parts(stages: list[Plan], readers: dict[str, list[int]]) -> dict[int, i
         if len({leaf.spec.dtype for leaf in stage.leaves}) > 1:
             continue  # torch.cat promotes mixed dtypes: left to it
         for leaf in stage.leaves:
-            k = next((j for j, s in enumerate(stages[:c]) if s.buffer == leaf.source), None)
+            k = producer.get(leaf.source)
             if k is not None and stages[k].family in CAT_PARTS and readers.get(leaf.source) == [c]:
                 parts[k] = c
     return parts
 
 
-def _cat_in_place(cat: Plan, k: int, parts: list[tuple[int, StageCode, str]]) -> list[str]:
-    """forward's lines for cat stage ``k`` whose ``parts`` (stage, code, arguments) write into it:
+def _cat_in_place(cat: Plan, k: int, by_buffer: dict[str, tuple[StageCode, str]]) -> list[str]:
+    """forward's lines for cat stage ``k`` whose parts ({buffer: (code, arguments)}) write into it:
     the cat's tensor and its slices made first, each part launched into its slice, every other
     operand copied into its own."""
     node = cat.node(cat.anchor_id)
-    by_buffer = {f"buf{j}": (code, args) for j, code, args in parts}
     names = {leaf.name: leaf.source for leaf in cat.leaves}
     ordered = [names[a.value] for a in node.args]  # the cat's operands in its own order
     # an operand that is not a part is evaluated once (it may be an expression that computes)
