@@ -213,6 +213,23 @@ def _unravel(var: str, sizes: list[str], names: list[str], indent: str) -> list[
     return lines
 
 
+# Both GEMM kernels' start: the program's [positions, output channels] tile of its group
+_TILE_HEAD = [
+    "    pid = tl.program_id(0)",
+    "    g = tl.program_id(1)",
+    "    num_n = tl.cdiv(COUT_G, BLOCK_N)",
+    "    pid_m = pid // num_n",
+    "    pid_n = pid % num_n",
+    "    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)",
+    "    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)",
+    "    if IDX64:",
+    "        offs_m = offs_m.to(tl.int64)",
+    "    m_mask = offs_m < M",
+    "    n_mask = offs_n < COUT_G",
+    "    # output position of each row: batch index and spatial coordinates",
+]
+
+
 def _phase_lines(sp: list[int]) -> list[str]:
     """A strided transposed convolution's rows, one output phase (o mod stride) per program: each
     row's phase-grid position q and output position o, and per dim the first tap reaching the
@@ -264,18 +281,7 @@ def generate_conv(plan: Plan, config: Config, tag: str = "") -> StageCode:
          "    TRANSPOSED: tl.constexpr, TF32: tl.constexpr, ROUND: tl.constexpr, FP32: tl.constexpr,",
          "    IDX64: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,",
          "):",
-         "    pid = tl.program_id(0)",
-         "    g = tl.program_id(1)",
-         "    num_n = tl.cdiv(COUT_G, BLOCK_N)",
-         "    pid_m = pid // num_n",
-         "    pid_n = pid % num_n",
-         "    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)",
-         "    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)",
-         "    if IDX64:",
-         "        offs_m = offs_m.to(tl.int64)",
-         "    m_mask = offs_m < M",
-         "    n_mask = offs_n < COUT_G",
-         "    # output position of each row: batch index and spatial coordinates"]
+         *_TILE_HEAD]
     if phased:
         # a strided transposed convolution, one output phase (o mod stride) per program:
         # all rows of a tile then share the taps that reach them, and only those are summed
@@ -343,8 +349,7 @@ def generate_conv(plan: Plan, config: Config, tag: str = "") -> StageCode:
           "    IDX64: tl.constexpr, EVEN_K: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,",
           "    BLOCK_K: tl.constexpr,",
           "):",
-          *k[k.index("    pid = tl.program_id(0)"):k.index("    # output position of each row: batch index and spatial coordinates")],
-          "    # output position of each row: batch index and spatial coordinates"]
+          *_TILE_HEAD]
     kt_prod = " * ".join(kt)
     if phased:
         tk += _phase_lines(sp)
@@ -536,10 +541,11 @@ def generate_conv(plan: Plan, config: Config, tag: str = "") -> StageCode:
     depi_s = "".join(f"*{n}_s, " for n in depi)
     sargs = "".join(s + ", " for s in scalars)
     block = max(256, min(2048, c.block_m * c.block_n // 8))
-    l += [f"    idx64 = _needs_i64(x, w, out)",
-          *(["    if cout_g < 8 or kg < 8:",
-             "        # depthwise (or nearly): a tile of one output plane per program, no tensor-core tile to fill",
-             f"        block_w = min({TILE_W}, triton.next_power_of_2(spatial[1]))",
+    l += ["    idx64 = _needs_i64(x, w, out)",
+          "    if cout_g < 8 or kg < 8:",
+          f"        # depthwise (or nearly): {'a tile of one output plane per program' if tiled else 'one output element per lane'}, "
+          "no tensor-core tile to fill",
+          *([f"        block_w = min({TILE_W}, triton.next_power_of_2(spatial[1]))",
              f"        block_h = min(max(1, {TILE_ELEMS} // block_w), triton.next_power_of_2(spatial[0]))",
              "        grid = (batch * cout, triton.cdiv(spatial[0], block_h), triton.cdiv(spatial[1], block_w))",
              f"        _conv_tile_kernel{tag}[grid](",
@@ -547,9 +553,7 @@ def generate_conv(plan: Plan, config: Config, tag: str = "") -> StageCode:
              f"            {geom_args}, IDX64=idx64, BLOCK_H=block_h, BLOCK_W=block_w, num_warps=4,",
              "        )",
              "        return out"] if tiled else
-            ["    if cout_g < 8 or kg < 8:",
-             "        # depthwise (or nearly): one output element per lane, no tensor-core tile to fill",
-             f"        grid = (triton.cdiv(out.numel(), {block}),)",
+            [f"        grid = (triton.cdiv(out.numel(), {block}),)",
              f"        _conv_direct_kernel{tag}[grid](",
              f"            x, w, {depi_args}out, {sargs}cin_g, cout_g, cout, out.numel(), kg, *geo, {depi_s}*out.stride(),",
              f"            {geom_args}, TRANSPOSED={transposed}, IDX64=idx64, BLOCK={block}, num_warps=4,",

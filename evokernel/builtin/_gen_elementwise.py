@@ -120,8 +120,32 @@ def generate_elementwise(plan: Plan, config: Config, tag: str = "") -> StageCode
     k.append(f"def {kernel_name}(")
     k.extend(wrap_params(params))
     inner = config.inner_grid and rank > 1
+    if inner:
+        k.append("    INNER: tl.constexpr,")
     k.append("    IS_FLAT: tl.constexpr, OUT_STRIDED: tl.constexpr, IDX64: tl.constexpr, BLOCK_SIZE: tl.constexpr,")
     k.append("):")
+    # the flat-block path, indented one level under INNER's else where there is one
+    flat = ["if IDX64:",
+            "    start = tl.program_id(0).to(tl.int64) * BLOCK_SIZE",
+            "else:",
+            "    start = tl.program_id(0) * BLOCK_SIZE",
+            "offs = start + tl.arange(0, BLOCK_SIZE)",
+            "mask = offs < n_elements",
+            "if IS_FLAT:",
+            "    # every operand walks the output's memory order contiguously",
+            *[f"    {n}_offs = offs" for n in names],
+            "    out_offs = offs",
+            "else:",
+            "    # unravel the output index; broadcast operands have stride 0 there",
+            "    rem = offs"]
+    for d in range(rank - 1, 0, -1):
+        flat += [f"    idx_{d} = rem % size_{d}", f"    rem = rem // size_{d}"]
+    flat.append("    idx_0 = rem")
+    flat += [f"    {n}_offs = " + " + ".join(f"idx_{d} * stride_{n}_{d}" for d in range(rank)) for n in names]
+    flat += ["    if OUT_STRIDED:  # a slice of a larger tensor (a cat's part, written in place)",
+             "        out_offs = " + " + ".join(f"idx_{d} * stride_out_{d}" for d in range(rank)),
+             "    else:",
+             "        out_offs = offs"]
     ind = "    "
     if inner:
         last = rank - 1
@@ -143,37 +167,7 @@ def generate_elementwise(plan: Plan, config: Config, tag: str = "") -> StageCode
             k.append(f"        {n}_offs = {terms}")
         k.append("    else:")
         ind = "        "
-    body_lines = ["if IDX64:",
-                  "    start = tl.program_id(0).to(tl.int64) * BLOCK_SIZE",
-                  "else:",
-                  "    start = tl.program_id(0) * BLOCK_SIZE",
-                  "offs = start + tl.arange(0, BLOCK_SIZE)",
-                  "mask = offs < n_elements",
-                  "if IS_FLAT:"]
-    flat_at = len(k)
-    k += [ind + line for line in body_lines]
-    k.append("        # every operand walks the output's memory order contiguously")
-    for n in names:
-        k.append(f"        {n}_offs = offs")
-    k.append("        out_offs = offs")
-    k.append("    else:")
-    k.append("        # unravel the output index; broadcast operands have stride 0 there")
-    k.append("        rem = offs")
-    for d in range(rank - 1, 0, -1):
-        k.append(f"        idx_{d} = rem % size_{d}")
-        k.append(f"        rem = rem // size_{d}")
-    k.append("        idx_0 = rem")
-    for n in names:
-        terms = " + ".join(f"idx_{d} * stride_{n}_{d}" for d in range(rank))
-        k.append(f"        {n}_offs = {terms}")
-    k.append("        if OUT_STRIDED:  # a slice of a larger tensor (a cat's part, written in place)")
-    k.append("            out_offs = " + " + ".join(f"idx_{d} * stride_out_{d}" for d in range(rank)))
-    k.append("        else:")
-    k.append("            out_offs = offs")
-    if inner:  # the flat-block path, one level in under INNER's else
-        k[flat_at + len(body_lines):] = ["    " + line for line in k[flat_at + len(body_lines):]]
-        k.insert(k.index("    IS_FLAT: tl.constexpr, OUT_STRIDED: tl.constexpr, IDX64: tl.constexpr, BLOCK_SIZE: tl.constexpr,"),
-                 "    INNER: tl.constexpr,")
+    k += [ind + line for line in flat]
     k.extend(body.lines)
     k.append(f"    tl.store(out_ptr + out_offs, {result}.to(out_ptr.dtype.element_ty), mask=mask)")
     kernel = "\n".join(k) + "\n"
