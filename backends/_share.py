@@ -82,6 +82,14 @@ def is_own(device_name: str, own_names: Iterable[str]) -> bool:
     return any(n in ids or n == device_name for n in own_names)
 
 
+def _time_by(activities: Iterable[DeviceActivity], key: Callable[[DeviceActivity], str]) -> dict[str, float]:
+    """Device time summed per key."""
+    out: dict[str, float] = {}
+    for a in activities:
+        out[key(a)] = out.get(key(a), 0.0) + a.duration_us
+    return out
+
+
 def split_activities(activities: Iterable[DeviceActivity], own_names: set[str]) -> ShareReport:
     acts = list(activities)
     marker_streams = {a.stream for a in acts if MARKER in a.name}
@@ -89,14 +97,10 @@ def split_activities(activities: Iterable[DeviceActivity], own_names: set[str]) 
     own = [a for a in acts if is_own(a.name, own_names)]
     lib = [a for a in acts if not is_own(a.name, own_names)]
     side = sum(1 for a in acts if marker_streams and a.stream is not None and a.stream not in marker_streams)
-    by_name: dict[str, float] = {}
-    for a in lib:
-        by_name[a.name] = by_name.get(a.name, 0.0) + a.duration_us
+    by_name = _time_by(lib, lambda a: a.name)
     top = sorted(by_name, key=lambda n: -by_name[n])[:3]
-    every: dict[str, float] = {}  # all activities by short name: a kernel launched by several stages adds up
-    for a in acts:
-        short = a.name.split("(")[0][:80]
-        every[short] = every.get(short, 0.0) + a.duration_us
+    # all activities by short name: a kernel launched by several stages adds up
+    every = _time_by(acts, lambda a: a.name.split("(")[0][:80])
     slowest = max(every, key=every.get, default="")
     return ShareReport(
         own_us=sum(a.duration_us for a in own),

@@ -38,10 +38,9 @@ stages take their own defaults, which are sized from their traced shapes.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 
 from ._families import Family, family
 from ._ir import Plan, Ref
@@ -238,7 +237,7 @@ def conv_space(plan: Plan) -> list[Config]:
     tiles = sorted(_CONV_TILES, key=lambda t: t != (first.block_m, first.block_n, first.block_k,
                                                      first.num_warps, first.num_stages))
     if _direct_conv(plan):  # the direct kernel reads no rounding or K loop: its tiles and tile2d
-        return list(dict.fromkeys([first, dataclasses.replace(first, tile2d=True)] + [
+        return list(dict.fromkeys([first, replace(first, tile2d=True)] + [
             Config("conv", block_m=bm, block_n=bn, block_k=bk, num_warps=w, num_stages=s) for bm, bn, bk, w, s in tiles]))
     gathers = sorted(GATHERS, key=lambda g: g != first.gather)
     return [Config("conv", block_m=bm, block_n=bn, block_k=bk, num_warps=w, num_stages=s, precision=p, gather=g)
