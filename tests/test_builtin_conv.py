@@ -45,7 +45,7 @@ def test_the_tf32_choice_follows_the_reference(tmp_path):
     source = generate(plan)
     assert "torch.backends.cudnn.allow_tf32" in source and 'input_precision="tf32"' in source
     ieee = next(c for c in search_space(plan) if c.precision == "ieee")
-    assert isinstance(ieee, Config) and "_conv_tf32(x, cin_g, 'ieee')" in generate(plan, ieee)
+    assert isinstance(ieee, Config) and "_conv_tf32(_x, cin_g, 'ieee')" in generate(plan, ieee)
     # the default tile in each rounding first: a wrong draft is retried with the next rounding
     assert [c.precision for c in search_space(plan)[:3]] == ["auto", "trunc", "ieee"]
     assert search_space(plan)[0] == default_config(plan)

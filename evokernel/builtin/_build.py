@@ -367,7 +367,15 @@ _RESERVED = {"out", "grid", "pid", "mask", "offs", "n", "m", "k", "shape", "rows
              "sizes", "pad", "is_flat", "n_elements", "n_rows", "n_cols", "n_batch", "grid_rows",
              "block_m", "block_n", "out_shape", "a_tile", "b_tile", "a_ptrs", "b_ptrs", "mm", "cols", "tile",
              "split", "part", "parts", "carry", "iota", "geom", "spatial", "n_split", "chunk", "idx64",
-             "device", "order", "out_strided", "cout", "cin", "cin_g", "cout_g", "groups", "kg", "geo"}
+             "device", "order", "out_strided", "cout", "cin", "cin_g", "cout_g", "groups", "kg", "geo",
+             # more launchers' locals (found by parsing the generated launchers of the test and suite tasks)
+             "a_hi", "a_lo", "args", "b_hh", "b_hi", "b_ih", "b_lo", "block_c", "block_h", "block_r", "block_w", "c_n", "d",
+             "din", "dirs", "dl", "g0", "g1", "group", "h_n", "hbuf", "hidden", "in_shape", "k_size", "k_steps",
+             "k_tiles", "kp", "kv_batch", "last", "layer", "layer_in", "layers", "main_kernel", "meta", "modes",
+             "n_iblocks", "n_out", "n_state", "op", "operands", "p", "packed", "params", "partial_kernel", "pd",
+             "precision", "qm", "round_in_kernel", "s", "seq", "seq_shape", "split_stride", "src", "st", "stages",
+             "states", "step", "steps", "strided", "strides", "sync", "tf32", "tiles", "tiles_b", "w_hh", "w_ih",
+             "width", "x_3", "xp"}
 
 
 def _identifier(stem: str) -> str:

@@ -492,7 +492,7 @@ def generate_conv(plan: Plan, config: Config, tag: str = "") -> StageCode:
     # ---- launcher
     c = config
     stride, padding, dilation = conv.attr("stride"), conv.attr("padding"), conv.attr("dilation")
-    geom_args = ", ".join(f"KT_{d}=w.shape[2 + {d}], ST_{d}={stride[d]}, PD_{d}={padding[d]}, DL_{d}={dilation[d]}"
+    geom_args = ", ".join(f"KT_{d}=_w.shape[2 + {d}], ST_{d}={stride[d]}, PD_{d}={padding[d]}, DL_{d}={dilation[d]}"
                           for d in sp)
     ts_args = "".join(f" TS_{d}={stride[d] // math.gcd(stride[d], dilation[d])}," for d in sp) if phased else ""
     entry = f"fused_conv{tag}"
@@ -501,26 +501,26 @@ def generate_conv(plan: Plan, config: Config, tag: str = "") -> StageCode:
     args_text = ", ".join(names + scalars)
     l = [f"def {entry}_out({args_text}):",
          '    """The result\'s (shape, dims in memory order or None, dtype, device)."""',
-         f"    x, w = {x_name}, {w_name}",
+         f"    _x, _w = {x_name}, {w_name}",
          f"    groups = {conv.attr('groups')}"]
     if transposed:
-        l += ["    cout = w.shape[1] * groups",
-              "    spatial = tuple((x.shape[2 + d] - 1) * st - 2 * pd + dl * (w.shape[2 + d] - 1) + op + 1",
+        l += ["    cout = _w.shape[1] * groups",
+              "    spatial = tuple((_x.shape[2 + d] - 1) * st - 2 * pd + dl * (_w.shape[2 + d] - 1) + op + 1",
               f"                    for d, st, pd, dl, op in zip(range({nd}), {stride}, {padding}, {dilation}, "
               f"{conv.attr('output_padding')}))"]
     else:
-        l += ["    cout = w.shape[0]",
-              "    spatial = tuple((x.shape[2 + d] + 2 * pd - dl * (w.shape[2 + d] - 1) - 1) // st + 1",
+        l += ["    cout = _w.shape[0]",
+              "    spatial = tuple((_x.shape[2 + d] + 2 * pd - dl * (_w.shape[2 + d] - 1) - 1) // st + 1",
               f"                    for d, st, pd, dl in zip(range({nd}), {stride}, {padding}, {dilation}))"]
-    l += [f"    return (x.shape[0], cout) + spatial, None, {out_dtype_expr(plan)}, x.device",
+    l += [f"    return (_x.shape[0], cout) + spatial, None, {out_dtype_expr(plan)}, _x.device",
           "",
           "",
           f"def {entry}({args_text}, out=None):",
           "    # out: where to write (a part of a cat, say); by default a new tensor",
-          f"    x, w = {x_name}, {w_name}",
+          f"    _x, _w = {x_name}, {w_name}",
           f"    groups = {conv.attr('groups')}",
           f"    out_shape, _, dtype, device = {entry}_out({args_text})",
-          "    batch, cin = x.shape[0], x.shape[1]",
+          "    batch, cin = _x.shape[0], _x.shape[1]",
           "    cin_g = cin // groups",
           "    cout = out_shape[1]",
           "    cout_g = cout // groups",
@@ -531,8 +531,8 @@ def generate_conv(plan: Plan, config: Config, tag: str = "") -> StageCode:
           "        raise ValueError(f'out has shape {tuple(out.shape)}, the result {tuple(out_shape)}')",
           "    if out.numel() == 0:",
           "        return out",
-          "    kg = cin_g * _prod(w.shape[2:])",
-          "    geo = [*x.shape[2:], *spatial, *x.stride(), *w.stride()]"]
+          "    kg = cin_g * _prod(_w.shape[2:])",
+          "    geo = [*_x.shape[2:], *spatial, *_x.stride(), *_w.stride()]"]
     for n in sorted(set(epi) | set(depi), key=names.index):
         l.append(f"    {n}_s = list({n}.expand(out_shape).stride())")
     epi_args = "".join(f"{n}, " for n in epi)
@@ -541,7 +541,7 @@ def generate_conv(plan: Plan, config: Config, tag: str = "") -> StageCode:
     depi_s = "".join(f"*{n}_s, " for n in depi)
     sargs = "".join(s + ", " for s in scalars)
     block = max(256, min(2048, c.block_m * c.block_n // 8))
-    l += ["    idx64 = _needs_i64(x, w, out)",
+    l += ["    idx64 = _needs_i64(_x, _w, out)",
           "    if cout_g < 8 or kg < 8:",
           f"        # depthwise (or nearly): {'a tile of one output plane per program' if tiled else 'one output element per lane'}, "
           "no tensor-core tile to fill",
@@ -549,19 +549,19 @@ def generate_conv(plan: Plan, config: Config, tag: str = "") -> StageCode:
              f"        block_h = min(max(1, {TILE_ELEMS} // block_w), triton.next_power_of_2(spatial[0]))",
              "        grid = (batch * cout, triton.cdiv(spatial[0], block_h), triton.cdiv(spatial[1], block_w))",
              f"        _conv_tile_kernel{tag}[grid](",
-             f"            x, w, {depi_args}out, {sargs}cin_g, cout_g, cout, *geo, {depi_s}*out.stride(),",
+             f"            _x, _w, {depi_args}out, {sargs}cin_g, cout_g, cout, *geo, {depi_s}*out.stride(),",
              f"            {geom_args}, IDX64=idx64, BLOCK_H=block_h, BLOCK_W=block_w, num_warps=4,",
              "        )",
              "        return out"] if tiled else
             [f"        grid = (triton.cdiv(out.numel(), {block}),)",
              f"        _conv_direct_kernel{tag}[grid](",
-             f"            x, w, {depi_args}out, {sargs}cin_g, cout_g, cout, out.numel(), kg, *geo, {depi_s}*out.stride(),",
+             f"            _x, _w, {depi_args}out, {sargs}cin_g, cout_g, cout, out.numel(), kg, *geo, {depi_s}*out.stride(),",
              f"            {geom_args}, TRANSPOSED={transposed}, IDX64=idx64, BLOCK={block}, num_warps=4,",
              "        )",
              "        return out"]),
-          f"    tf32 = _conv_tf32(x, cin_g, {c.precision!r})",
+          f"    tf32 = _conv_tf32(_x, cin_g, {c.precision!r})",
           f"    round_in_kernel = {'tf32' if c.precision == 'auto' else 'False'}  # trunc: the tensor cores' own conversion",
-          "    _gemm_x, _gemm_w = x, w  # the GEMM's operands; the epilogue reads the tensors themselves",
+          "    _gemm_x, _gemm_w = _x, _w  # the GEMM's operands; the epilogue reads the tensors themselves",
           *(_FLAT_OPERANDS if c.gather == "flat" else _taps_operands(c.gather, transposed)),
           *([f"    qm = tuple(triton.cdiv(o, st) for o, st in zip(spatial, {stride}))", "    m = batch * _prod(qm)"]
             if phased else ["    m = batch * _prod(spatial)"]),
@@ -571,7 +571,7 @@ def generate_conv(plan: Plan, config: Config, tag: str = "") -> StageCode:
              f"    grid = lambda meta: (triton.cdiv(m, meta['BLOCK_M']) * triton.cdiv(cout_g, meta['BLOCK_N']), groups{phases})"]),
           f"    {gemm_name}[grid](",
           f"        _gemm_x, _gemm_w, {epi_args}out, {sargs}cin_g, cout_g, m, kg, *geo, {epi_s}*out.stride(),{' *qm,' if phased else ''}",
-          f"        {geom_args},{ts_args} TRANSPOSED={transposed}, TF32=tf32, ROUND=round_in_kernel, FP32=x.dtype == torch.float32, IDX64=idx64,",
+          f"        {geom_args},{ts_args} TRANSPOSED={transposed}, TF32=tf32, ROUND=round_in_kernel, FP32=_x.dtype == torch.float32, IDX64=idx64,",
           *([f"        BLOCK_M={c.block_m}, BLOCK_N={c.block_n}, BLOCK_K={c.block_k}, num_warps={c.num_warps},",
              f"        num_stages={c.num_stages},"] if c.gather == "flat" else
             [f"        EVEN_K=cin_g % {c.block_k} == 0, BLOCK_K={c.block_k},"]),
@@ -589,10 +589,10 @@ def generate_conv(plan: Plan, config: Config, tag: str = "") -> StageCode:
 # The GEMM's operands, flat K loop: rounded to TF32 once before the GEMM where the kernel would
 # round them (contiguous operands)
 _FLAT_OPERANDS = [
-    "    if round_in_kernel and x.is_contiguous() and w.is_contiguous():",
+    "    if round_in_kernel and _x.is_contiguous() and _w.is_contiguous():",
     "        # rounded once before the GEMM: rounding inside its K loop kept the loads from feeding",
     "        # the tensor cores directly (3.5x slower on the H200)",
-    "        _gemm_x, _gemm_w = _tf32_rounded(x), _tf32_rounded(w)",
+    "        _gemm_x, _gemm_w = _tf32_rounded(_x), _tf32_rounded(_w)",
     "        round_in_kernel = False",
 ]
 
@@ -600,16 +600,16 @@ _FLAT_OPERANDS = [
 def _taps_operands(gather: str, transposed: bool) -> list[str]:
     """The tap-major GEMM's operands: the weight rearranged by taps (rounded on the way), the input
     rounded as for the flat loop ("taps") or copied channels-last in the same pass ("nhwc")."""
-    lines = [f"    _gemm_w = _conv_weight_taps(w, groups, cin_g, cout_g, {transposed}, round_in_kernel)"]
+    lines = [f"    _gemm_w = _conv_weight_taps(_w, groups, cin_g, cout_g, {transposed}, round_in_kernel)"]
     if gather == "nhwc":
-        lines += ["    if x.dim() > 3 and x.is_contiguous(memory_format=_CHANNELS_LAST[x.dim()]):",
-                  "        _gemm_x = _tf32_rounded(x) if round_in_kernel else x  # channels-last already",
+        lines += ["    if _x.dim() > 3 and _x.is_contiguous(memory_format=_CHANNELS_LAST[_x.dim()]):",
+                  "        _gemm_x = _tf32_rounded(_x) if round_in_kernel else _x  # channels-last already",
                   "        round_in_kernel = False",
                   "    else:",
-                  "        _cl = _conv_channels_last(x, round_in_kernel)",
+                  "        _cl = _conv_channels_last(_x, round_in_kernel)",
                   "        if _cl is not None:",
                   "            _gemm_x, round_in_kernel = _cl, False"]
     else:
-        lines += ["    if round_in_kernel and x.is_contiguous():",
-                  "        _gemm_x, round_in_kernel = _tf32_rounded(x), False"]
-    return lines + ["    geo = [*x.shape[2:], *spatial, *_gemm_x.stride(), *w.stride()]  # the copy's strides"]
+        lines += ["    if round_in_kernel and _x.is_contiguous():",
+                  "        _gemm_x, round_in_kernel = _tf32_rounded(_x), False"]
+    return lines + ["    geo = [*_x.shape[2:], *spatial, *_gemm_x.stride(), *_w.stride()]  # the copy's strides"]

@@ -161,9 +161,9 @@ def generate_pool(plan: Plan, config: Config, tag: str = "") -> StageCode:
     l = [f"def {entry}({', '.join(names + scalars)}):"]
     if fused:
         l += [f"    in_shape = _broadcast_shapes({', '.join(f'{n}.shape' for n in pro_leaves)})",
-              f"    x = {pro_leaves[0]}"]
+              f"    _x = {pro_leaves[0]}"]
     else:
-        l += [f"    x = {x_name}", "    in_shape = tuple(x.shape)"]
+        l += [f"    _x = {x_name}", "    in_shape = tuple(_x.shape)"]
     l.append(f"    din = tuple(in_shape[-{nd}:])")
     if adaptive:
         out_sp = pool.attr("out")
@@ -178,9 +178,9 @@ def generate_pool(plan: Plan, config: Config, tag: str = "") -> StageCode:
         geom = ", ".join(f"KW_{d}={kernel_[d]}, ST_{d}={stride[d]}, PD_{d}={padding[d]}, DL_{d}={dil[d]}" for d in sp)
     l.append(f"    out_shape = tuple(in_shape[:-{nd}]) + spatial")
     if nhwc:
-        l.append(f"    out = torch.empty_permuted(out_shape, (0, 2, 3, 1), dtype={out_dtype_expr(plan)}, device=x.device)")
+        l.append(f"    out = torch.empty_permuted(out_shape, (0, 2, 3, 1), dtype={out_dtype_expr(plan)}, device=_x.device)")
     else:
-        l.append(f"    out = torch.empty(out_shape, dtype={out_dtype_expr(plan)}, device=x.device)")
+        l.append(f"    out = torch.empty(out_shape, dtype={out_dtype_expr(plan)}, device=_x.device)")
     l += ["    if out.numel() == 0:",
           "        return out"]
     if fused:
@@ -189,11 +189,11 @@ def generate_pool(plan: Plan, config: Config, tag: str = "") -> StageCode:
         ptr_args = "".join(f"{n}, " for n in ptrs)
         input_args = "".join(f"*{n}_p, " for n in pro_leaves)
     elif nhwc:
-        ptr_args = "x, " + "".join(f"{n}, " for n in epi)
-        input_args = "*x.stride(), "
+        ptr_args = "_x, " + "".join(f"{n}, " for n in epi)
+        input_args = "*_x.stride(), "
     else:
         # leading dims flattened (a view when they are contiguous; else a copy, a recorded host step)
-        l.append("    x_3 = _reshape(x, (-1,) + din)")
+        l.append("    x_3 = _reshape(_x, (-1,) + din)")
         ptr_args = "x_3, " + "".join(f"{n}, " for n in epi)
         input_args = "x_3.stride(0), *x_3.stride()[1:], "
     for n in epi:
@@ -207,7 +207,7 @@ def generate_pool(plan: Plan, config: Config, tag: str = "") -> StageCode:
           f"    _pool_kernel{tag}[grid](",
           f"        {ptr_args}out, {''.join(s + ', ' for s in scalars)}rows, *din, *out_shape,",
           f"        {input_args}{''.join(f'*{n}_s, ' for n in epi)}*out.stride(),",
-          f"        {geom}, IDX64=_needs_i64(x, out), BLOCK_R=block_r, BLOCK_C=block_c, num_warps={config.num_warps},",
+          f"        {geom}, IDX64=_needs_i64(_x, out), BLOCK_R=block_r, BLOCK_C=block_c, num_warps={config.num_warps},",
           "    )",
           "    return out"]
     launcher = "\n".join(l) + "\n"
