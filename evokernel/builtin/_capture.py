@@ -204,6 +204,8 @@ def _rebuild(captured: torch.fx.GraphModule, model: nn.Module, names: list[str])
             env[node] = graph.call_module(path, (env[source],))
         elif node in grouped:
             continue
+        elif node.op == "call_function" and node.target is torch._C._log_api_usage_once:
+            continue  # a module built inside forward (``nn.Softmax(dim=-1)(w)``) logs its construction
         elif node.op == "output":  # dynamo returns the outputs flattened; forward's structure is its out_spec
             outputs = [env[n] if isinstance(n, torch.fx.Node) else n for n in node.args[0]]
             graph.output(tree_unflatten(outputs, captured.graph._codegen.pytree_info.out_spec))
