@@ -24,8 +24,14 @@ CASES = [
          "[torch.randn(4, 7, 3), torch.randint(0, 7, (4, 5, 3))]"),
     Case("roll_two_dims", "x: return torch.roll(x * 2.0, shifts=(-1, 2), dims=(1, 2))", "[torch.randn(2, 5, 6, 3)]"),
     Case("roll_input", "x: return torch.roll(x, 3, 0) + 1.0", "[torch.randn(7, 2)]", slow=True),
+    # embeddings: the module (token ids in, rows out, a projection after), F.embedding and
+    # torch.embedding (weight first) on a table computed in forward
+    Case("embedding_module", "t: return self.proj(self.emb(t)).relu()", "[torch.randint(0, 11, (2, 5))]",
+         init="self.emb = nn.Embedding(11, 6, padding_idx=0)\nself.proj = nn.Linear(6, 4)"),
+    Case("embedding_functional", "t: w = self.table * 2.0\nreturn F.embedding(t, w) * torch.embedding(w, t.t()).transpose(0, 1)",
+         "[torch.randint(0, 9, (3, 4))]", init="self.table = nn.Parameter(torch.randn(9, 5))"),
 ]
-KERNELBENCH = ("computed_table_at_buffer_positions", "gather_along_dim")
+KERNELBENCH = ("computed_table_at_buffer_positions", "gather_along_dim", "embedding_module")
 
 
 results, kernelbench_results, test_gather_candidate_is_correct, test_gather_candidate_is_correct_under_kernelbench_rules = correctness_checks(
@@ -42,3 +48,12 @@ def test_indexed_reads_outside_say_why(tmp_path, forward, init, reason):
 
     plan = analyze(write(Case("outside", forward, "[torch.randn(4, 4)]", init=init), tmp_path))
     assert not plan and reason in plan.reason, plan
+
+
+def test_an_embedding_that_renormalises_its_weight_says_why(tmp_path):
+    from evokernel.builtin import analyze
+
+    case = Case("max_norm", "t: return self.emb(t)", "[torch.randint(0, 8, (4,))]",
+                init="self.emb = nn.Embedding(8, 3, max_norm=1.0)")
+    plan = analyze(write(case, tmp_path))
+    assert not plan and "max_norm" in plan.reason, plan

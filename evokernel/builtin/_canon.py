@@ -17,7 +17,7 @@ import torch.nn as nn
 
 from ._build import Builder, ComputedView, Flipped, PyVal, Reject, ValuesTuple, py_source
 from ._canon_attn import ATTN_HANDLERS, attention_module
-from ._canon_index import INDEX_HANDLERS, indexed, is_tensor_index
+from ._canon_index import INDEX_HANDLERS, embedding_rows, indexed, is_tensor_index
 from ._canon_nn import NN_HANDLERS, call_nn_module
 from ._canon_rnn import rnn_module
 from ._canon_util import (RSIZE, _affine, _any_leaf_source, _bind, _dims, _layer_norm_impl, _norm_dims, _norm_of, _row_max,
@@ -436,7 +436,8 @@ _PY_BINOPS = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.
 VIEW_METHODS = {"view", "reshape", "transpose", "permute", "t", "unsqueeze", "squeeze", "flatten",
                 "expand", "expand_as", "view_as", "reshape_as", "swapaxes", "swapdims", "movedim",
                 "unflatten", "narrow", "select", "__getitem__", "unfold"}
-_FUNCTION_NAMES = {torch.nn.functional.unfold: "im2col"}  # functions whose name a Tensor method shares
+# functions whose name a Tensor method or another function shares (torch.embedding takes the weight first)
+_FUNCTION_NAMES = {torch.nn.functional.unfold: "im2col", torch.nn.functional.embedding: "f_embedding"}
 
 
 def _view_suffix(method: str, args, kwargs) -> str:
@@ -639,6 +640,8 @@ def call_module(ctx: Context, module: nn.Module, path: str, args, kwargs):
         return _linear_impl(ctx, x, param("weight"), param("bias"))
     if isinstance(module, nn.LayerNorm):
         return _layer_norm_impl(ctx, x, module.normalized_shape, param("weight"), param("bias"), module.eps)
+    if isinstance(module, nn.Embedding):
+        return embedding_rows(ctx, x, param("weight"), module.max_norm)
     if hasattr(nn, "RMSNorm") and isinstance(module, nn.RMSNorm):
         return _rms_norm_impl(ctx, x, module.normalized_shape, param("weight"), module.eps)
     handled = call_nn_module(ctx, module, param, args, kwargs)

@@ -16,7 +16,7 @@ from ._canon_nn import _leaf_view
 from ._canon_util import _bind, _static
 from ._ir import Ref
 
-__all__ = ["INDEX_HANDLERS", "indexed", "is_tensor_index"]
+__all__ = ["INDEX_HANDLERS", "embedding_rows", "indexed", "is_tensor_index"]
 
 _INDEX_DTYPES = ("int64", "int32", "int16", "int8", "uint8")
 
@@ -93,4 +93,27 @@ def _roll(ctx, args, kwargs):
     return x if x.kind == "node" else ctx.b.pw("identity", x)
 
 
-INDEX_HANDLERS = {"index_select": _index_select, "gather": _torch_gather, "roll": _roll}
+def embedding_rows(ctx, indices, weight, max_norm=None) -> Ref:
+    """An embedding lookup: the weight's rows at the indices (``weight[indices]``).
+    ``padding_idx`` only shapes the gradient; ``max_norm`` rescales the weight's rows
+    in place on every call, a write the candidate would have to repeat."""
+    if max_norm is not None:
+        raise Reject("an embedding with max_norm (it renormalises the weight in place) is not supported")
+    return _gather(ctx, weight, indices, 0, "select")
+
+
+def _f_embedding(ctx, args, kwargs):
+    a = _bind(args, kwargs, ["input", "weight", "padding_idx", "max_norm", "norm_type", "scale_grad_by_freq",
+                             "sparse"], {"padding_idx": None, "max_norm": None, "norm_type": 2.0,
+                                         "scale_grad_by_freq": False, "sparse": False})
+    return embedding_rows(ctx, a["input"], a["weight"], _static(a["max_norm"], "max_norm"))
+
+
+def _torch_embedding(ctx, args, kwargs):  # torch.embedding(weight, indices, ...): the weight first
+    a = _bind(args, kwargs, ["weight", "indices", "padding_idx", "scale_grad_by_freq", "sparse"],
+              {"padding_idx": -1, "scale_grad_by_freq": False, "sparse": False})
+    return embedding_rows(ctx, a["indices"], a["weight"])
+
+
+INDEX_HANDLERS = {"index_select": _index_select, "gather": _torch_gather, "roll": _roll,
+                  "f_embedding": _f_embedding, "embedding": _torch_embedding}
