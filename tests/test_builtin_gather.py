@@ -30,6 +30,9 @@ CASES = [
          init="self.emb = nn.Embedding(11, 6, padding_idx=0)\nself.proj = nn.Linear(6, 4)"),
     Case("embedding_functional", "t: w = self.table * 2.0\nreturn F.embedding(t, w) * torch.embedding(w, t.t()).transpose(0, 1)",
          "[torch.randint(0, 9, (3, 4))]", init="self.table = nn.Parameter(torch.randn(9, 5))"),
+    # fixed-length bags of ids, averaged and maxed
+    Case("embedding_bags", "t: return self.mean_bag(t) * self.max_bag(t)", "[torch.randint(0, 10, (4, 3))]",
+         init="self.mean_bag = nn.EmbeddingBag(10, 5, mode='mean')\nself.max_bag = nn.EmbeddingBag(10, 5, mode='max')"),
 ]
 KERNELBENCH = ("computed_table_at_buffer_positions", "gather_along_dim", "embedding_module")
 
@@ -40,8 +43,6 @@ results, kernelbench_results, test_gather_candidate_is_correct, test_gather_cand
 
 @pytest.mark.parametrize("forward, init, reason", [
     ("x: return x[self.mask]", "self.register_buffer('mask', torch.tensor([True, False, True, True]))", "boolean mask"),
-    ("x: return x[self.rows, self.cols]", "self.register_buffer('rows', torch.tensor([0, 1]))\n"
-                                          "self.register_buffer('cols', torch.tensor([2, 3]))", "several tensors"),
 ])
 def test_indexed_reads_outside_say_why(tmp_path, forward, init, reason):
     from evokernel.builtin import analyze

@@ -46,6 +46,7 @@ class ValuesTuple:
     kind: str = ""
     dims: tuple[int, ...] = ()
     keepdim: bool = False
+    indices: Ref | None = None  # built already (torch.topk's positions: the values are read at them)
 
 
 @dataclass(frozen=True)
@@ -75,6 +76,8 @@ def py_source(value) -> str:
     """Source text for a Python-level argument of a view call."""
     if isinstance(value, PyVal):
         return value.source
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"float({str(value)!r})"  # repr gives inf and nan, names in generated code
     if isinstance(value, (bool, int, float)) or value is None:
         return repr(value)
     if isinstance(value, str):
@@ -351,6 +354,22 @@ class Builder:
             if ref.kind not in ("leaf", "node"):
                 raise Reject("an indexed read of a non-tensor")
         return self._add("gather", (src, index), {"dim": dim, "mode": mode}, tuple(shape), self.dtype(src))
+
+    def resample(self, src: Ref, attrs: dict, shape: tuple[int, ...]) -> Ref:
+        """``src`` resampled over its spatial dims (nn.Upsample, F.interpolate; see _canon_resample)."""
+        if src.kind not in ("leaf", "node"):
+            raise Reject("resampling a non-tensor")
+        return self._add("resample", (src,), attrs, tuple(shape), self.dtype(src))
+
+    def topk(self, x: Ref, k: int, dim: int, largest: bool) -> Ref:
+        """The int64 positions along ``dim`` of the ``k`` largest (smallest) values of ``x``, best
+        first (see _canon_route); the values are a gather of ``x`` at them."""
+        shape = tuple(k if d == dim else s for d, s in enumerate(self.shape(x)))
+        return self._add("topk", (x,), {"k": k, "dim": dim, "largest": largest}, shape, "int64")
+
+    def scatter(self, args: tuple[Ref, ...], attrs: dict, shape: tuple[int, ...], dtype: str) -> Ref:
+        """Values written (or added) at the positions an index tensor holds (see _canon_route)."""
+        return self._add("scatter", tuple(args), attrs, tuple(shape), dtype)
 
     def cat(self, parts: tuple[Ref, ...], dim: int, shape: tuple[int, ...]) -> Ref:
         """torch.cat of tensors: a copy, made in forward from the parts' buffers."""

@@ -17,12 +17,16 @@ import torch.nn as nn
 
 from ._build import Builder, ComputedView, Flipped, PyVal, Reject, ValuesTuple, py_source
 from ._canon_attn import ATTN_HANDLERS, attention_module
+from ._canon_complex import COMPLEX_HANDLERS, Complex, ComplexLeaf, complex_view, is_complex, view_as_complex
 from ._canon_index import INDEX_HANDLERS, embedding_rows, indexed, is_tensor_index
 from ._canon_nn import NN_HANDLERS, call_nn_module
-from ._canon_rnn import rnn_module
+from ._canon_resample import RESAMPLE_HANDLERS, resample_module
+from ._canon_route import ROUTE_HANDLERS, shape_from_values
+from ._canon_rnn import CELL_HANDLERS, rnn_module
 from ._canon_util import (RSIZE, _affine, _any_leaf_source, _bind, _dims, _layer_norm_impl, _norm_dims, _norm_of, _row_max,
                           _softmax, _softmax_parts, _static, matmul, transposed)
 from ._ir import Ref, TensorSpec
+from ._pointwise import POINTWISE
 
 __all__ = ["Context", "call_function", "call_method", "call_module", "module_param", "VIEW_METHODS"]
 
@@ -54,7 +58,7 @@ class Context:
         raise Reject(f"unsupported operand {value!r}")
 
     def is_tensor(self, value) -> bool:
-        return isinstance(value, (Ref, ComputedView, Flipped)) and not (
+        return isinstance(value, (Ref, ComputedView, Flipped, Complex, ComplexLeaf)) and not (
             isinstance(value, Ref) and value.kind in ("const", "scalar"))
 
 
@@ -69,7 +73,11 @@ _UNARY = {
 _IDENTITY = {"clone", "contiguous", "detach", "identity", "alias"}
 _COMPARE = {"gt": "gt", "greater": "gt", "ge": "ge", "greater_equal": "ge", "lt": "lt", "less": "lt",
             "le": "le", "less_equal": "le", "eq": "eq", "ne": "ne", "not_equal": "ne"}
-_CASTS = {"float": "float32", "half": "float16", "bfloat16": "bfloat16", "double": "float64"}
+_CASTS = {"float": "float32", "half": "float16", "bfloat16": "bfloat16", "double": "float64", "long": "int64",
+          "int": "int32", "short": "int16"}
+# integers are computed as exact floats (ids, positions, buckets: far below 2**24) and truncated
+# toward zero where cast, as torch truncates; only where a buffer holds one is it stored as an integer
+_INTS = (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8)
 
 
 def _unary(op):
@@ -102,6 +110,170 @@ def _contiguous(ctx, args, kwargs):
         leaf = ctx.b.leaf_by_name(value.value)  # a view of an input: .contiguous() is a no-op when it is one
         return ctx.b.leaf(leaf.source + ".contiguous()", leaf.spec, leaf.name + "_c")
     return _identity(ctx, args, kwargs)
+
+
+def _views(ctx, value, steps):
+    """A chain of view methods ((method, args, result shape), ...) on a value, as forward would
+    write them: of an input, views of it; of a computed value, views of its buffer (a reshape
+    after a permute copies, in forward, as torch's own does)."""
+    base = value.base if isinstance(value, ComputedView) else ctx.ref(value)
+    dtype = ctx.b.dtype(base)  # a view keeps its tensor's dtype (not that of the op being lowered)
+    for method, args, shape in steps:
+        value = _apply_view(Context(ctx.b, TensorSpec(tuple(shape), dtype)), value, method, args, {})
+    return value
+
+
+def _shape_of(ctx, value) -> tuple[int, ...]:
+    return tuple(value.shape if isinstance(value, ComputedView) else ctx.b.shape(ctx.ref(value)))
+
+
+def _pixel_shuffle(ctx, args, kwargs):
+    """(..., C r^2, H, W) -> (..., C, H r, W r): sub-pixel convolution's rearrangement."""
+    a = _bind(args, kwargs, ["input", "upscale_factor"])
+    x, r = a["input"], int(_static(a["upscale_factor"], "upscale_factor"))
+    *lead, c, h, w = _shape_of(ctx, x)
+    n = len(lead)
+    return _views(ctx, x, [
+        ("reshape", (*lead, c // (r * r), r, r, h, w), (*lead, c // (r * r), r, r, h, w)),
+        ("permute", (*range(n), n, n + 3, n + 1, n + 4, n + 2), (*lead, c // (r * r), h, r, w, r)),
+        ("reshape", (*lead, c // (r * r), h * r, w * r), (*lead, c // (r * r), h * r, w * r))])
+
+
+def _pixel_unshuffle(ctx, args, kwargs):
+    """(..., C, H r, W r) -> (..., C r^2, H, W), the inverse."""
+    a = _bind(args, kwargs, ["input", "downscale_factor"])
+    x, r = a["input"], int(_static(a["downscale_factor"], "downscale_factor"))
+    *lead, c, h, w = _shape_of(ctx, x)
+    n = len(lead)
+    return _views(ctx, x, [
+        ("reshape", (*lead, c, h // r, r, w // r, r), (*lead, c, h // r, r, w // r, r)),
+        ("permute", (*range(n), n, n + 2, n + 4, n + 1, n + 3), (*lead, c, r, r, h // r, w // r)),
+        ("reshape", (*lead, c * r * r, h // r, w // r), (*lead, c * r * r, h // r, w // r))])
+
+
+def _channel_shuffle(ctx, args, kwargs):
+    """(N, C, *S) with C = g k -> channels reordered as (k, g): ShuffleNet's shuffle."""
+    a = _bind(args, kwargs, ["input", "groups"])
+    x, g = a["input"], int(_static(a["groups"], "groups"))
+    n, c, *rest = _shape_of(ctx, x)
+    return _views(ctx, x, [
+        ("reshape", (n, g, c // g, *rest), (n, g, c // g, *rest)),
+        ("transpose", (1, 2), (n, c // g, g, *rest)),
+        ("reshape", (n, c, *rest), (n, c, *rest))])
+
+
+def _glu(ctx, args, kwargs):
+    """The first half of ``dim`` gated by the sigmoid of the second."""
+    a = _bind(args, kwargs, ["input", "dim"], {"dim": -1})
+    first, second = ATTN_HANDLERS["chunk"](ctx, [a["input"], 2, a["dim"]], {})
+    return ctx.b.pw("mul", ctx.ref(first), ctx.b.pw("sigmoid", ctx.ref(second)))
+
+
+def _c(value: float) -> Ref:
+    return Ref("const", float(value))
+
+
+def _trunc(b: Builder, x: Ref) -> Ref:
+    return b.pw("where", b.pw("lt", x, _c(0)), b.pw("ceil", x), b.pw("floor", x))
+
+
+def _round(ctx, args, kwargs):
+    """torch.round: halves to the even neighbour (floor(x + 0.5), one less at an odd tie)."""
+    a = _bind(args, kwargs, ["input", "decimals"], {"decimals": 0})
+    if _static(a["decimals"], "decimals"):
+        raise Reject("torch.round with decimals is not supported")
+    b, x = ctx.b, ctx.ref(a["input"])
+    up = b.pw("floor", b.pw("add", x, _c(0.5)))
+    tie = b.pw("eq", b.pw("sub", up, x), _c(0.5))
+    odd = b.pw("ne", b.pw("sub", up, b.pw("mul", b.pw("floor", b.pw("mul", up, _c(0.5))), _c(2))), _c(0))
+    return b.pw("where", b.pw("mul", tie, odd), b.pw("sub", up, _c(1)), up)
+
+
+def _remainder(python: bool):
+    """remainder (the divisor's sign, Python's %) and fmod (the dividend's sign, C's fmod)."""
+    def handler(ctx, args, kwargs):
+        a = _bind(args, kwargs, ["input", "other"])
+        b, x, y = ctx.b, ctx.ref(a["input"]), ctx.ref(a["other"])
+        q = b.pw("div", x, y)
+        return b.pw("sub", x, b.pw("mul", y, b.pw("floor", q) if python else _trunc(b, q)))
+    return handler
+
+
+def _frac(ctx, args, kwargs):
+    x = ctx.ref(args[0])
+    return ctx.b.pw("sub", x, _trunc(ctx.b, x))
+
+
+def _hypot(ctx, args, kwargs):
+    a = _bind(args, kwargs, ["input", "other"])
+    x, y = ctx.ref(a["input"]), ctx.ref(a["other"])
+    return ctx.b.pw("sqrt", ctx.b.pw("add", ctx.b.pw("square", x), ctx.b.pw("square", y)))
+
+
+def _lerp(ctx, args, kwargs):
+    a = _bind(args, kwargs, ["input", "end", "weight"])
+    x, end, w = ctx.ref(a["input"]), ctx.ref(a["end"]), ctx.ref(a["weight"])
+    return ctx.b.pw("add", x, ctx.b.pw("mul", w, ctx.b.pw("sub", end, x)))
+
+
+def _addc(op: str):
+    """addcmul / addcdiv: input + value * (tensor1 op tensor2)."""
+    def handler(ctx, args, kwargs):
+        a = _bind(args, kwargs, ["input", "tensor1", "tensor2", "value"], {"value": 1})
+        term = ctx.b.pw(op, ctx.ref(a["tensor1"]), ctx.ref(a["tensor2"]))
+        return ctx.b.pw("add", ctx.ref(a["input"]), _scaled(ctx, term, a["value"]))
+    return handler
+
+
+def _outer(ctx, args, kwargs):
+    a = _bind(args, kwargs, ["input", "vec2"])
+    x, y = ctx.ref(a["input"]), ctx.ref(a["vec2"])
+    (n,), (m,) = ctx.b.shape(x), ctx.b.shape(y)
+    return ctx.b.pw("mul", _views(ctx, x, [("unsqueeze", (1,), (n, 1))]),
+                    _views(ctx, y, [("unsqueeze", (0,), (1, m))]))
+
+
+def _any_all(kind: str):
+    """any / all: a max / min of (x != 0), as 0.0 / 1.0."""
+    def handler(ctx, args, kwargs):
+        a = _bind(args, kwargs, ["input", "dim", "keepdim"], {"dim": None, "keepdim": False})
+        nonzero = ctx.b.pw("ne", ctx.ref(a["input"]), _c(0))
+        return _reduction("max" if kind == "any" else "min")(ctx, [nonzero, a["dim"], a["keepdim"]], {})
+    return handler
+
+
+def _diff(ctx, args, kwargs):
+    a = _bind(args, kwargs, ["input", "n", "dim", "prepend", "append"], {"n": 1, "dim": -1, "prepend": None,
+                                                                        "append": None})
+    if _static(a["n"], "n") != 1 or a["prepend"] is not None or a["append"] is not None:
+        raise Reject("torch.diff with n > 1, prepend or append is not supported")
+    x = a["input"]
+    shape = _shape_of(ctx, x)
+    dim = int(_static(a["dim"], "dim")) % len(shape)
+    part = shape[:dim] + (shape[dim] - 1,) + shape[dim + 1:]
+    later = _views(ctx, x, [("narrow", (dim, 1, shape[dim] - 1), part)])
+    earlier = _views(ctx, x, [("narrow", (dim, 0, shape[dim] - 1), part)])
+    return ctx.b.pw("sub", ctx.ref(later), ctx.ref(earlier))
+
+
+def _one_hot(ctx, args, kwargs):
+    """F.one_hot: (ids[..., None] == class index), int64 as torch gives it (a float, cast, where used)."""
+    if ctx.spec is None:
+        raise Reject("one_hot without a traced shape")
+    ids = args[0] if args else kwargs["tensor"]
+    shape = tuple(ctx.spec.shape)
+    column = _views(ctx, ids, [("unsqueeze", (-1,), shape[:-1] + (1,))])
+    hot = ctx.b.pw("eq", ctx.ref(column), ctx.b.iota(len(shape) - 1, (1,) * (len(shape) - 1) + shape[-1:]))
+    return ctx.b.pw("cast", hot, dtype=ctx.spec.dtype)
+
+
+def _new_factory(name: str):
+    """x.new_zeros(size) and the like: torch.zeros(size) of x's dtype and device."""
+    def handler(ctx, args, kwargs):
+        kwargs = dict(kwargs)
+        kwargs.setdefault("dtype", PyVal(f"{_any_leaf_source(ctx)}.dtype", None))
+        return NN_HANDLERS[name](ctx, list(args[1:]), kwargs)
+    return handler
 
 
 def _binary(op):
@@ -224,13 +396,15 @@ def _relu6(ctx, args, kwargs):
 
 
 def _where(ctx, args, kwargs):
+    if len(args) + len(kwargs) == 1:  # torch.where(mask) is nonzero(mask, as_tuple=True)
+        raise shape_from_values("torch.where(mask) (nonzero)")
     a = _bind(args, kwargs, ["condition", "input", "other"])
     return ctx.b.pw("where", ctx.ref(a["condition"]), ctx.ref(a["input"]), ctx.ref(a["other"]))
 
 
 def _cast_to(ctx, x, dtype):
     if isinstance(dtype, torch.dtype):
-        if not dtype.is_floating_point:
+        if dtype in (torch.bool, torch.complex64, torch.complex128) or not (dtype.is_floating_point or dtype in _INTS):
             raise Reject(f"cast to {dtype} is not supported")
         return ctx.b.pw("cast", ctx.ref(x), dtype=str(dtype).replace("torch.", ""))
     return x if isinstance(x, (Ref, ComputedView)) else ctx.ref(x)  # a device move: nothing to do
@@ -400,7 +574,14 @@ def _addmm(ctx, args, kwargs):
 
 HANDLERS = {
     **{name: _unary(op) for name, op in _UNARY.items()},
-    **{name: _identity for name in _IDENTITY}, "contiguous": _contiguous,
+    **{name: _identity for name in _IDENTITY}, "contiguous": _contiguous, "glu": _glu,
+    "pixel_shuffle": _pixel_shuffle, "pixel_unshuffle": _pixel_unshuffle, "channel_shuffle": _channel_shuffle,
+    "native_channel_shuffle": _channel_shuffle, "round": _round, "remainder": _remainder(True),
+    "fmod": _remainder(False), "frac": _frac, "hypot": _hypot, "lerp": _lerp, "addcmul": _addc("mul"),
+    "addcdiv": _addc("div"), "outer": _outer, "ger": _outer, "any": _any_all("any"), "all": _any_all("all"),
+    "diff": _diff, "one_hot": _one_hot, "special_expit": _unary("sigmoid"), "expit": _unary("sigmoid"),
+    "new_zeros": _new_factory("zeros"), "new_ones": _new_factory("ones"), "new_full": _new_factory("full"),
+    "new_empty": _new_factory("zeros"),
     **{name: _binary(op) for name, op in _COMPARE.items()},
     **{name: _caster(dtype) for name, dtype in _CASTS.items()},
     "invert": _logical_not, "bitwise_not": _logical_not, "logical_not": _logical_not,
@@ -419,7 +600,8 @@ HANDLERS = {
     "var": _var_std(False), "std": _var_std(True), "norm": _norm, "vector_norm": _vector_norm, "linalg_vector_norm": _vector_norm,
     "normalize": _normalize, "layer_norm": _layer_norm, "rms_norm": _rms_norm,
     "matmul": _matmul, "mm": _matmul, "mv": _matmul, "bmm": _matmul, "linear": _linear, "addmm": _addmm,
-    "baddbmm": _addmm, **ATTN_HANDLERS, **INDEX_HANDLERS,
+    "baddbmm": _addmm, **ATTN_HANDLERS, **INDEX_HANDLERS, **ROUTE_HANDLERS, **CELL_HANDLERS,
+    **RESAMPLE_HANDLERS,
 }
 
 _OPERATORS = {
@@ -468,11 +650,59 @@ def _apply_view(ctx, base, method: str, args, kwargs):
     if isinstance(base, Ref) and base.kind == "leaf":
         leaf = ctx.b.leaf_by_name(base.value)
         return ctx.b.leaf(leaf.source + suffix, ctx.spec, leaf.name + "_v")
+    if isinstance(base, ComplexLeaf):
+        return complex_view(ctx, base, suffix)
     if isinstance(base, ComputedView):
         return ComputedView(base.base, base.suffixes + (suffix,), ctx.spec.shape, base.extra)
     if isinstance(base, Ref) and base.kind == "node":
-        return ComputedView(base, (suffix,), ctx.spec.shape)
+        rebuilt = _index_math_at(ctx.b, base, tuple(ctx.spec.shape))
+        return rebuilt if rebuilt is not None else ComputedView(base, (suffix,), ctx.spec.shape)
     raise Reject(f"{method} of a non-tensor value")
+
+
+def _index_math_at(b: Builder, ref: Ref, shape: tuple[int, ...]) -> Ref | None:
+    """``ref`` rebuilt at ``shape`` where it is index arithmetic alone (aranges, eyes, constants:
+    positions, distances, frequencies) and the view only adds or drops dims of size 1
+    (``pos[None, :] - pos[:, None]``, ``freqs[None]``): computed where it is read, never stored
+    (a view of a computed value is taken of its buffer, and a kernel with no input has no device)."""
+    old = b.shape(ref)
+    if [s for s in old if s != 1] != [s for s in shape if s != 1]:
+        return None
+    # each non-1 dim of the old shape, in order, to its place in the new one
+    where = dict(zip([d for d, s in enumerate(old) if s != 1], [d for d, s in enumerate(shape) if s != 1]))
+    memo: dict[int, Ref] = {}
+
+    def at(r: Ref) -> Ref | None:
+        if r.kind in ("const", "scalar", "rsize"):
+            return r
+        if r.kind != "node":
+            return None
+        if r.value in memo:
+            return memo[r.value]
+        node = b.nodes[r.value]
+        if node.op not in ("iota", "full") and (node.op not in POINTWISE or not node.args):
+            return None
+        sub = node.shape  # broadcast against the old shape from the right
+        lead = len(old) - len(sub)
+        mapped = [where.get(lead + d) for d in range(len(sub))]
+        sizes = [1] * len(shape)
+        for d, target in enumerate(mapped):
+            if target is not None:
+                sizes[target] = sub[d]
+        if node.op == "iota":
+            dim = node.attr("dim")
+            made = b.full(0.0, tuple(sizes)) if mapped[dim] is None else b.iota(mapped[dim], tuple(sizes))
+        elif node.op == "full":
+            made = b.full(node.attr("value"), tuple(sizes), b.dtype(r))
+        else:
+            args = [at(a) for a in node.args]
+            if any(a is None for a in args):
+                return None
+            made = b.pw(node.op, *args, **dict(node.attrs))
+        memo[r.value] = made
+        return made
+
+    return at(ref)
 
 
 def _size_of(ctx, value, args, attr: str):
@@ -493,7 +723,7 @@ def _size_of(ctx, value, args, attr: str):
         raise Reject(f"unsupported attribute {attr}")
     if attr in ("device", "dtype"):
         return PyVal(f"{_any_leaf_source(ctx)}.{attr}", None)
-    shape = value.shape if isinstance(value, ComputedView) else ctx.b.shape(ctx.ref(value))
+    shape = value.shape if isinstance(value, (ComputedView, Complex, ComplexLeaf)) else ctx.b.shape(ctx.ref(value))
     if attr == "size":
         return shape[args[0]] if args else tuple(shape)
     if attr == "shape":
@@ -535,17 +765,19 @@ def call_function(ctx: Context, target, args, kwargs):
         if isinstance(base, ValuesTuple):
             if index == 0:
                 return base.values
+            if index == 1 and base.indices is not None:
+                return base.indices
             if index == 1 and base.source is not None:
                 return ctx.b.reduce(base.kind, base.source, base.dims, base.keepdim)
             raise Reject("only [0] (values) and [1] (indices) of max/min are supported")
-        if isinstance(base, (Ref, ComputedView)):
+        if isinstance(base, (Ref, ComputedView, ComplexLeaf)):
             if is_tensor_index(index):  # positions held by a tensor: a read of its own, not a view
                 return indexed(ctx, base, index)
             return _apply_view(ctx, base, "__getitem__", (index,), {})
         return _python_op(target, args)
     if target in _OPERATORS:
         if any(ctx.is_tensor(a) for a in args):
-            return HANDLERS[_OPERATORS[target]](ctx, args, kwargs)
+            return _dispatch(ctx, _OPERATORS[target], args, kwargs)
         return _python_op(target, args)
     if target in _PY_BINOPS:
         return _python_op(target, args)
@@ -553,6 +785,8 @@ def call_function(ctx: Context, target, args, kwargs):
         base, attr = args
         if attr == "values" and isinstance(base, ValuesTuple):
             return base.values
+        if attr == "indices" and isinstance(base, ValuesTuple) and base.indices is not None:
+            return base.indices
         if attr == "indices" and isinstance(base, ValuesTuple) and base.source is not None:
             return ctx.b.reduce(base.kind, base.source, base.dims, base.keepdim)
         if attr in ("T", "mT"):
@@ -583,6 +817,14 @@ def call_method(ctx: Context, method: str, args, kwargs):
 
 def _dispatch(ctx: Context, name: str, args, kwargs):
     base_name = name.rstrip("_") if name.endswith("_") and not name.startswith("_") else name
+    if any(is_complex(a) for a in list(args) + list(kwargs.values())):
+        if isinstance(args[0], ComplexLeaf) and base_name in VIEW_METHODS:
+            return _apply_view(ctx, args[0], base_name, args[1:], kwargs)
+        if base_name not in COMPLEX_HANDLERS:
+            raise Reject(f"{name} of a complex tensor is not supported (complex *, +, - and view_as_real are)")
+        return COMPLEX_HANDLERS[base_name](ctx, list(args), dict(kwargs))
+    if base_name == "view_as_complex":
+        return view_as_complex(ctx, list(args), dict(kwargs))
     if base_name in VIEW_METHODS and args and isinstance(args[0], (Ref, ComputedView)):
         return _apply_view(ctx, args[0], base_name, args[1:], kwargs)
     handler = HANDLERS.get(base_name) or NN_HANDLERS.get(base_name)
@@ -640,6 +882,29 @@ def call_module(ctx: Context, module: nn.Module, path: str, args, kwargs):
         return _linear_impl(ctx, x, param("weight"), param("bias"))
     if isinstance(module, nn.LayerNorm):
         return _layer_norm_impl(ctx, x, module.normalized_shape, param("weight"), param("bias"), module.eps)
+    if isinstance(module, (nn.Dropout1d, nn.Dropout2d, nn.Dropout3d, nn.AlphaDropout, nn.FeatureAlphaDropout)):
+        return _dropout(ctx, [x], {"p": module.p, "training": module.training})
+    if isinstance(module, nn.RReLU) and not module.training:  # eval: the mean of its slope range
+        return _leaky_relu(ctx, [x], {"negative_slope": (module.lower + module.upper) / 2})
+    if isinstance(module, nn.Softmax2d):
+        return _softmax(ctx, [x], {"dim": -3})
+    if isinstance(module, nn.PixelShuffle):
+        return _pixel_shuffle(ctx, [x, module.upscale_factor], {})
+    if isinstance(module, nn.PixelUnshuffle):
+        return _pixel_unshuffle(ctx, [x, module.downscale_factor], {})
+    if isinstance(module, nn.ChannelShuffle):
+        return _channel_shuffle(ctx, [x, module.groups], {})
+    if isinstance(module, nn.GLU):
+        return _glu(ctx, [x, module.dim], {})
+    if isinstance(module, nn.EmbeddingBag):
+        # fixed-length bags (a 2-d input): the rows, reduced over each bag
+        if len(args) > 1 or kwargs or x is None or len(ctx.b.shape(ctx.ref(x))) != 2:
+            raise Reject("nn.EmbeddingBag with offsets or per-sample weights (bags of varying length) is not supported")
+        if module.padding_idx is not None:
+            raise Reject("nn.EmbeddingBag with padding_idx (left out of each bag) is not supported")
+        shape = tuple(ctx.b.shape(ctx.ref(x))) + (module.embedding_dim,)
+        rows = embedding_rows(Context(ctx.b, TensorSpec(shape, ctx.spec.dtype)), x, param("weight"), module.max_norm)
+        return _reduction(module.mode)(ctx, [rows, 1, False], {})
     if isinstance(module, nn.Embedding):
         return embedding_rows(ctx, x, param("weight"), module.max_norm)
     if hasattr(nn, "RMSNorm") and isinstance(module, nn.RMSNorm):
@@ -647,8 +912,10 @@ def call_module(ctx: Context, module: nn.Module, path: str, args, kwargs):
     handled = call_nn_module(ctx, module, param, args, kwargs)
     if handled is None:
         handled = attention_module(ctx, module, param, args, kwargs)
-    if handled is None and isinstance(module, nn.RNNBase):
+    if handled is None and isinstance(module, (nn.RNNBase, nn.RNNCellBase)):
         handled = rnn_module(ctx, module, param, args, kwargs)
+    if handled is None:
+        handled = resample_module(ctx, module, args, kwargs)
     if handled is not None:
         return handled
     raise Reject(f"module {type(module).__name__} ({path}) is outside the builtin families "

@@ -1,7 +1,7 @@
 """Lowering of the attention modules and of the shape ops models put between layers.
 
-``nn.MultiheadAttention``, ``nn.TransformerEncoderLayer`` and ``nn.TransformerEncoder``
-become projections (matmuls), scaled-dot-product attention (``sdpa_impl``: a matmul,
+``nn.MultiheadAttention``, ``nn.TransformerEncoderLayer``, ``nn.TransformerDecoderLayer``
+and their stacks become projections (matmuls), scaled-dot-product attention (``sdpa_impl``: a matmul,
 the score chain, a softmax and a matmul, which the scheduler fuses into one attention
 kernel, see _gen_attention.fuse_attention), layer norms and pointwise ops, all in eval mode
 (dropout is the identity there). ``split``/``chunk`` of computed values and
@@ -43,12 +43,12 @@ def _module_param(ctx, module: nn.Module, param, name: str):
     return None if getattr(owner, last, None) is None else param(name)
 
 
-def _linear(ctx, x, weight, bias) -> Ref:
+def linear(ctx, x, weight, bias) -> Ref:
     out = matmul(ctx, ctx.ref(x), transposed(ctx, ctx.ref(weight)))
     return ctx.b.pw("add", out, ctx.ref(bias)) if bias is not None else out
 
 
-def _rows_of(ctx, ref: Ref, start: int, stop: int) -> Ref:
+def rows_of(ctx, ref: Ref, start: int, stop: int) -> Ref:
     """Rows [start, stop) of a 2-D parameter, or entries of a vector: a view of the input."""
     shape = ctx.b.shape(ref)
     return _view(ctx, ref, f"[{start}:{stop}]", (stop - start,) + tuple(shape[1:]))
@@ -106,7 +106,7 @@ def _repeat_interleave(ctx, args, kwargs):
     return repeat_heads(ctx, x, repeats, int(_static(a["dim"], "dim")))
 
 
-def _pieces(ctx, x, sizes: list[int], dim: int) -> tuple:
+def pieces(ctx, x, sizes: list[int], dim: int) -> tuple:
     """Views of consecutive slices of ``x`` along ``dim`` (split and chunk)."""
     shape = tuple(ctx.b.shape(ctx.ref(x)) if not isinstance(x, ComputedView) else x.shape)
     rank = len(shape)
@@ -140,7 +140,7 @@ def _split(ctx, args, kwargs):
         sizes = [int(s) for s in size]
         if sum(sizes) != length:
             raise Reject(f"split sections {sizes} do not add up to {length}")
-    return _pieces(ctx, x, sizes, int(_static(a["dim"], "dim")))
+    return pieces(ctx, x, sizes, int(_static(a["dim"], "dim")))
 
 
 def _chunk(ctx, args, kwargs):
@@ -150,7 +150,7 @@ def _chunk(ctx, args, kwargs):
     chunks = int(_static(a["chunks"], "chunks"))
     size = -(-length // chunks)
     sizes = [min(size, length - s) for s in range(0, length, size)]
-    return _pieces(ctx, x, sizes, int(_static(a["dim"], "dim")))
+    return pieces(ctx, x, sizes, int(_static(a["dim"], "dim")))
 
 
 def _pad(ctx, args, kwargs):
@@ -262,14 +262,14 @@ def _heads(ctx, ref: Ref, batch_first: bool, heads: int) -> Ref:
     return _view(ctx, ref, f".view({d0}, {d1}, {heads}, {hd}).permute{perm}", (n, heads, length, hd))
 
 
-def _packed_heads(ctx, qkv: Ref, batch_first: bool, heads: int) -> tuple[Ref, Ref, Ref]:
-    """q, k, v as (N, heads, L, hd) views of one (.., .., 3E) projection."""
-    d0, d1, e3 = ctx.b.shape(qkv)
-    hd = e3 // 3 // heads
+def _packed_heads(ctx, packed: Ref, batch_first: bool, heads: int, parts: int = 3) -> tuple[Ref, ...]:
+    """q, k, v (or k, v) as (N, heads, L, hd) views of one (.., .., parts * E) projection."""
+    d0, d1, width = ctx.b.shape(packed)
+    hd = width // parts // heads
     n, length = (d0, d1) if batch_first else (d1, d0)
     perm = "(0, 2, 1, 3)" if batch_first else "(1, 2, 0, 3)"
-    return tuple(_view(ctx, qkv, f".view({d0}, {d1}, 3, {heads}, {hd})[:, :, {i}].permute{perm}",
-                       (n, heads, length, hd)) for i in range(3))
+    return tuple(_view(ctx, packed, f".view({d0}, {d1}, {parts}, {heads}, {hd})[:, :, {i}].permute{perm}",
+                       (n, heads, length, hd)) for i in range(parts))
 
 
 def _mask_additive(ctx, mask: Ref) -> Ref:
@@ -293,18 +293,28 @@ def mha_impl(ctx, module: nn.MultiheadAttention, param, query, key, value, key_p
     bias = _module_param(ctx, module, param, "in_proj_bias")
     if module._qkv_same_embed_dim:
         w = param("in_proj_weight")
+        rows = lambda t, start, stop: None if t is None else rows_of(ctx, t, start * e, stop * e)  # noqa: E731
         if q_in == k_in == v_in:  # self-attention: one GEMM for the three projections
-            q, k, v = _packed_heads(ctx, _linear(ctx, q_in, w, bias), bf, heads)
+            q, k, v = _packed_heads(ctx, linear(ctx, q_in, w, bias), bf, heads)
+        elif k_in == v_in:  # attention to memory (a decoder's): one GEMM for keys and values
+            q = _heads(ctx, linear(ctx, q_in, rows(w, 0, 1), rows(bias, 0, 1)), bf, heads)
+            k, v = _packed_heads(ctx, linear(ctx, k_in, rows(w, 1, 3), rows(bias, 1, 3)), bf, heads, parts=2)
         else:
-            ws = [_rows_of(ctx, w, i * e, (i + 1) * e) for i in range(3)]
-            bs = [None if bias is None else _rows_of(ctx, bias, i * e, (i + 1) * e) for i in range(3)]
-            q, k, v = (_heads(ctx, _linear(ctx, t, wi, bi), bf, heads) for t, wi, bi in zip((q_in, k_in, v_in), ws, bs))
+            q, k, v = (_heads(ctx, linear(ctx, t, rows(w, i, i + 1), rows(bias, i, i + 1)), bf, heads)
+                       for i, t in enumerate((q_in, k_in, v_in)))
     else:
-        bs = [None if bias is None else _rows_of(ctx, bias, i * e, (i + 1) * e) for i in range(3)]
-        q, k, v = (_heads(ctx, _linear(ctx, t, param(f"{p}_proj_weight"), bi), bf, heads)
+        bs = [None if bias is None else rows_of(ctx, bias, i * e, (i + 1) * e) for i in range(3)]
+        q, k, v = (_heads(ctx, linear(ctx, t, param(f"{p}_proj_weight"), bi), bf, heads)
                    for t, p, bi in zip((q_in, k_in, v_in), "qkv", bs))
     n, _, length, _ = ctx.b.shape(q)
     source = ctx.b.shape(k)[2]
+    causal = bool(_static(is_causal, "is_causal"))
+    if causal and attn_mask is None:
+        raise Reject("MultiheadAttention with is_causal=True needs attn_mask (torch raises without it)")
+    if causal and key_padding_mask is None and not _static(need_weights, "need_weights"):
+        attn_mask = None  # torch trusts the hint: scaled-dot-product attention's causal mask instead of attn_mask
+    else:
+        causal = False
     mask = None
     if attn_mask is not None:
         mask = _mask_additive(ctx, ctx.ref(attn_mask))
@@ -314,12 +324,12 @@ def mha_impl(ctx, module: nn.MultiheadAttention, param, query, key, value, key_p
         pad = _mask_additive(ctx, ctx.ref(key_padding_mask))
         pad = _view(ctx, pad, f".view({n}, 1, 1, {source})", (n, 1, 1, source))
         mask = pad if mask is None else ctx.b.pw("add", mask, pad)
-    out, probs = sdpa_impl(ctx, q, k, v, mask, False, None, with_probs=True)
+    out, probs = sdpa_impl(ctx, q, k, v, mask, causal, None, with_probs=True)
     if bf:
         tokens = _view(ctx, out, f".permute(0, 2, 1, 3).reshape({n}, {length}, {e})", (n, length, e))
     else:
         tokens = _view(ctx, out, f".permute(2, 0, 1, 3).reshape({length}, {n}, {e})", (length, n, e))
-    result = _linear(ctx, tokens, param("out_proj.weight"), _module_param(ctx, module, param, "out_proj.bias"))
+    result = linear(ctx, tokens, param("out_proj.weight"), _module_param(ctx, module, param, "out_proj.bias"))
     weights = None
     if _static(need_weights, "need_weights"):
         weights = probs
@@ -337,15 +347,16 @@ def _mha_call(ctx, module, param, args, kwargs):
                     a["attn_mask"], a["average_attn_weights"], a["is_causal"])
 
 
-# ---------------------------------------------------------------- transformer encoder
-def _activation(ctx, activation, x: Ref) -> Ref:
+# ---------------------------------------------------------------- transformer layers
+def _activation(ctx, layer: nn.Module, x: Ref) -> Ref:
+    activation = layer.activation
     if activation is F.relu or isinstance(activation, nn.ReLU):
         return ctx.b.pw("relu", x)
     if activation is F.gelu or (isinstance(activation, nn.GELU) and activation.approximate == "none"):
         return ctx.b.pw("gelu_erf", x)
     if isinstance(activation, nn.GELU):
         return ctx.b.pw("gelu_tanh", x)
-    raise Reject(f"TransformerEncoderLayer activation {activation!r} is not supported (relu and gelu are)")
+    raise Reject(f"{type(layer).__name__} activation {activation!r} is not supported (relu and gelu are)")
 
 
 def _layer_norm(ctx, norm: nn.LayerNorm, param, prefix: str, x: Ref) -> Ref:
@@ -354,28 +365,63 @@ def _layer_norm(ctx, norm: nn.LayerNorm, param, prefix: str, x: Ref) -> Ref:
                             _module_param(ctx, norm, lambda n: param(f"{prefix}.{n}"), "bias"), norm.eps)
 
 
-def encoder_layer_impl(ctx, layer: nn.TransformerEncoderLayer, param, x, src_mask=None, src_key_padding_mask=None):
-    """One encoder layer in eval mode: self-attention and the feed-forward block, each
-    with its residual and layer norm (before the block when ``norm_first``)."""
-    if layer.training and (layer.dropout.p or layer.dropout1.p or layer.dropout2.p):
-        raise Reject("TransformerEncoderLayer dropout in training mode is random")
-    sub = lambda prefix: (lambda n: param(f"{prefix}.{n}"))  # noqa: E731 - a parameter of a submodule
+def _submodule(param, prefix: str):
+    """``param`` of the submodule at ``prefix`` ("self_attn")."""
+    return lambda n: param(f"{prefix}.{n}")
 
-    def attention(h):
-        out, _ = mha_impl(ctx, layer.self_attn, sub("self_attn"), h, h, h, src_key_padding_mask, False, src_mask)
-        return out
 
-    def feed_forward(h):
-        hidden = _activation(ctx, layer.activation, _linear(ctx, h, param("linear1.weight"),
-                                                            _module_param(ctx, layer, param, "linear1.bias")))
-        return _linear(ctx, hidden, param("linear2.weight"), _module_param(ctx, layer, param, "linear2.bias"))
-
+def _residual_blocks(ctx, layer: nn.Module, param, x, blocks) -> Ref:
+    """A transformer layer in eval mode: each (norm name, block) of ``blocks`` in turn with its
+    residual and layer norm, the norm before the block when ``norm_first``, after the sum otherwise."""
+    if layer.training and any(m.p for m in layer.modules() if isinstance(m, nn.Dropout)):
+        raise Reject(f"{type(layer).__name__} dropout in training mode is random")
     x = ctx.ref(x)
-    if layer.norm_first:
-        x = ctx.b.pw("add", x, attention(_layer_norm(ctx, layer.norm1, param, "norm1", x)))
-        return ctx.b.pw("add", x, feed_forward(_layer_norm(ctx, layer.norm2, param, "norm2", x)))
-    x = _layer_norm(ctx, layer.norm1, param, "norm1", ctx.b.pw("add", x, attention(x)))
-    return _layer_norm(ctx, layer.norm2, param, "norm2", ctx.b.pw("add", x, feed_forward(x)))
+    for name, block in blocks:
+        norm = lambda h, name=name: _layer_norm(ctx, getattr(layer, name), param, name, h)  # noqa: E731
+        x = ctx.b.pw("add", x, block(norm(x))) if layer.norm_first else norm(ctx.b.pw("add", x, block(x)))
+    return x
+
+
+def _feed_forward(ctx, layer: nn.Module, param):
+    def block(h: Ref) -> Ref:
+        hidden = _activation(ctx, layer, linear(ctx, h, param("linear1.weight"),
+                                                _module_param(ctx, layer, param, "linear1.bias")))
+        return linear(ctx, hidden, param("linear2.weight"), _module_param(ctx, layer, param, "linear2.bias"))
+    return block
+
+
+def _attention_block(ctx, mha: nn.MultiheadAttention, param, memory=None, mask=None, key_padding_mask=None,
+                     is_causal=False):
+    """Self-attention of the block's input, or (``memory`` given) its attention to memory."""
+    def block(h: Ref) -> Ref:
+        source = h if memory is None else memory
+        out, _ = mha_impl(ctx, mha, param, h, source, source, key_padding_mask, False, mask, is_causal=is_causal)
+        return out
+    return block
+
+
+def encoder_layer_impl(ctx, layer: nn.TransformerEncoderLayer, param, x, src_mask=None, src_key_padding_mask=None):
+    """Self-attention and the feed-forward block."""
+    return _residual_blocks(ctx, layer, param, x, [
+        ("norm1", _attention_block(ctx, layer.self_attn, _submodule(param, "self_attn"), None, src_mask,
+                                   src_key_padding_mask)),
+        ("norm2", _feed_forward(ctx, layer, param))])
+
+
+def decoder_layer_impl(ctx, layer: nn.TransformerDecoderLayer, param, x, memory, tgt_mask=None, memory_mask=None,
+                       tgt_key_padding_mask=None, memory_key_padding_mask=None, tgt_is_causal=False,
+                       memory_is_causal=False):
+    """Self-attention (masked by tgt_mask), attention to ``memory`` and the feed-forward block."""
+    return _residual_blocks(ctx, layer, param, x, [
+        ("norm1", _attention_block(ctx, layer.self_attn, _submodule(param, "self_attn"), None, tgt_mask,
+                                   tgt_key_padding_mask, tgt_is_causal)),
+        ("norm2", _attention_block(ctx, layer.multihead_attn, _submodule(param, "multihead_attn"), ctx.ref(memory),
+                                   memory_mask, memory_key_padding_mask, memory_is_causal)),
+        ("norm3", _feed_forward(ctx, layer, param))])
+
+
+_DECODER_ARGS = ["tgt", "memory", "tgt_mask", "memory_mask", "tgt_key_padding_mask", "memory_key_padding_mask",
+                 "tgt_is_causal", "memory_is_causal"]
 
 
 def attention_module(ctx, module: nn.Module, param, args, kwargs):
@@ -394,10 +440,18 @@ def attention_module(ctx, module: nn.Module, param, args, kwargs):
             raise Reject("TransformerEncoder with src_key_padding_mask is not supported")
         x = a["src"]
         for i, layer in enumerate(module.layers):
-            x = encoder_layer_impl(ctx, layer, lambda n, i=i: param(f"layers.{i}.{n}"), x, a["mask"])
-        if module.norm is not None:
-            x = _layer_norm(ctx, module.norm, param, "norm", x)
-        return x
+            x = encoder_layer_impl(ctx, layer, _submodule(param, f"layers.{i}"), x, a["mask"])
+        return x if module.norm is None else _layer_norm(ctx, module.norm, param, "norm", x)
+    if isinstance(module, (nn.TransformerDecoderLayer, nn.TransformerDecoder)):
+        a = _bind(args, kwargs, _DECODER_ARGS, {n: None for n in _DECODER_ARGS[2:]})
+        masks = {n: a[n] for n in _DECODER_ARGS[2:6]}
+        causal = {n: bool(_static(a[n], n)) for n in _DECODER_ARGS[6:]}
+        if isinstance(module, nn.TransformerDecoderLayer):
+            return decoder_layer_impl(ctx, module, param, a["tgt"], a["memory"], **masks, **causal)
+        x, memory = a["tgt"], ctx.ref(a["memory"])
+        for i, layer in enumerate(module.layers):
+            x = decoder_layer_impl(ctx, layer, _submodule(param, f"layers.{i}"), x, memory, **masks, **causal)
+        return x if module.norm is None else _layer_norm(ctx, module.norm, param, "norm", x)
     if isinstance(module, nn.Unfold):
         return im2col_impl(ctx, args[0], module.kernel_size, module.dilation, module.padding, module.stride)
     return None

@@ -11,6 +11,8 @@ result's shape depend on the values: not supported.
 
 from __future__ import annotations
 
+import math
+
 from ._build import ComputedView, Reject
 from ._canon_nn import _leaf_view
 from ._canon_util import _bind, _static
@@ -48,15 +50,32 @@ def _gather(ctx, src, index, dim: int, mode: str) -> Ref:
 
 
 def indexed(ctx, base, index):
-    """``base[index]`` where the index holds one integer tensor, after whole slices only."""
+    """``base[index]`` where the index holds integer tensors at consecutive dims, whole slices
+    around them. Several tensors (``z[:, rows, cols]``, ``x[torch.arange(b), ids]``) index
+    their dims jointly: the dims are merged into one, read at the flat position
+    ``rows * n_cols + cols`` (the index tensors broadcast together, as torch does)."""
     items = list(index) if isinstance(index, tuple) else [index]
-    if sum(is_tensor_index((i,)) for i in items) != 1:
-        raise Reject("indexing by several tensors at once is not supported")
-    position = next(k for k, i in enumerate(items) if is_tensor_index((i,)))
+    positions = [k for k, i in enumerate(items) if is_tensor_index((i,))]
     whole = slice(None)
-    if any(i != whole for k, i in enumerate(items) if k != position):
+    if any(i != whole for k, i in enumerate(items) if k not in positions):
         raise Reject("a tensor index beside slices, integers or None (only whole slices around it are supported)")
-    return _gather(ctx, base, items[position], position, "select")
+    if positions != list(range(positions[0], positions[-1] + 1)):
+        raise Reject("tensor indices at dims that are not next to each other (torch moves their dims first)")
+    if len(positions) == 1:
+        return _gather(ctx, base, items[positions[0]], positions[0], "select")
+    src = ctx.ref(base)
+    shape = tuple(ctx.b.shape(src))
+    first, last = positions[0], positions[-1]
+    flat = None
+    for k in positions:  # each index wrapped as torch wraps a negative one, then weighted by the dims after it
+        idx = ctx.ref(_index_ref(ctx, items[k]))
+        idx = ctx.b.pw("where", ctx.b.pw("lt", idx, Ref("const", 0.0)), ctx.b.pw("add", idx, Ref("const", float(shape[k]))), idx)
+        weight = float(math.prod(shape[k + 1:last + 1]))
+        term = idx if weight == 1 else ctx.b.pw("mul", idx, Ref("const", weight))
+        flat = term if flat is None else ctx.b.pw("add", flat, term)
+    merged = shape[:first] + (math.prod(shape[first:last + 1]),) + shape[last + 1:]
+    rows = _leaf_view(ctx, src, f".reshape({', '.join(map(str, merged))})", merged)
+    return ctx.b.gather(rows, ctx.b.pw("cast", flat, dtype="int64"), first, "select", ctx.spec.shape)
 
 
 def _index_select(ctx, args, kwargs):

@@ -639,6 +639,29 @@ def _factory(name: str):
     return handler
 
 
+def _arange(ctx, args, kwargs):
+    """torch.arange(end) / (start, end[, step]): start + step * (index), computed where it is
+    read (a position, a distance, a frequency), not read from memory."""
+    if ctx.spec is None or len(ctx.spec.shape) != 1:
+        raise Reject("torch.arange without a traced shape")
+    numbers = [_static(v, "arange bound") for v in args]
+    start, step = (numbers[0], numbers[2] if len(numbers) > 2 else 1) if len(numbers) > 1 else (0, 1)
+    start, step = _static(kwargs.get("start", start), "start"), _static(kwargs.get("step", step), "step")
+    values = ctx.b.iota(0, ctx.spec.shape)
+    if step != 1:
+        values = ctx.b.pw("mul", values, _const(float(step)))
+    if start != 0:
+        values = ctx.b.pw("add", values, _const(float(start)))
+    return ctx.b.pw("cast", values, dtype=ctx.spec.dtype)
+
+
+def _eye(ctx, args, kwargs):
+    if ctx.spec is None or len(ctx.spec.shape) != 2:
+        raise Reject("torch.eye without a traced shape")
+    shape = ctx.spec.shape
+    return ctx.b.pw("cast", ctx.b.pw("eq", ctx.b.iota(0, shape), ctx.b.iota(1, shape)), dtype=ctx.spec.dtype)
+
+
 def _random(kind: str):
     """torch.randn/rand(...) and their _like forms: a fresh draw from the global generator
     on every call (state the task draws, not compute over its inputs: see _gen_random)."""
@@ -776,6 +799,7 @@ NN_HANDLERS = {
     "triu": _tri(True), "tril": _tri(False), "diag": _diag, "diag_embed": _diag, "masked_fill": _masked_fill,
     "zeros_like": _factory("zeros_like"), "ones_like": _factory("ones_like"), "full_like": _factory("full_like"),
     "zeros": _factory("zeros"), "ones": _factory("ones"), "full": _factory("full"), "tensor": _tensor,
+    "arange": _arange, "eye": _eye,
     "scalar_tensor": _tensor, "randn": _random("normal"), "randn_like": _random("normal"),
     "rand": _random("uniform"), "rand_like": _random("uniform"), "cat": _cat, "concat": _cat, "concatenate": _cat, "einsum": einsum,
     "softsign": _softsign, "tanhshrink": _tanhshrink,

@@ -108,7 +108,9 @@ def _leaf_call(node: torch.fx.Node, model: nn.Module, paths: dict[int, str]):
                 return None
         # which call of the module: two calls of one module are two groups, never one
         calls = [name for name, source in node.meta.get("source_fn_stack") or [] if source is cls]
-        return (path, calls[0]) if calls else None
+        # the stack's key ("<id>@<n>" from the second call on) names the call; source_fn_stack names
+        # each node apart, which would make one op of a cell (an unsqueeze, a getitem) a call of its own
+        return (path, str(key)) if calls else None
     return None
 
 

@@ -340,8 +340,8 @@ class Emitter:
     def value(self, ref: Ref, ctx: str = "tile") -> str:
         if ref.kind == "const":
             return literal(ref.value)
-        if ref.kind == "scalar":
-            return self.scalars[ref.value]
+        if ref.kind == "scalar":  # a size read in forward arrives as an integer: math on it is in fp32
+            return f"{self.scalars[ref.value]}.to(tl.float32)"
         if ref.kind == "rsize":
             return self.rsize()
         key = self.memo_key(ref, ctx)

@@ -101,7 +101,10 @@ def iota_args(iotas: list[Node], shape_var: str) -> list[str]:
 
 def generate_elementwise(plan: Plan, config: Config, tag: str = "") -> StageCode:
     rank = max(1, len(plan.out_spec.shape))
-    names = [leaf.name for leaf in plan.leaves]
+    read = {a.value for n in plan.nodes for a in n.args if a.kind == "leaf"}
+    # a stage of index arithmetic alone gets a tensor of the model's for its device only
+    device_only = [leaf.name for leaf in plan.leaves if leaf.name not in read]
+    names = [leaf.name for leaf in plan.leaves if leaf.name in read]
     scalars = [f"s{i}" for i in range(len(scalar_sources(plan)))]
 
     body = _PointwiseEmitter(plan)
@@ -173,14 +176,16 @@ def generate_elementwise(plan: Plan, config: Config, tag: str = "") -> StageCode
     kernel = "\n".join(k) + "\n"
 
     entry = f"fused_pointwise{tag}"
-    launch_args = names + scalars
-    shapes = ", ".join(f"{n}.shape" for n in names)
+    launch_args = names + device_only + scalars
+    # an index or a constant has its own shape (an arange's dims the operands broadcast against)
+    shapes = ", ".join([f"{n}.shape" for n in names]
+                       + sorted({repr(tuple(n.shape)) for n in plan.nodes if n.op in ("iota", "full")}))
     l = [f"def {entry}_out({', '.join(launch_args)}):",
          '    """The result\'s (shape, dims in memory order or None, dtype, device)."""',
          f"    shape = _broadcast_shapes({shapes})",
          # an index value counts in the plain order of the output's elements: its layout stays plain
-         f"    order = {'None' if iotas else '_dense_order(shape, ' + ', '.join(names) + ')'}",
-         f"    return shape, order, {out_dtype_expr(plan)}, {names[0]}.device",
+         f"    order = {'None' if iotas or not names else '_dense_order(shape, ' + ', '.join(names) + ')'}",
+         f"    return shape, order, {out_dtype_expr(plan)}, {(names + device_only)[0]}.device",
          "",
          "",
          f"def {entry}({', '.join(launch_args)}, out=None):",
@@ -217,7 +222,7 @@ def generate_elementwise(plan: Plan, config: Config, tag: str = "") -> StageCode
     stride_args = " + ".join(f"{n}_strides" for n in [*names, "out"])
     extra = "".join(f"{a}, " for a in iota_args(iotas, "shape"))
     l.append(f"    {kernel_name}[grid](")
-    l.append(f"        {', '.join(names)}, out, {''.join(s + ', ' for s in scalars)}n_elements,")
+    l.append(f"        {''.join(n + ', ' for n in names)}out, {''.join(s + ', ' for s in scalars)}n_elements,")
     l.append(f"        *sizes[1:], *({stride_args}), {extra}")
     l.append(f"        {'INNER=inner > 0, ' if inner else ''}IS_FLAT=is_flat, OUT_STRIDED=out_strided, "
              f"IDX64=_needs_i64(out, {', '.join(names)}), "

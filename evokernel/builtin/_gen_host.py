@@ -9,6 +9,9 @@ from ._emit import StageCode
 from ._gen_elementwise import LAYOUT_HELPER as DENSE_LAYOUT
 from ._gen_gather import generate_gather
 from ._gen_random import generate_random
+from ._gen_resample import generate_resample
+from ._gen_scatter import generate_scatter
+from ._gen_topk import generate_topk
 from ._ir import Plan
 
 __all__ = ["generate_host", "CAT_SLOTS"]
@@ -49,6 +52,12 @@ def generate_host(plan: Plan, tag: str) -> StageCode:
         return generate_random(plan, tag)
     if node.op == "gather":
         return generate_gather(plan, tag)
+    if node.op == "resample":
+        return generate_resample(plan, tag)
+    if node.op == "topk":
+        return generate_topk(plan, tag)
+    if node.op == "scatter":
+        return generate_scatter(plan, tag)
     names = [leaf.name for leaf in plan.leaves]
     operand = {leaf.name: leaf.name for leaf in plan.leaves}
     args = [operand[a.value] for a in node.args]

@@ -74,6 +74,8 @@ def _cast(x: str, dtype: str) -> str:
     # Round through the narrower type so fp32 compute reproduces torch's rounding.
     if dtype in ("float16", "bfloat16"):
         return f"{x}.to({_TL_DTYPES[dtype]}).to(tl.float32)"
+    if dtype.startswith(("int", "uint")):  # torch truncates toward zero; the value stays an exact float
+        return f"tl.where({x} < 0, tl.ceil({x}), tl.floor({x}))"
     return x
 
 

@@ -36,7 +36,7 @@ __all__ = ["schedule", "classify", "domain_map", "HOST_OPS", "LIBRARY_OPS"]
 
 # stages of their own that need no configuration: made in forward (a copy, a library call), or a
 # small kernel of ours (a random draw, an indexed read)
-HOST_OPS = ("cat", "libconv", "libmm", "random", "gather")
+HOST_OPS = ("cat", "libconv", "libmm", "random", "gather", "topk", "scatter", "resample")
 SPLIT_MIN_COLS = 16384  # rows at least this long, ...
 SPLIT_MAX_ROWS = 512  # ... and at most this many of them, are reduced in parallel chunks
 LIBRARY_OPS = {"conv": "libconv", "matmul": "libmm"}  # what the kernelbench rules hand to the library
@@ -454,6 +454,10 @@ def _stage_plan(b: Builder, nodes: list[Node], out_ref: Ref, buffers: dict[int, 
         family, group, mm, anchor = "host", None, None, out_node.id
     else:
         family, group, mm, anchor = classify(nodes, out_ref, _Shapes(b, leaves))
+    if not leaves and b.leaves:
+        # index arithmetic alone (a T5 bucket table, an arange a gather reads): a tensor of the
+        # model's passed along only to say on which device to compute it
+        leaves = (next(iter(b.leaves.values())),)
     return Plan(family=family, name=name, leaves=leaves, nodes=tuple(nodes), output=out_ref,
                 out_spec=TensorSpec(tuple(out_node.shape), dtype), forward_args="", init_source="",
                 fixed_out_dtype=fixed, reduce=group, matmul_id=mm, anchor_id=anchor, buffer=name)

@@ -18,7 +18,8 @@ from backends import cast_model, cast_values, parse_python
 
 from ._build import Builder, ComputedView, PyVal, Reject
 from ._canon import Context, call_function, call_method, call_module
-from ._capture import capture
+from ._canon_complex import ComplexLeaf
+from ._capture import _functionalize, capture
 from ._ir import Node, Plan, Ref, TensorSpec, Unsupported
 from ._reroll import Rerolled
 from ._schedule import classify, domain_map, schedule, source_of
@@ -118,6 +119,9 @@ def _trace(model: torch.nn.Module, inputs: list, names: list[str]):
             return capture(model, inputs, names)  # shapes recorded while capturing
         except Reject as again:
             raise Reject(f"{fx_reason}; {again}") from exc
+    # `out.index_add_(...)` then `return out`: later readers of a tensor an in-place method mutates read its result
+    _functionalize(gm.graph)
+    gm.recompile()
     with torch.no_grad():
         ShapeProp(gm).propagate(*inputs)
     return gm
@@ -225,6 +229,9 @@ def _analyze(module: types.ModuleType, rules: str = "strict", precision: str = "
                 env[node] = Ref("const", float(value.reshape(()).item()))
                 continue
             path = ".".join(f"[{p}]" if p.isdigit() else p for p in str(node.target).split(".")).replace(".[", "[")
+            if value.is_complex():  # read as its real and imaginary parts where used (see _canon_complex)
+                env[node] = ComplexLeaf(f"self.{path}", tuple(value.shape), str(value.dtype).replace("torch.", ""))
+                continue
             env[node] = b.leaf(f"self.{path}", _spec_of(value), str(node.target).replace(".", "_"))
         elif node.op == "call_function":
             env[node] = call_function(ctx, node.target, args, kwargs)
@@ -232,7 +239,13 @@ def _analyze(module: types.ModuleType, rules: str = "strict", precision: str = "
             env[node] = call_method(ctx, str(node.target), args, kwargs)
         elif node.op == "call_module":
             env[node] = call_module(ctx, gm.get_submodule(str(node.target)), str(node.target), args, kwargs)
-        elif node.op == "output":
+        value = env.get(node)
+        if (spec is not None and spec.dtype.startswith(("int", "uint")) and isinstance(value, Ref)
+                and value.kind == "node" and b.dtype(value) != spec.dtype):
+            # integer arithmetic computes in float (see _canon._INTS): the value keeps torch's integer
+            # dtype, so a buffer of it is an integer tensor (an index a gather can read)
+            env[node] = b.pw("cast", value, dtype=spec.dtype)
+        if node.op == "output":
             result = args[0]
             out_node = node.args[0]
     if placeholder < len(inputs):
@@ -272,7 +285,10 @@ def _make_plan(module, source, b: Builder, result, out_node, inputs, rules: str 
     base_shape = b.shape(result)
     if not views and tuple(base_shape) != tuple(out_spec_meta.shape):
         raise Reject(f"internal shape inference gave {base_shape}, torch gave {out_spec_meta.shape}")
-    if not out_spec_meta.dtype.startswith(("float", "bfloat")) and b.dtypes[result.value] != out_spec_meta.dtype:
+    # an integer output only from ops that make integers (argmax, an index read): integer
+    # arithmetic is computed in float, exact for ids and positions, not for every int64
+    if not out_spec_meta.dtype.startswith(("float", "bfloat")) and (
+            b.dtypes[result.value] != out_spec_meta.dtype or b.nodes[result.value].op == "cast"):
         raise Reject(f"output dtype {out_spec_meta.dtype} is not a floating type")
     nodes, leaf_names = _reachable(b, result, extra)
     leaves = tuple(leaf for leaf in b.leaves.values() if leaf.name in leaf_names)
@@ -287,6 +303,12 @@ def _make_plan(module, source, b: Builder, result, out_node, inputs, rules: str 
         rules=rules,
     )
     stages, main, buffers = schedule(b, nodes, result, rules, keep=tuple(e.value for e in extra if e.kind == "node"))
+    if all(s.family == "host" for s in stages) and not views:
+        # host stages take no configuration (a lone topk or gather): a copy kernel of the result is the one tuned
+        dtype = b.dtypes[result.value]
+        result = b.pw("identity", result) if dtype.startswith(("float", "bfloat")) else b.pw("cast", result, dtype=dtype)
+        nodes = _reachable(b, result, extra)[0]
+        stages, main, buffers = schedule(b, nodes, result, rules)
     if extra:
         text = "".join(views)
         for j, ref in enumerate(extra, 1):
