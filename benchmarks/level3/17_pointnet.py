@@ -1,0 +1,53 @@
+"""PointNet classifier in eval mode: shared per-point MLP as 1x1 Conv1d with BatchNorm, a max over the points, fully connected layers with BatchNorm, log-softmax."""
+
+import os
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+CATEGORY = "network"
+SIZE = os.environ.get("EVOKERNEL_SIZE", "full")
+
+if SIZE == "full":
+    BATCH_SIZE = 8
+    POINTS = 1024
+    CLASSES = 40
+else:
+    BATCH_SIZE = 3
+    POINTS = 20
+    CLASSES = 40
+
+
+class Model(nn.Module):
+    def __init__(self, classes):
+        super().__init__()
+        self.conv1 = nn.Conv1d(3, 64, 1)
+        self.conv2 = nn.Conv1d(64, 128, 1)
+        self.conv3 = nn.Conv1d(128, 1024, 1)
+        self.bn1 = nn.BatchNorm1d(64)
+        self.bn2 = nn.BatchNorm1d(128)
+        self.bn3 = nn.BatchNorm1d(1024)
+        self.fc1 = nn.Linear(1024, 512)
+        self.fc2 = nn.Linear(512, 256)
+        self.fc3 = nn.Linear(256, classes)
+        self.bn4 = nn.BatchNorm1d(512)
+        self.bn5 = nn.BatchNorm1d(256)
+        self.eval()
+
+    def forward(self, x):
+        x = F.relu(self.bn1(self.conv1(x)))
+        x = F.relu(self.bn2(self.conv2(x)))
+        x = self.bn3(self.conv3(x))
+        x = torch.max(x, 2, keepdim=True)[0]
+        x = x.view(-1, 1024)
+        x = F.relu(self.bn4(self.fc1(x)))
+        x = F.relu(self.bn5(self.fc2(x)))
+        return F.log_softmax(self.fc3(x), dim=1)
+
+
+def get_inputs():
+    return [torch.randn(BATCH_SIZE, 3, POINTS)]
+
+
+def get_init_inputs():
+    return [CLASSES]

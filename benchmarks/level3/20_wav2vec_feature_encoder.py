@@ -1,0 +1,50 @@
+"""wav2vec 2.0-style feature encoder: strided 1-d convolutions over raw audio (GroupNorm with a group per channel on the first), GELU, transpose, LayerNorm and a projection."""
+
+import os
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+CATEGORY = "network"
+SIZE = os.environ.get("EVOKERNEL_SIZE", "full")
+
+if SIZE == "full":
+    BATCH_SIZE = 2
+    SAMPLES = 16000
+    CONV_DIM = 128
+else:
+    BATCH_SIZE = 2
+    SAMPLES = 200
+    CONV_DIM = 16
+
+
+class Model(nn.Module):
+    def __init__(self, conv_dim):
+        super().__init__()
+        spec = [(10, 5), (3, 2), (3, 2), (2, 2)]
+        layers = []
+        for i, (k, s) in enumerate(spec):
+            cin = 1 if i == 0 else conv_dim
+            conv = nn.Conv1d(cin, conv_dim, k, stride=s, bias=False)
+            if i == 0:
+                layers.append(nn.Sequential(conv, nn.GroupNorm(conv_dim, conv_dim, affine=True), nn.GELU()))
+            else:
+                layers.append(nn.Sequential(conv, nn.GELU()))
+        self.layers = nn.ModuleList(layers)
+        self.proj_norm = nn.LayerNorm(conv_dim)
+        self.proj = nn.Linear(conv_dim, 2 * conv_dim)
+
+    def forward(self, wav):
+        x = wav[:, None]
+        for layer in self.layers:
+            x = layer(x)
+        x = x.transpose(1, 2)
+        return self.proj(self.proj_norm(x))
+
+
+def get_inputs():
+    return [torch.randn(BATCH_SIZE, SAMPLES)]
+
+
+def get_init_inputs():
+    return [CONV_DIM]

@@ -1,0 +1,39 @@
+"""nn.TransformerDecoderLayer (post-norm, ReLU): causal self-attention with a square subsequent mask buffer, cross-attention on an encoder memory, feed-forward."""
+
+import os
+import torch
+import torch.nn as nn
+
+CATEGORY = "network"
+SIZE = os.environ.get("EVOKERNEL_SIZE", "full")
+
+if SIZE == "full":
+    BATCH_SIZE = 2
+    TGT_LEN = 32
+    SRC_LEN = 48
+    D_MODEL = 128
+    NHEAD = 4
+else:
+    BATCH_SIZE = 2
+    TGT_LEN = 6
+    SRC_LEN = 7
+    D_MODEL = 16
+    NHEAD = 4
+
+
+class Model(nn.Module):
+    def __init__(self, d_model, nhead, tgt_len):
+        super().__init__()
+        self.layer = nn.TransformerDecoderLayer(d_model, nhead, 4 * d_model, dropout=0.0, batch_first=True)
+        self.register_buffer("causal", nn.Transformer.generate_square_subsequent_mask(tgt_len))
+
+    def forward(self, tgt, memory):
+        return self.layer(tgt, memory, tgt_mask=self.causal)
+
+
+def get_inputs():
+    return [torch.randn(BATCH_SIZE, TGT_LEN, D_MODEL), torch.randn(BATCH_SIZE, SRC_LEN, D_MODEL)]
+
+
+def get_init_inputs():
+    return [D_MODEL, NHEAD, TGT_LEN]
