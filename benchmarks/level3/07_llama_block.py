@@ -25,6 +25,19 @@ else:
     HIDDEN = 40
 
 
+def _draw_constant_init(model):
+    """Parameters and buffers PyTorch starts at a constant (norm scales and shifts, running
+    statistics), drawn instead, so that no kernel can hard-code them: zeros from normal(0, 0.1),
+    other constants scaled by uniform(0.5, 1.5) (a variance stays positive)."""
+    with torch.no_grad():
+        for t in list(model.parameters()) + list(model.buffers()):
+            if t.is_floating_point() and bool((t == t.flatten()[0]).all()):
+                if float(t.flatten()[0]) == 0.0:
+                    t.normal_(0.0, 0.1)
+                else:
+                    t.mul_(torch.empty_like(t).uniform_(0.5, 1.5))
+
+
 class RMSNorm(nn.Module):
     def __init__(self, dim, eps=1e-6):
         super().__init__()
@@ -61,6 +74,7 @@ class Model(nn.Module):
         emb = torch.cat((freqs, freqs), dim=-1)
         self.register_buffer("cos", emb.cos())
         self.register_buffer("sin", emb.sin())
+        _draw_constant_init(self)
 
     def forward(self, x):
         b, s, _ = x.shape

@@ -20,6 +20,19 @@ else:
     WIDTH = 10
 
 
+def _draw_constant_init(model):
+    """Parameters and buffers PyTorch starts at a constant (norm scales and shifts, running
+    statistics), drawn instead, so that no kernel can hard-code them: zeros from normal(0, 0.1),
+    other constants scaled by uniform(0.5, 1.5) (a variance stays positive)."""
+    with torch.no_grad():
+        for t in list(model.parameters()) + list(model.buffers()):
+            if t.is_floating_point() and bool((t == t.flatten()[0]).all()):
+                if float(t.flatten()[0]) == 0.0:
+                    t.normal_(0.0, 0.1)
+                else:
+                    t.mul_(torch.empty_like(t).uniform_(0.5, 1.5))
+
+
 class LayerNorm2d(nn.Module):
     """channels_first LayerNorm as ConvNeXt writes it"""
     def __init__(self, c, eps=1e-6):
@@ -60,6 +73,7 @@ class Model(nn.Module):
         super().__init__()
         self.down = nn.Sequential(LayerNorm2d(channels), nn.Conv2d(channels, channels * 2, kernel_size=2, stride=2))
         self.blocks = nn.Sequential(Block(channels * 2), Block(channels * 2))
+        _draw_constant_init(self)
 
     def forward(self, x):
         return self.blocks(self.down(x))

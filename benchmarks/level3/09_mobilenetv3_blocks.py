@@ -22,6 +22,19 @@ else:
     WIDTH = 9
 
 
+def _draw_constant_init(model):
+    """Parameters and buffers PyTorch starts at a constant (norm scales and shifts, running
+    statistics), drawn instead, so that no kernel can hard-code them: zeros from normal(0, 0.1),
+    other constants scaled by uniform(0.5, 1.5) (a variance stays positive)."""
+    with torch.no_grad():
+        for t in list(model.parameters()) + list(model.buffers()):
+            if t.is_floating_point() and bool((t == t.flatten()[0]).all()):
+                if float(t.flatten()[0]) == 0.0:
+                    t.normal_(0.0, 0.1)
+                else:
+                    t.mul_(torch.empty_like(t).uniform_(0.5, 1.5))
+
+
 def _make_divisible(v, divisor=8):
     new_v = max(divisor, int(v + divisor / 2) // divisor * divisor)
     if new_v < 0.9 * v:
@@ -64,6 +77,7 @@ class Model(nn.Module):
         self.a = InvertedResidual(in_ch, exp_ch, in_ch, 5, 1)
         self.b = InvertedResidual(in_ch, exp_ch, 80, 3, 2)
         self.eval()
+        _draw_constant_init(self)
 
     def forward(self, x):
         return self.b(self.a(x))

@@ -21,6 +21,19 @@ else:
     HEADS = 4
 
 
+def _draw_constant_init(model):
+    """Parameters and buffers PyTorch starts at a constant (norm scales and shifts, running
+    statistics), drawn instead, so that no kernel can hard-code them: zeros from normal(0, 0.1),
+    other constants scaled by uniform(0.5, 1.5) (a variance stays positive)."""
+    with torch.no_grad():
+        for t in list(model.parameters()) + list(model.buffers()):
+            if t.is_floating_point() and bool((t == t.flatten()[0]).all()):
+                if float(t.flatten()[0]) == 0.0:
+                    t.normal_(0.0, 0.1)
+                else:
+                    t.mul_(torch.empty_like(t).uniform_(0.5, 1.5))
+
+
 class SelfAttention(nn.Module):
     def __init__(self, hidden, heads):
         super().__init__()
@@ -52,6 +65,7 @@ class Model(nn.Module):
         self.inter = nn.Linear(hidden, 4 * hidden)
         self.out2 = nn.Linear(4 * hidden, hidden)
         self.ln2 = nn.LayerNorm(hidden, eps=1e-12)
+        _draw_constant_init(self)
 
     def forward(self, x, mask):
         a = self.ln1(x + self.out(self.attn(x, mask)))

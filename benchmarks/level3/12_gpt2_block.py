@@ -20,6 +20,19 @@ else:
     N_HEAD = 4
 
 
+def _draw_constant_init(model):
+    """Parameters and buffers PyTorch starts at a constant (norm scales and shifts, running
+    statistics), drawn instead, so that no kernel can hard-code them: zeros from normal(0, 0.1),
+    other constants scaled by uniform(0.5, 1.5) (a variance stays positive)."""
+    with torch.no_grad():
+        for t in list(model.parameters()) + list(model.buffers()):
+            if t.is_floating_point() and bool((t == t.flatten()[0]).all()):
+                if float(t.flatten()[0]) == 0.0:
+                    t.normal_(0.0, 0.1)
+                else:
+                    t.mul_(torch.empty_like(t).uniform_(0.5, 1.5))
+
+
 def gelu_new(x):
     return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0))))
 
@@ -73,6 +86,7 @@ class Model(nn.Module):
         self.ln_2 = nn.LayerNorm(n_embd, eps=1e-5)
         self.c_fc = Conv1D(4 * n_embd, n_embd)
         self.c_proj = Conv1D(n_embd, 4 * n_embd)
+        _draw_constant_init(self)
 
     def forward(self, x):
         x = x + self.attn(self.ln_1(x))

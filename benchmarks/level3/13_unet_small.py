@@ -24,6 +24,19 @@ else:
     BASE = 4
 
 
+def _draw_constant_init(model):
+    """Parameters and buffers PyTorch starts at a constant (norm scales and shifts, running
+    statistics), drawn instead, so that no kernel can hard-code them: zeros from normal(0, 0.1),
+    other constants scaled by uniform(0.5, 1.5) (a variance stays positive)."""
+    with torch.no_grad():
+        for t in list(model.parameters()) + list(model.buffers()):
+            if t.is_floating_point() and bool((t == t.flatten()[0]).all()):
+                if float(t.flatten()[0]) == 0.0:
+                    t.normal_(0.0, 0.1)
+                else:
+                    t.mul_(torch.empty_like(t).uniform_(0.5, 1.5))
+
+
 class DoubleConv(nn.Sequential):
     def __init__(self, cin, cout):
         super().__init__(nn.Conv2d(cin, cout, 3, padding=1, bias=False), nn.BatchNorm2d(cout), nn.ReLU(inplace=True),
@@ -53,6 +66,7 @@ class Model(nn.Module):
         self.up1 = Up(base * 4, base * 2)
         self.up2 = Up(base * 2, base)
         self.outc = nn.Conv2d(base, out_classes, kernel_size=1)
+        _draw_constant_init(self)
 
     def forward(self, x):
         x1 = self.inc(x)

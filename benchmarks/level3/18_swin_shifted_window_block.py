@@ -23,6 +23,19 @@ else:
     SHIFT = 2
 
 
+def _draw_constant_init(model):
+    """Parameters and buffers PyTorch starts at a constant (norm scales and shifts, running
+    statistics), drawn instead, so that no kernel can hard-code them: zeros from normal(0, 0.1),
+    other constants scaled by uniform(0.5, 1.5) (a variance stays positive)."""
+    with torch.no_grad():
+        for t in list(model.parameters()) + list(model.buffers()):
+            if t.is_floating_point() and bool((t == t.flatten()[0]).all()):
+                if float(t.flatten()[0]) == 0.0:
+                    t.normal_(0.0, 0.1)
+                else:
+                    t.mul_(torch.empty_like(t).uniform_(0.5, 1.5))
+
+
 def window_partition(x, ws):
     B, H, W, C = x.shape
     x = x.view(B, H // ws, ws, W // ws, ws, C)
@@ -69,6 +82,7 @@ class Model(nn.Module):
         self.attn = WindowAttention(dim, window, heads)
         self.norm2 = nn.LayerNorm(dim)
         self.mlp = nn.Sequential(nn.Linear(dim, 4 * dim), nn.GELU(), nn.Linear(4 * dim, dim))
+        _draw_constant_init(self)
 
     def forward(self, x):
         H = W = self.res

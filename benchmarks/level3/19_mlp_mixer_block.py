@@ -21,6 +21,19 @@ else:
     CHANNEL_HIDDEN = 32
 
 
+def _draw_constant_init(model):
+    """Parameters and buffers PyTorch starts at a constant (norm scales and shifts, running
+    statistics), drawn instead, so that no kernel can hard-code them: zeros from normal(0, 0.1),
+    other constants scaled by uniform(0.5, 1.5) (a variance stays positive)."""
+    with torch.no_grad():
+        for t in list(model.parameters()) + list(model.buffers()):
+            if t.is_floating_point() and bool((t == t.flatten()[0]).all()):
+                if float(t.flatten()[0]) == 0.0:
+                    t.normal_(0.0, 0.1)
+                else:
+                    t.mul_(torch.empty_like(t).uniform_(0.5, 1.5))
+
+
 class MlpBlock(nn.Module):
     def __init__(self, dim, hidden):
         super().__init__()
@@ -38,6 +51,7 @@ class Model(nn.Module):
         self.token_mix = MlpBlock(tokens, token_hidden)
         self.norm2 = nn.LayerNorm(channels)
         self.channel_mix = MlpBlock(channels, channel_hidden)
+        _draw_constant_init(self)
 
     def forward(self, x):
         x = x + self.token_mix(self.norm1(x).transpose(1, 2)).transpose(1, 2)

@@ -18,6 +18,19 @@ else:
     CONV_DIM = 16
 
 
+def _draw_constant_init(model):
+    """Parameters and buffers PyTorch starts at a constant (norm scales and shifts, running
+    statistics), drawn instead, so that no kernel can hard-code them: zeros from normal(0, 0.1),
+    other constants scaled by uniform(0.5, 1.5) (a variance stays positive)."""
+    with torch.no_grad():
+        for t in list(model.parameters()) + list(model.buffers()):
+            if t.is_floating_point() and bool((t == t.flatten()[0]).all()):
+                if float(t.flatten()[0]) == 0.0:
+                    t.normal_(0.0, 0.1)
+                else:
+                    t.mul_(torch.empty_like(t).uniform_(0.5, 1.5))
+
+
 class Model(nn.Module):
     def __init__(self, conv_dim):
         super().__init__()
@@ -33,6 +46,7 @@ class Model(nn.Module):
         self.layers = nn.ModuleList(layers)
         self.proj_norm = nn.LayerNorm(conv_dim)
         self.proj = nn.Linear(conv_dim, 2 * conv_dim)
+        _draw_constant_init(self)
 
     def forward(self, wav):
         x = wav[:, None]

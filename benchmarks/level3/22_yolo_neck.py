@@ -19,6 +19,19 @@ else:
     WIDTH = 8
 
 
+def _draw_constant_init(model):
+    """Parameters and buffers PyTorch starts at a constant (norm scales and shifts, running
+    statistics), drawn instead, so that no kernel can hard-code them: zeros from normal(0, 0.1),
+    other constants scaled by uniform(0.5, 1.5) (a variance stays positive)."""
+    with torch.no_grad():
+        for t in list(model.parameters()) + list(model.buffers()):
+            if t.is_floating_point() and bool((t == t.flatten()[0]).all()):
+                if float(t.flatten()[0]) == 0.0:
+                    t.normal_(0.0, 0.1)
+                else:
+                    t.mul_(torch.empty_like(t).uniform_(0.5, 1.5))
+
+
 class Conv(nn.Module):
     def __init__(self, c1, c2, k=1, s=1):
         super().__init__()
@@ -53,6 +66,7 @@ class Model(nn.Module):
         self.up = nn.Upsample(scale_factor=2, mode="nearest")
         self.fuse = Conv(channels * 3, channels, 3, 1)
         self.eval()
+        _draw_constant_init(self)
 
     def forward(self, x):
         y = self.sppf(self.down(x))

@@ -24,6 +24,19 @@ else:
     OUT_SIZE = 15
 
 
+def _draw_constant_init(model):
+    """Parameters and buffers PyTorch starts at a constant (norm scales and shifts, running
+    statistics), drawn instead, so that no kernel can hard-code them: zeros from normal(0, 0.1),
+    other constants scaled by uniform(0.5, 1.5) (a variance stays positive)."""
+    with torch.no_grad():
+        for t in list(model.parameters()) + list(model.buffers()):
+            if t.is_floating_point() and bool((t == t.flatten()[0]).all()):
+                if float(t.flatten()[0]) == 0.0:
+                    t.normal_(0.0, 0.1)
+                else:
+                    t.mul_(torch.empty_like(t).uniform_(0.5, 1.5))
+
+
 class Model(nn.Module):
     def __init__(self, channels, classes, out_size):
         super().__init__()
@@ -32,6 +45,7 @@ class Model(nn.Module):
         self.bn = nn.BatchNorm2d(channels)
         self.cls = nn.Conv2d(channels, classes, 1)
         self.eval()
+        _draw_constant_init(self)
 
     def forward(self, x):
         x = self.cls(F.relu(self.bn(self.conv(x))))

@@ -23,6 +23,19 @@ else:
     BOTTLENECK_WIDTH = 1
 
 
+def _draw_constant_init(model):
+    """Parameters and buffers PyTorch starts at a constant (norm scales and shifts, running
+    statistics), drawn instead, so that no kernel can hard-code them: zeros from normal(0, 0.1),
+    other constants scaled by uniform(0.5, 1.5) (a variance stays positive)."""
+    with torch.no_grad():
+        for t in list(model.parameters()) + list(model.buffers()):
+            if t.is_floating_point() and bool((t == t.flatten()[0]).all()):
+                if float(t.flatten()[0]) == 0.0:
+                    t.normal_(0.0, 0.1)
+                else:
+                    t.mul_(torch.empty_like(t).uniform_(0.5, 1.5))
+
+
 class Block(nn.Module):
     expansion = 2
 
@@ -52,6 +65,7 @@ class Model(nn.Module):
         super().__init__()
         self.a = Block(in_planes, cardinality, bottleneck_width, 1)
         self.b = Block(2 * cardinality * bottleneck_width, cardinality, bottleneck_width, 2)
+        _draw_constant_init(self)
 
     def forward(self, x):
         return self.b(self.a(x))

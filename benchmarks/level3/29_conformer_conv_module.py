@@ -15,6 +15,19 @@ else:
     BATCH, TIME, DIM, KERNEL = 2, 19, 16, 7
 
 
+def _draw_constant_init(model):
+    """Parameters and buffers PyTorch starts at a constant (norm scales and shifts, running
+    statistics), drawn instead, so that no kernel can hard-code them: zeros from normal(0, 0.1),
+    other constants scaled by uniform(0.5, 1.5) (a variance stays positive)."""
+    with torch.no_grad():
+        for t in list(model.parameters()) + list(model.buffers()):
+            if t.is_floating_point() and bool((t == t.flatten()[0]).all()):
+                if float(t.flatten()[0]) == 0.0:
+                    t.normal_(0.0, 0.1)
+                else:
+                    t.mul_(torch.empty_like(t).uniform_(0.5, 1.5))
+
+
 class Model(nn.Module):
     def __init__(self, dim, kernel):
         super().__init__()
@@ -27,6 +40,7 @@ class Model(nn.Module):
         self.bn = nn.BatchNorm1d(dim)
         self.pointwise2 = nn.Conv1d(dim, dim, 1)
         self.eval()
+        _draw_constant_init(self)
 
     def forward(self, x):
         x = x + 0.5 * self.ff2(F.silu(self.ff1(self.ff_norm(x))))

@@ -14,6 +14,19 @@ else:
     BATCH, INPUTS, INPUT_DIM, LATENTS, LATENT_DIM, HEADS = 2, 13, 6, 5, 16, 2
 
 
+def _draw_constant_init(model):
+    """Parameters and buffers PyTorch starts at a constant (norm scales and shifts, running
+    statistics), drawn instead, so that no kernel can hard-code them: zeros from normal(0, 0.1),
+    other constants scaled by uniform(0.5, 1.5) (a variance stays positive)."""
+    with torch.no_grad():
+        for t in list(model.parameters()) + list(model.buffers()):
+            if t.is_floating_point() and bool((t == t.flatten()[0]).all()):
+                if float(t.flatten()[0]) == 0.0:
+                    t.normal_(0.0, 0.1)
+                else:
+                    t.mul_(torch.empty_like(t).uniform_(0.5, 1.5))
+
+
 class Model(nn.Module):
     def __init__(self, input_dim, latents, latent_dim, heads):
         super().__init__()
@@ -23,6 +36,7 @@ class Model(nn.Module):
         self.attn = nn.MultiheadAttention(latent_dim, heads, kdim=input_dim, vdim=input_dim, batch_first=True)
         self.mlp = nn.Sequential(nn.LayerNorm(latent_dim), nn.Linear(latent_dim, latent_dim), nn.GELU(),
                                  nn.Linear(latent_dim, latent_dim))
+        _draw_constant_init(self)
 
     def forward(self, x):
         z = self.latents.unsqueeze(0).expand(x.shape[0], -1, -1)

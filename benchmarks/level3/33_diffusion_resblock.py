@@ -16,6 +16,19 @@ else:
     BATCH, CIN, COUT, SIDE, TEMB, GROUPS = 2, 8, 16, 6, 8, 4
 
 
+def _draw_constant_init(model):
+    """Parameters and buffers PyTorch starts at a constant (norm scales and shifts, running
+    statistics), drawn instead, so that no kernel can hard-code them: zeros from normal(0, 0.1),
+    other constants scaled by uniform(0.5, 1.5) (a variance stays positive)."""
+    with torch.no_grad():
+        for t in list(model.parameters()) + list(model.buffers()):
+            if t.is_floating_point() and bool((t == t.flatten()[0]).all()):
+                if float(t.flatten()[0]) == 0.0:
+                    t.normal_(0.0, 0.1)
+                else:
+                    t.mul_(torch.empty_like(t).uniform_(0.5, 1.5))
+
+
 def timestep_embedding(t, dim):
     half = dim // 2
     freqs = torch.exp(-math.log(10000.0) * torch.arange(half, dtype=torch.float32, device=t.device) / half)
@@ -34,6 +47,7 @@ class Model(nn.Module):
         self.norm2 = nn.GroupNorm(groups, cout)
         self.conv2 = nn.Conv2d(cout, cout, 3, padding=1)
         self.skip = nn.Conv2d(cin, cout, 1)
+        _draw_constant_init(self)
 
     def forward(self, x, t):
         emb = self.time_mlp(timestep_embedding(t, self.temb_dim))

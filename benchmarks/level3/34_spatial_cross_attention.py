@@ -15,6 +15,19 @@ else:
     BATCH, CHANNELS, SIDE, CONTEXT, CONTEXT_DIM, HEADS = 2, 16, 5, 7, 12, 2
 
 
+def _draw_constant_init(model):
+    """Parameters and buffers PyTorch starts at a constant (norm scales and shifts, running
+    statistics), drawn instead, so that no kernel can hard-code them: zeros from normal(0, 0.1),
+    other constants scaled by uniform(0.5, 1.5) (a variance stays positive)."""
+    with torch.no_grad():
+        for t in list(model.parameters()) + list(model.buffers()):
+            if t.is_floating_point() and bool((t == t.flatten()[0]).all()):
+                if float(t.flatten()[0]) == 0.0:
+                    t.normal_(0.0, 0.1)
+                else:
+                    t.mul_(torch.empty_like(t).uniform_(0.5, 1.5))
+
+
 class Attention(nn.Module):
     def __init__(self, dim, context_dim, heads):
         super().__init__()
@@ -46,6 +59,7 @@ class Model(nn.Module):
         self.geglu = nn.Linear(channels, 8 * channels)
         self.ff_out = nn.Linear(4 * channels, channels)
         self.proj_out = nn.Conv2d(channels, channels, 1)
+        _draw_constant_init(self)
 
     def forward(self, x, context):
         b, c, h, w = x.shape

@@ -14,6 +14,19 @@ else:
     BATCH, CONTEXT, VOCAB, WIDTH, HEADS, LAYERS, EMBED = 2, 9, 30, 16, 2, 2, 8
 
 
+def _draw_constant_init(model):
+    """Parameters and buffers PyTorch starts at a constant (norm scales and shifts, running
+    statistics), drawn instead, so that no kernel can hard-code them: zeros from normal(0, 0.1),
+    other constants scaled by uniform(0.5, 1.5) (a variance stays positive)."""
+    with torch.no_grad():
+        for t in list(model.parameters()) + list(model.buffers()):
+            if t.is_floating_point() and bool((t == t.flatten()[0]).all()):
+                if float(t.flatten()[0]) == 0.0:
+                    t.normal_(0.0, 0.1)
+                else:
+                    t.mul_(torch.empty_like(t).uniform_(0.5, 1.5))
+
+
 class QuickGELU(nn.Module):
     def forward(self, x):
         return x * torch.sigmoid(1.702 * x)
@@ -41,6 +54,7 @@ class Model(nn.Module):
         self.blocks = nn.ModuleList([ResidualAttentionBlock(width, heads) for _ in range(layers)])
         self.ln_final = nn.LayerNorm(width)
         self.text_projection = nn.Parameter(torch.randn(width, embed) * width ** -0.5)
+        _draw_constant_init(self)
 
     def forward(self, text):
         n = text.shape[1]

@@ -16,6 +16,19 @@ else:
     BATCH, SEQ, VOCAB, DIM, HEADS = 2, 9, 37, 16, 4
 
 
+def _draw_constant_init(model):
+    """Parameters and buffers PyTorch starts at a constant (norm scales and shifts, running
+    statistics), drawn instead, so that no kernel can hard-code them: zeros from normal(0, 0.1),
+    other constants scaled by uniform(0.5, 1.5) (a variance stays positive)."""
+    with torch.no_grad():
+        for t in list(model.parameters()) + list(model.buffers()):
+            if t.is_floating_point() and bool((t == t.flatten()[0]).all()):
+                if float(t.flatten()[0]) == 0.0:
+                    t.normal_(0.0, 0.1)
+                else:
+                    t.mul_(torch.empty_like(t).uniform_(0.5, 1.5))
+
+
 class Model(nn.Module):
     def __init__(self, vocab, dim, heads):
         super().__init__()
@@ -26,6 +39,7 @@ class Model(nn.Module):
         self.norm = nn.LayerNorm(dim)
         slopes = torch.tensor([2 ** (-8 * (i + 1) / heads) for i in range(heads)])
         self.register_buffer("slopes", slopes)
+        _draw_constant_init(self)
 
     def forward(self, tokens):
         b, s = tokens.shape

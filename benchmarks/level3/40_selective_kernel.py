@@ -14,6 +14,19 @@ else:
     BATCH, CHANNELS, SIDE, GROUPS, REDUCED = 2, 16, 6, 4, 8
 
 
+def _draw_constant_init(model):
+    """Parameters and buffers PyTorch starts at a constant (norm scales and shifts, running
+    statistics), drawn instead, so that no kernel can hard-code them: zeros from normal(0, 0.1),
+    other constants scaled by uniform(0.5, 1.5) (a variance stays positive)."""
+    with torch.no_grad():
+        for t in list(model.parameters()) + list(model.buffers()):
+            if t.is_floating_point() and bool((t == t.flatten()[0]).all()):
+                if float(t.flatten()[0]) == 0.0:
+                    t.normal_(0.0, 0.1)
+                else:
+                    t.mul_(torch.empty_like(t).uniform_(0.5, 1.5))
+
+
 class Model(nn.Module):
     def __init__(self, channels, groups, reduced):
         super().__init__()
@@ -23,6 +36,7 @@ class Model(nn.Module):
         self.fc = nn.Sequential(nn.Linear(channels, reduced), nn.ReLU(inplace=True))
         self.select = nn.Linear(reduced, 2 * channels)
         self.eval()
+        _draw_constant_init(self)
 
     def forward(self, x):
         feats = torch.stack([branch(x) for branch in self.branches], dim=1)

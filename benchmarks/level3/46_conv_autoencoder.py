@@ -14,6 +14,19 @@ else:
     BATCH, CHANNELS, SIDE, BASE = 2, 3, 12, 4
 
 
+def _draw_constant_init(model):
+    """Parameters and buffers PyTorch starts at a constant (norm scales and shifts, running
+    statistics), drawn instead, so that no kernel can hard-code them: zeros from normal(0, 0.1),
+    other constants scaled by uniform(0.5, 1.5) (a variance stays positive)."""
+    with torch.no_grad():
+        for t in list(model.parameters()) + list(model.buffers()):
+            if t.is_floating_point() and bool((t == t.flatten()[0]).all()):
+                if float(t.flatten()[0]) == 0.0:
+                    t.normal_(0.0, 0.1)
+                else:
+                    t.mul_(torch.empty_like(t).uniform_(0.5, 1.5))
+
+
 class Model(nn.Module):
     def __init__(self, channels, base):
         super().__init__()
@@ -24,6 +37,7 @@ class Model(nn.Module):
             nn.ConvTranspose2d(2 * base, base, 3, stride=2, padding=1, output_padding=1), nn.BatchNorm2d(base),
             nn.LeakyReLU(0.2),
             nn.ConvTranspose2d(base, channels, 3, stride=2, padding=1, output_padding=1), nn.Sigmoid())
+        _draw_constant_init(self)
 
     def forward(self, x):
         return self.decoder(self.encoder(x))
