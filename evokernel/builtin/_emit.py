@@ -15,7 +15,7 @@ from ._ir import Node, Plan, Ref
 from ._kernel_share import share_identical_kernels
 from ._pointwise import literal, pointwise_expr
 
-__all__ = ["Emitter", "StageCode", "assemble", "header", "model_class", "scalar_sources", "wrap_params",
+__all__ = ["Emitter", "StageCode", "assemble", "header", "model_class", "scalar_sources", "strided", "unravel", "wrap_params",
            "BROADCAST_SHAPES", "HELPERS", "TF32_ROUND", "out_dtype_expr", "stage_args", "load_other", "to_f32"]
 
 
@@ -366,6 +366,20 @@ class Emitter:
 
     def rsize(self) -> str:
         raise ValueError("the reduced size is only defined in the rows family")
+
+
+def unravel(rank: int, coord: str = "c", indent: str = "    ") -> list[str]:
+    """Kernel lines splitting the flat index ``rem`` (row-major over ``size_1..size_{rank-1}``)
+    into coordinates ``{coord}_0..{coord}_{rank-1}``."""
+    lines = []
+    for d in range(rank - 1, 0, -1):
+        lines += [f"{indent}{coord}_{d} = rem % size_{d}", f"{indent}rem = rem // size_{d}"]
+    return lines + [f"{indent}{coord}_0 = rem"]
+
+
+def strided(coord: str, strides: str, rank: int) -> str:
+    """The offset ``{coord}_0 * {strides}_0 + ...`` of coordinates through per-dim strides."""
+    return " + ".join(f"{coord}_{d} * {strides}_{d}" for d in range(rank))
 
 
 def wrap_params(params: list[str], indent: str = "    ", width: int = 96) -> list[str]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ._config import Config
-from ._emit import Emitter, StageCode, load_other, out_dtype_expr, scalar_sources, wrap_params
+from ._emit import Emitter, StageCode, load_other, out_dtype_expr, scalar_sources, strided, unravel, wrap_params
 from ._ir import Node, Plan
 
 __all__ = ["generate_elementwise", "COALESCE", "SPAN_HELPER", "LAYOUT_HELPER"]
@@ -141,12 +141,10 @@ def generate_elementwise(plan: Plan, config: Config, tag: str = "") -> StageCode
             "else:",
             "    # unravel the output index; broadcast operands have stride 0 there",
             "    rem = offs"]
-    for d in range(rank - 1, 0, -1):
-        flat += [f"    idx_{d} = rem % size_{d}", f"    rem = rem // size_{d}"]
-    flat.append("    idx_0 = rem")
-    flat += [f"    {n}_offs = " + " + ".join(f"idx_{d} * stride_{n}_{d}" for d in range(rank)) for n in names]
+    flat += unravel(rank, "idx")
+    flat += [f"    {n}_offs = " + strided("idx", f"stride_{n}", rank) for n in names]
     flat += ["    if OUT_STRIDED:  # a slice of a larger tensor (a cat's part, written in place)",
-             "        out_offs = " + " + ".join(f"idx_{d} * stride_out_{d}" for d in range(rank)),
+             "        out_offs = " + strided("idx", "stride_out", rank),
              "    else:",
              "        out_offs = offs"]
     ind = "    "
@@ -162,9 +160,7 @@ def generate_elementwise(plan: Plan, config: Config, tag: str = "") -> StageCode
               f"        mask = col < size_{last}",
               f"        offs = row * size_{last} + col",
               "        rem = row"]
-        for d in range(last - 1, 0, -1):
-            k += [f"        idx_{d} = rem % size_{d}", f"        rem = rem // size_{d}"]
-        k.append("        idx_0 = rem")
+        k += unravel(last, "idx", "        ")
         for n in [*names, "out"]:
             terms = " + ".join([f"idx_{d} * stride_{n}_{d}" for d in range(last)] + [f"col * stride_{n}_{last}"])
             k.append(f"        {n}_offs = {terms}")

@@ -10,7 +10,7 @@ it is idx.shape, and every other dim of the source is read at the output's posit
 
 from __future__ import annotations
 
-from ._emit import StageCode, wrap_params
+from ._emit import StageCode, strided, unravel, wrap_params
 from ._gen_elementwise import SPAN_HELPER
 from ._ir import Plan
 
@@ -32,11 +32,9 @@ def _kernel(rank: int, tag: str) -> str:
              "        offs = tl.program_id(0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)",
              "    mask = offs < n_elements",
              "    rem = offs"]
-    for d in range(rank - 1, 0, -1):
-        lines += [f"    c_{d} = rem % size_{d}", f"    rem = rem // size_{d}"]
-    lines.append("    c_0 = rem")
-    lines.append("    at_idx = " + " + ".join(f"c_{d} * stride_idx_{d}" for d in range(rank)))
-    lines.append("    at_src = " + " + ".join(f"c_{d} * stride_src_{d}" for d in range(rank)))
+    lines += unravel(rank)
+    lines.append("    at_idx = " + strided("c", "stride_idx", rank))
+    lines.append("    at_src = " + strided("c", "stride_src", rank))
     lines += [
         "    pick = tl.load(idx_ptr + at_idx, mask=mask, other=0).to(tl.int64)",
         "    pick = tl.where(pick < 0, pick + n_src, pick)  # negative indices count from the end",

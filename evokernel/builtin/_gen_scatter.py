@@ -12,7 +12,7 @@ nothing (torch raises there).
 
 from __future__ import annotations
 
-from ._emit import StageCode, wrap_params
+from ._emit import StageCode, strided, unravel, wrap_params
 from ._gen_elementwise import SPAN_HELPER
 from ._ir import Plan
 
@@ -25,17 +25,6 @@ def _literal(x: float) -> str:
     """A float as source text (inf and nan have no literal)."""
     x = float(x)
     return repr(x) if x == x and abs(x) != float("inf") else f"float('{x}')"
-
-
-def _coords(rank: int) -> list[str]:
-    lines = ["    rem = offs"]
-    for d in range(rank - 1, 0, -1):
-        lines += [f"    c_{d} = rem % size_{d}", f"    rem = rem // size_{d}"]
-    return lines + ["    c_0 = rem"]
-
-
-def _offsets(rank: int, who: str) -> str:
-    return " + ".join(f"c_{d} * stride_{who}_{d}" for d in range(rank))
 
 
 def _head(name: str, params: list[str], constexprs: str) -> list[str]:
@@ -51,8 +40,8 @@ def _init_kernel(rank: int, tag: str, compute: str) -> str:
     sizes = [f"size_{d}" for d in range(1, rank)]
     params = ["base_ptr", "out_ptr", "n_elements", "fill"] + sizes + [f"stride_b_{d}" for d in range(rank)]
     lines = _head(f"_scatter_init{tag}", params, "HAS_BASE: tl.constexpr, IDX64: tl.constexpr, BLOCK_SIZE: tl.constexpr,")
-    lines += ["    if HAS_BASE:", *("    " + line for line in _coords(rank)),
-              f"        v = tl.load(base_ptr + {_offsets(rank, 'b')}, mask=mask, other=0)",
+    lines += ["    if HAS_BASE:", *("    " + line for line in ["    rem = offs"] + unravel(rank)),
+              f"        v = tl.load(base_ptr + {strided('c', 'stride_b', rank)}, mask=mask, other=0)",
               "    else:",
               f"        v = tl.zeros([BLOCK_SIZE], {compute}) + fill",
               "    tl.store(out_ptr + offs, v.to(out_ptr.dtype.element_ty), mask=mask)"]
@@ -65,17 +54,17 @@ def _write_kernel(rank: int, tag: str, compute: str) -> str:
     params = ["idx_ptr", "src_ptr", "out_ptr", "n_elements", "n_dim", "stride_out_dim"] + sizes + strides + ["value", "alpha"]
     lines = _head(f"_scatter_kernel{tag}", params, "HAS_SRC: tl.constexpr, ADD: tl.constexpr, SCALED: tl.constexpr, "
                   "IDX64: tl.constexpr, BLOCK_SIZE: tl.constexpr,")
-    lines += _coords(rank)
+    lines += ["    rem = offs"] + unravel(rank)
     lines += [
-        f"    pick = tl.load(idx_ptr + {_offsets(rank, 'i')}, mask=mask, other=0).to(tl.int64)",
+        f"    pick = tl.load(idx_ptr + {strided('c', 'stride_i', rank)}, mask=mask, other=0).to(tl.int64)",
         "    inside = mask & (pick >= 0) & (pick < n_dim)",
         "    if HAS_SRC:",
-        f"        v = tl.load(src_ptr + {_offsets(rank, 's')}, mask=inside, other=0)",
+        f"        v = tl.load(src_ptr + {strided('c', 'stride_s', rank)}, mask=inside, other=0)",
         "        if SCALED:",
         f"            v = v.to({compute}) * alpha",
         "    else:",
         f"        v = tl.zeros([BLOCK_SIZE], {compute}) + value",
-        f"    target = out_ptr + {_offsets(rank, 'o')} + pick * stride_out_dim",
+        f"    target = out_ptr + {strided('c', 'stride_o', rank)} + pick * stride_out_dim",
         "    if ADD:",
         "        tl.atomic_add(target, v.to(out_ptr.dtype.element_ty), mask=inside)",
         "    else:",

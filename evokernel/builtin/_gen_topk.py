@@ -13,7 +13,7 @@ NaN is not ordered here (torch ranks it above every number).
 
 from __future__ import annotations
 
-from ._emit import StageCode, wrap_params
+from ._emit import StageCode, strided, unravel, wrap_params
 from ._ir import Plan
 
 __all__ = ["generate_topk"]
@@ -37,11 +37,9 @@ def _kernel(rank: int, tag: str, compute: str, one_block: bool) -> str:
              "    rows = tl.program_id(0).to(tl.int64) * ROWS + tl.arange(0, ROWS)",
              "    row_ok = rows < n_rows",
              "    rem = rows"]
-    for d in range(rows_rank - 1, 0, -1):
-        lines += [f"    c_{d} = rem % size_{d}", f"    rem = rem // size_{d}"]
-    lines.append("    c_0 = rem")
-    lines.append("    x_row = x_ptr + " + " + ".join(f"c_{d} * stride_x_{d}" for d in range(rows_rank)))
-    lines.append("    out_row = out_ptr + " + " + ".join(f"c_{d} * stride_o_{d}" for d in range(rows_rank)))
+    lines += unravel(rows_rank)
+    lines.append("    x_row = x_ptr + " + strided("c", "stride_x", rows_rank))
+    lines.append("    out_row = out_ptr + " + strided("c", "stride_o", rows_rank))
     lines += [
         "    cols = tl.arange(0, BLOCK_N)",
         # the previous pick: +inf at position -1 lets every element through the first pass
