@@ -17,7 +17,7 @@ import torch.nn as nn
 
 from ._build import Builder, ComputedView, Flipped, PyVal, Reject, ValuesTuple, py_source
 from ._canon_attn import ATTN_HANDLERS, attention_module
-from ._canon_complex import COMPLEX_HANDLERS, Complex, ComplexLeaf, complex_view, is_complex, view_as_complex
+from ._canon_complex import COMPLEX_HANDLERS, Complex, ComplexLeaf, complex_view, is_complex
 from ._canon_index import INDEX_HANDLERS, embedding_rows, indexed, is_tensor_index
 from ._canon_nn import NN_HANDLERS, call_nn_module
 from ._canon_resample import RESAMPLE_HANDLERS, resample_module
@@ -125,6 +125,27 @@ def _views(ctx, value, steps):
 
 def _shape_of(ctx, value) -> tuple[int, ...]:
     return tuple(value.shape if isinstance(value, ComputedView) else ctx.b.shape(ctx.ref(value)))
+
+
+def _view_as_complex(ctx, args, kwargs):
+    """The last dim's pairs as complex values: its two halves, each a view keeping a size-1 pair axis."""
+    x = args[0] if args else kwargs["input"]
+    shape = _shape_of(ctx, x)
+    if not shape or shape[-1] != 2:
+        raise Reject("view_as_complex of a tensor whose last dim is not 2")
+    if ctx.spec is not None and ctx.spec.dtype == "complex128":
+        raise Reject("complex128 values are not supported")
+    half = shape[:-1] + (1,)
+    re, im = (ctx.ref(_views(ctx, x, [("narrow", (len(shape) - 1, k, 1), half)])) for k in (0, 1))
+    return Complex(re, im, shape[:-1])
+
+
+def _pair_axis(ctx, value):
+    """A real operand beside complex ones, with the trailing size-1 pair axis they carry."""
+    ref = ctx.ref(value)
+    if ref.kind in ("const", "scalar"):
+        return ref
+    return ctx.ref(_views(ctx, ref, [("unsqueeze", (-1,), tuple(ctx.b.shape(ref)) + (1,))]))
 
 
 def _pixel_shuffle(ctx, args, kwargs):
@@ -822,9 +843,10 @@ def _dispatch(ctx: Context, name: str, args, kwargs):
             return _apply_view(ctx, args[0], base_name, args[1:], kwargs)
         if base_name not in COMPLEX_HANDLERS:
             raise Reject(f"{name} of a complex tensor is not supported (complex *, +, - and view_as_real are)")
-        return COMPLEX_HANDLERS[base_name](ctx, list(args), dict(kwargs))
+        operands = [a if is_complex(a) or not isinstance(a, (Ref, ComputedView)) else _pair_axis(ctx, a) for a in args]
+        return COMPLEX_HANDLERS[base_name](ctx, operands, dict(kwargs))
     if base_name == "view_as_complex":
-        return view_as_complex(ctx, list(args), dict(kwargs))
+        return _view_as_complex(ctx, list(args), dict(kwargs))
     if base_name in VIEW_METHODS and args and isinstance(args[0], (Ref, ComputedView)):
         return _apply_view(ctx, args[0], base_name, args[1:], kwargs)
     handler = HANDLERS.get(base_name) or NN_HANDLERS.get(base_name)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from ._build import Reject
 from ._ir import Ref, TensorSpec
 
-__all__ = ["COMPLEX_HANDLERS", "Complex", "ComplexLeaf", "complex_view", "is_complex", "view_as_complex"]
+__all__ = ["COMPLEX_HANDLERS", "Complex", "ComplexLeaf", "complex_view", "is_complex"]
 
 
 @dataclass(frozen=True)
@@ -55,23 +55,12 @@ def parts(ctx, value) -> tuple[Ref, Ref]:
     raise Reject(f"a complex operation on {value!r}")
 
 
-def _pair_axis(ctx, value) -> Ref:
-    """A real operand beside complex ones: its values with the pair axis added."""
-    ref = ctx.ref(value)
-    if ref.kind in ("const", "scalar"):
-        return ref
-    shape = tuple(ctx.b.shape(ref))
-    from ._canon import _views  # the canonicaliser's view chain (no import cycle at module load)
-
-    return ctx.ref(_views(ctx, ref, [("unsqueeze", (-1,), shape + (1,))]))
-
-
 def _operands(ctx, args):
     a, b = args[0], args[1]
     if is_complex(a) and is_complex(b):
         return parts(ctx, a), parts(ctx, b), True
     z, r = (a, b) if is_complex(a) else (b, a)
-    return parts(ctx, z), (_pair_axis(ctx, r), None), False
+    return parts(ctx, z), (ctx.ref(r), None), False  # r carries the pair axis already (the dispatch's)
 
 
 def _shape(ctx, re: Ref) -> tuple[int, ...]:
@@ -96,21 +85,6 @@ def _add_sub(op: str):
         re, im = ctx.b.pw(op, a, c), ctx.b.pw(op, b, d)
         return Complex(re, im, _shape(ctx, re))
     return handler
-
-
-def view_as_complex(ctx, args, kwargs):
-    from ._canon import _shape_of, _views
-
-    x = args[0] if args else kwargs["input"]
-    shape = _shape_of(ctx, x)
-    if not shape or shape[-1] != 2:
-        raise Reject("view_as_complex of a tensor whose last dim is not 2")
-    dtype = ctx.spec.dtype if ctx.spec is not None else "complex64"
-    half = shape[:-1] + (1,)
-    re, im = (ctx.ref(_views(ctx, x, [("narrow", (len(shape) - 1, k, 1), half)])) for k in (0, 1))
-    if dtype == "complex128":
-        raise Reject("complex128 values are not supported")
-    return Complex(re, im, shape[:-1])
 
 
 def _view_as_real(ctx, args, kwargs):
