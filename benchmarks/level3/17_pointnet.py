@@ -24,7 +24,7 @@ def _draw_constant_init(model):
     other constants scaled by uniform(0.5, 1.5) (a variance stays positive)."""
     with torch.no_grad():
         for t in list(model.parameters()) + list(model.buffers()):
-            if t.is_floating_point() and bool((t == t.flatten()[0]).all()):
+            if t.is_floating_point() and not t.is_meta and bool((t == t.flatten()[0]).all()):  # meta: no values
                 if float(t.flatten()[0]) == 0.0:
                     t.normal_(0.0, 0.1)
                 else:

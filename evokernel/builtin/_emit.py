@@ -15,8 +15,8 @@ from ._ir import Node, Plan, Ref
 from ._kernel_share import share_identical_kernels
 from ._pointwise import literal, pointwise_expr
 
-__all__ = ["Emitter", "StageCode", "assemble", "header", "model_class", "scalar_sources", "strided", "unravel", "wrap_params",
-           "BROADCAST_SHAPES", "HELPERS", "TF32_ROUND", "out_dtype_expr", "stage_args", "load_other", "to_f32"]
+__all__ = ["Emitter", "StageCode", "assemble", "header", "model_class", "scalar_sources", "strided", "unravel",
+           "wrap_params", "BROADCAST_SHAPES", "HELPERS", "TF32_ROUND", "out_dtype_expr", "stage_args", "load_other", "to_f32"]
 
 
 @dataclass(frozen=True)
@@ -341,7 +341,7 @@ class Emitter:
         if ref.kind == "const":
             return literal(ref.value)
         if ref.kind == "scalar":  # a size read in forward arrives as an integer: math on it is in fp32
-            return f"{self.scalars[ref.value]}.to(tl.float32)"
+            return f"tl.cast({self.scalars[ref.value]}, tl.float32)"  # the interpreter passes a Python number
         if ref.kind == "rsize":
             return self.rsize()
         key = self.memo_key(ref, ctx)
