@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass
 
 from ._ir import Leaf, Node, Ref, TensorSpec
-from ._pointwise import POINTWISE
+from ._pointwise import POINTWISE, literal
 
 __all__ = ["Reject", "PyVal", "ComputedView", "ValuesTuple", "Flipped", "Builder", "broadcast", "py_source",
            "FLOAT_DTYPES", "promote"]
@@ -77,7 +77,7 @@ def py_source(value) -> str:
     if isinstance(value, PyVal):
         return value.source
     if isinstance(value, float) and not math.isfinite(value):
-        return f"float({str(value)!r})"  # repr gives inf and nan, names in generated code
+        return literal(value)  # repr gives inf and nan, names in generated code
     if isinstance(value, (bool, int, float)) or value is None:
         return repr(value)
     if isinstance(value, str):

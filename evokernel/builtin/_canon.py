@@ -124,7 +124,8 @@ def _views(ctx, value, steps):
 
 
 def _shape_of(ctx, value) -> tuple[int, ...]:
-    return tuple(value.shape if isinstance(value, ComputedView) else ctx.b.shape(ctx.ref(value)))
+    """A tensor value's shape: a view's or a complex value's own, else its node's or leaf's."""
+    return tuple(value.shape if isinstance(value, (ComputedView, Complex, ComplexLeaf)) else ctx.b.shape(ctx.ref(value)))
 
 
 def _view_as_complex(ctx, args, kwargs):
@@ -194,10 +195,6 @@ def _c(value: float) -> Ref:
     return Ref("const", float(value))
 
 
-def _trunc(b: Builder, x: Ref) -> Ref:
-    return b.pw("where", b.pw("lt", x, _c(0)), b.pw("ceil", x), b.pw("floor", x))
-
-
 def _round(ctx, args, kwargs):
     """torch.round: halves to the even neighbour (floor(x + 0.5), one less at an odd tie)."""
     a = _bind(args, kwargs, ["input", "decimals"], {"decimals": 0})
@@ -216,13 +213,13 @@ def _remainder(python: bool):
         a = _bind(args, kwargs, ["input", "other"])
         b, x, y = ctx.b, ctx.ref(a["input"]), ctx.ref(a["other"])
         q = b.pw("div", x, y)
-        return b.pw("sub", x, b.pw("mul", y, b.pw("floor", q) if python else _trunc(b, q)))
+        return b.pw("sub", x, b.pw("mul", y, b.pw("floor" if python else "trunc", q)))
     return handler
 
 
 def _frac(ctx, args, kwargs):
     x = ctx.ref(args[0])
-    return ctx.b.pw("sub", x, _trunc(ctx.b, x))
+    return ctx.b.pw("sub", x, ctx.b.pw("trunc", x))
 
 
 def _hypot(ctx, args, kwargs):
@@ -744,7 +741,7 @@ def _size_of(ctx, value, args, attr: str):
         raise Reject(f"unsupported attribute {attr}")
     if attr in ("device", "dtype"):
         return PyVal(f"{_any_leaf_source(ctx)}.{attr}", None)
-    shape = value.shape if isinstance(value, (ComputedView, Complex, ComplexLeaf)) else ctx.b.shape(ctx.ref(value))
+    shape = _shape_of(ctx, value)
     if attr == "size":
         return shape[args[0]] if args else tuple(shape)
     if attr == "shape":

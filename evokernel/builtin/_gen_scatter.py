@@ -15,16 +15,11 @@ from __future__ import annotations
 from ._emit import StageCode, strided, unravel, wrap_params
 from ._gen_elementwise import SPAN_HELPER
 from ._ir import Plan
+from ._pointwise import literal
 
 __all__ = ["generate_scatter"]
 
 BLOCK = 1024
-
-
-def _literal(x: float) -> str:
-    """A float as source text (inf and nan have no literal)."""
-    x = float(x)
-    return repr(x) if x == x and abs(x) != float("inf") else f"float('{x}')"
 
 
 def _head(name: str, params: list[str], constexprs: str) -> list[str]:
@@ -98,7 +93,7 @@ def generate_scatter(plan: Plan, tag: str) -> StageCode:
         "        return _out",
         "    # the start: the base copied, or the constant it was",
         f"    _scatter_init{tag}[(triton.cdiv(_out.numel(), {BLOCK}),)](",
-        f"        _out if _base is None else _base, _out, _out.numel(), {_literal(fill or 0.0)}, *_out.shape[1:],",
+        f"        _out if _base is None else _base, _out, _out.numel(), {literal(fill or 0.0)}, *_out.shape[1:],",
         f"        *(_base.stride() if _base is not None else [0] * {rank}),",
         "        HAS_BASE=_base is not None, IDX64=_needs_i64(_out, *([_base] if _base is not None else [])),",
         f"        BLOCK_SIZE={BLOCK}, num_warps=4)",
@@ -116,7 +111,7 @@ def generate_scatter(plan: Plan, tag: str) -> StageCode:
         f"    _out_strides = [0 if _d == {dim} else _s for _d, _s in enumerate(_out.stride())]",
         f"    _scatter_kernel{tag}[(triton.cdiv(_n_walk, {BLOCK}),)](",
         f"        _idx, _out if _src is None else _src, _out, _n_walk, _out.shape[{dim}], _out.stride({dim}), *_walk[1:],",
-        f"        *_idx_strides, *_src_strides, *_out_strides, {_literal(value or 0.0)}, {_literal(alpha)},",
+        f"        *_idx_strides, *_src_strides, *_out_strides, {literal(value or 0.0)}, {literal(alpha)},",
         f"        HAS_SRC=_src is not None, ADD={add}, SCALED={alpha != 1.0}, IDX64=_needs_i64(_out, _idx, *([_src] if _src is not None else [])),",
         f"        BLOCK_SIZE={BLOCK}, num_warps=4)",
         "    return _out",

@@ -70,12 +70,17 @@ _TL_DTYPES = {"float16": "tl.float16", "bfloat16": "tl.bfloat16", "float32": "tl
               "float64": "tl.float64"}
 
 
+def _trunc(x: str) -> str:
+    """Toward zero, as torch truncates (trunc, fmod's quotient, a cast to an integer type)."""
+    return f"tl.where({x} < 0, tl.ceil({x}), tl.floor({x}))"
+
+
 def _cast(x: str, dtype: str) -> str:
     # Round through the narrower type so fp32 compute reproduces torch's rounding.
     if dtype in ("float16", "bfloat16"):
         return f"{x}.to({_TL_DTYPES[dtype]}).to(tl.float32)"
     if dtype.startswith(("int", "uint")):  # torch truncates toward zero; the value stays an exact float
-        return f"tl.where({x} < 0, tl.ceil({x}), tl.floor({x}))"
+        return _trunc(x)
     return x
 
 
@@ -102,6 +107,7 @@ POINTWISE = {
     "cos": (1, lambda a, at: f"tl.cos({a[0]})"),
     "floor": (1, lambda a, at: f"tl.floor({a[0]})"),
     "ceil": (1, lambda a, at: f"tl.ceil({a[0]})"),
+    "trunc": (1, lambda a, at: _trunc(a[0])),
     "sign": (1, lambda a, at: f"tl.where({a[0]} > 0.0, 1.0, tl.where({a[0]} < 0.0, -1.0, 0.0))"),
     "sigmoid": (1, lambda a, at: _sigmoid(a[0])),
     "log_sigmoid": (1, lambda a, at: f"(tl.minimum({a[0]}, 0.0) - tl.log(1.0 + tl.exp(-tl.abs({a[0]}))))"),
