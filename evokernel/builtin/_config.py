@@ -45,7 +45,7 @@ from dataclasses import asdict, dataclass, fields, replace
 from ._families import Family, family
 from ._ir import Plan, Ref
 
-__all__ = ["Config", "search_space", "default_config", "neighbours", "split_tf32_pays", "ONE_PASS_MAX",
+__all__ = ["Config", "next_pow2", "search_space", "default_config", "neighbours", "split_tf32_pays", "ONE_PASS_MAX",
            "SPLIT_IN_REGISTERS_K"]
 
 PRECISIONS = ("auto", "trunc", "ieee", "3xtf32")
@@ -290,7 +290,8 @@ def _roundings(plan: Plan, operands: Sequence[Ref]) -> tuple[str, ...]:
     return CONV_PRECISIONS if _fp32_operands(plan, operands) else CONV_PRECISIONS[:1]
 
 
-def _pow2(n: int) -> int:
+def next_pow2(n: int) -> int:
+    """The least power of two at or above n (1 for n <= 1)."""
     return 1 << max(0, (int(n) - 1).bit_length())
 
 
@@ -300,10 +301,10 @@ def elementwise_default(plan: Plan) -> Config:
 
 def rows_default(plan: Plan) -> Config:
     outer, width, inner = _row_dims(plan)
-    padded = _pow2(width)
+    padded = next_pow2(width)
     if inner > 1:
         # rows are inner positions: coalesced along them, a narrow chunk of the reduced dim
-        block_m = min(64, _pow2(inner))
+        block_m = min(64, next_pow2(inner))
         if padded * block_m <= ONE_PASS_MAX and block_m >= 16:
             return Config("rows", one_pass=True, block_m=block_m, block_n=1024, num_warps=4)
         return Config("rows", one_pass=False, block_m=block_m, block_n=16, num_warps=4)
@@ -351,10 +352,10 @@ def rnn_default(plan: Plan) -> Config:
     # a step, one program a step ~26 us for an LSTM's 4 x 256^2 weights (128 x 32 tiles, 8 warps;
     # 64 x 64 with 4 warps: ~35 us) and ~20 us for a GRU's 3 x 256^2 (one program a direction)
     rnn = dict(plan.node(plan.anchor_id).attrs)
-    block_m = min(64, max(16, _pow2(rnn["batch"])))
+    block_m = min(64, max(16, next_pow2(rnn["batch"])))
     gates = {"LSTM": 4, "GRU": 3}.get(rnn["mode"], 1)
     if gates * rnn["hidden"] ** 2 <= 3 << 16:
-        tile = min(128, max(16, _pow2(rnn["hidden"])))
+        tile = min(128, max(16, next_pow2(rnn["hidden"])))
         return Config("rnn", one_pass=True, block_m=block_m, block_n=tile, block_k=min(32, tile),
                       num_warps=8 if tile >= 128 else 4)
     return Config("rnn", one_pass=False, block_m=block_m, block_n=32, block_k=32, num_warps=4)
@@ -366,7 +367,7 @@ def attention_default(plan: Plan) -> Config:
     Head dims past 128 halve the key tile: the [BLOCK_N, head dim] tiles of k and v grow."""
     att = plan.node(plan.anchor_id)
     q, v = (plan.leaf(a.value).spec for a in (att.args[0], att.args[2]))
-    head = max(_pow2(q.shape[-1]), _pow2(v.shape[-1]))
+    head = max(next_pow2(q.shape[-1]), next_pow2(v.shape[-1]))
     if q.dtype == "float32":
         # on the H200, KernelBench level3's MinGPT attention (head dim 96 padded to 128, fp32): 128 x 64 tiles
         # with 8 warps 6.3 ms for the whole model, 64 x 32 with 8 warps 9.3, IEEE products 233

@@ -13,6 +13,7 @@ NaN is not ordered here (torch ranks it above every number).
 
 from __future__ import annotations
 
+from ._config import next_pow2
 from ._emit import StageCode, strided, unravel, wrap_params
 from ._ir import Plan
 
@@ -20,10 +21,6 @@ __all__ = ["generate_topk"]
 
 MAX_BLOCK = 2048  # a row up to this long stays in registers; a longer one is walked in blocks this size
 ROW_ELEMENTS = 2048  # short rows are packed into one program up to this many elements
-
-
-def _next_pow2(n: int) -> int:
-    return 1 << max(0, (n - 1).bit_length())
 
 
 def _kernel(rank: int, tag: str, compute: str, one_block: bool) -> str:
@@ -92,7 +89,7 @@ def generate_topk(plan: Plan, tag: str) -> StageCode:
     dim, k, largest = node.attr("dim"), node.attr("k"), node.attr("largest")
     rank = len(node.shape)
     n = plan.leaf(src).spec.shape[dim]
-    block_n = min(_next_pow2(n), MAX_BLOCK)
+    block_n = min(next_pow2(n), MAX_BLOCK)
     one_block = n <= block_n
     rows = max(1, ROW_ELEMENTS // block_n)
     compute = "tl.float64" if plan.leaf(src).spec.dtype == "float64" else "tl.float32"
