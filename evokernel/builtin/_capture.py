@@ -30,7 +30,7 @@ from torch.utils._pytree import tree_unflatten
 from ._build import Reject
 from ._einops import lower_einops
 
-__all__ = ["capture"]
+__all__ = ["capture", "functionalize"]
 
 # Python's in-place operators (``out += identity``): they mutate their first operand.
 _INPLACE_OPERATORS = {operator.iadd, operator.isub, operator.imul, operator.itruediv, operator.ifloordiv,
@@ -55,7 +55,7 @@ def capture(model: nn.Module, inputs: list, names: list[str]) -> torch.fx.GraphM
         torch._dynamo.reset()
     graph = _rebuild(captured, model, names[:len(inputs)])
     lower_einops(graph)  # where einops' calls stayed whole (see _einops)
-    _functionalize(graph)
+    functionalize(graph)
     _shapes_from_capture(graph)
     return torch.fx.GraphModule(model, graph)
 
@@ -259,7 +259,7 @@ def _op_name(node: torch.fx.Node) -> str:
     return name.rstrip("_")
 
 
-def _functionalize(graph: torch.fx.Graph) -> None:
+def functionalize(graph: torch.fx.Graph) -> None:
     """Later readers of a tensor an op mutated read the op's result instead."""
     order = {node: k for k, node in enumerate(graph.nodes)}
     for node in list(graph.nodes):

@@ -19,7 +19,7 @@ from backends import cast_model, cast_values, parse_python
 from ._build import Builder, ComputedView, PyVal, Reject
 from ._canon import Context, call_function, call_method, call_module
 from ._canon_complex import ComplexLeaf
-from ._capture import _functionalize, capture
+from ._capture import capture, functionalize
 from ._ir import Node, Plan, Ref, TensorSpec, Unsupported
 from ._reroll import Rerolled
 from ._schedule import classify, domain_map, schedule, source_of
@@ -120,7 +120,7 @@ def _trace(model: torch.nn.Module, inputs: list, names: list[str]):
         except Reject as again:
             raise Reject(f"{fx_reason}; {again}") from exc
     # `out.index_add_(...)` then `return out`: later readers of a tensor an in-place method mutates read its result
-    _functionalize(gm.graph)
+    functionalize(gm.graph)
     gm.recompile()
     with torch.no_grad():
         ShapeProp(gm).propagate(*inputs)
@@ -302,13 +302,14 @@ def _make_plan(module, source, b: Builder, result, out_node, inputs, rules: str 
         input_specs=tuple(_spec_of(x) if isinstance(x, torch.Tensor) else repr(x) for x in inputs),
         rules=rules,
     )
-    stages, main, buffers = schedule(b, nodes, result, rules, keep=tuple(e.value for e in extra if e.kind == "node"))
+    keep = tuple(e.value for e in extra if e.kind == "node")
+    stages, main, buffers = schedule(b, nodes, result, rules, keep=keep)
     if all(s.family == "host" for s in stages) and not views:
         # host stages take no configuration (a lone topk or gather): a copy kernel of the result is the one tuned
         dtype = b.dtypes[result.value]
         result = b.pw("identity", result) if dtype.startswith(("float", "bfloat")) else b.pw("cast", result, dtype=dtype)
         nodes = _reachable(b, result, extra)[0]
-        stages, main, buffers = schedule(b, nodes, result, rules)
+        stages, main, buffers = schedule(b, nodes, result, rules, keep=keep)
     if extra:
         text = "".join(views)
         for j, ref in enumerate(extra, 1):
