@@ -11,12 +11,11 @@ from __future__ import annotations
 import ast
 import re
 from pathlib import Path
-from unittest import mock
 
 import pytest
 
 from builtin_case import Case, correctness_checks
-from evokernel.builtin import _generate, analyze, generate
+from evokernel.builtin import analyze, generate
 from evokernel.builtin._build import _RESERVED
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -50,20 +49,9 @@ def _launcher_locals(source: str):
 
 
 def _plan_and_default_candidate(path: Path, rules: str):
-    """The plan and its default candidate. analyze() already writes that candidate once (to
-    reject a graph no template expresses), and writing it is a third of planning's time: the
-    source analyze() wrote is kept rather than generated a second time."""
-    written = []
-
-    def generate_and_keep(plan, config=None):
-        written.append(generate(plan, config))
-        return written[-1]
-
-    with mock.patch.object(_generate, "generate", generate_and_keep):
-        plan = analyze(path, rules)
-    if not plan:
-        return plan, None
-    return plan, written[-1] if written else generate(plan)  # generate(plan): should analyze stop writing it
+    """The plan and its default candidate (the one analyze() wrote, kept by the plan)."""
+    plan = analyze(path, rules)
+    return plan, generate(plan) if plan else None
 
 
 SUITE_MODELS = sorted((ROOT / "benchmarks" / "level3").glob("[0-9]*.py"))

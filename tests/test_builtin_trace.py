@@ -119,6 +119,28 @@ def test_kernelbench_rules_hand_the_matmul_to_the_library(tmp_path):
     assert "torch.matmul(" in source and "@triton.jit" in source
 
 
+def test_the_default_candidate_is_written_once_and_only_for_its_own_plan(tmp_path, monkeypatch):
+    """analyze() writes the default candidate (to reject a graph no template expresses); a first
+    draft asks for that candidate again and gets it without a second writing. A plan derived with
+    replace() writes its own, and any other configuration is written as before."""
+    from dataclasses import replace
+
+    from evokernel.builtin import _generate, search_space
+
+    path = _task(tmp_path, "def forward(self, x, y):\n    return torch.relu(x @ y) + 1\n",
+                 "[torch.randn(64, 32), torch.randn(32, 48)]")
+    plan = analyze(path)
+    writes = []
+    stage_code = _generate.stage_code
+    monkeypatch.setattr(_generate, "stage_code", lambda *a, **k: writes.append(1) or stage_code(*a, **k))
+    kept = generate(plan)
+    assert generate(plan, default_config(plan)) == kept and not writes
+    assert generate(replace(plan)) == kept and writes  # written afresh: the same candidate
+    writes.clear()
+    other = next(c for c in search_space(plan) if c != default_config(plan))
+    assert generate(plan, other) != kept and writes
+
+
 def test_full_size_analysis_is_cheap(tmp_path):
     """Tracing runs on meta tensors: a 64 GB input costs nothing to analyse."""
     import time

@@ -29,7 +29,11 @@ def generate(plan: Plan, config: Config | None = None) -> str:
     """A complete candidate file (imports, @triton.jit kernels, launchers, ModelNew)."""
     if isinstance(plan, Unsupported):
         raise ValueError(f"cannot generate code for an unsupported task: {plan.reason}")
-    config = config or default_config(plan)
+    default = default_config(plan)
+    config = config or default
+    written = getattr(plan, "_default_source", None)  # analyze() wrote this one already
+    if written is not None and config == default:
+        return written
     if plan.family != "pipeline":
         return assemble(plan, config.text(), [stage_code(plan, config)])
     if config.family != plan.main_stage.family:

@@ -51,7 +51,9 @@ def analyze(task, rules: str = "strict", precision: str = "fp32") -> Plan | Unsu
     tensors: shapes only, so analysing a full-size task costs no memory and no compute."""
     try:
         plan = _analyze(load_task(task), rules, precision)
-        _trial_generation(plan)
+        # kept on this object only, not as a field: a plan derived from it by replace() is
+        # another plan and writes its own
+        object.__setattr__(plan, "_default_source", _trial_generation(plan))
         return plan
     except Reject as exc:
         return Unsupported(str(exc))
@@ -59,9 +61,10 @@ def analyze(task, rules: str = "strict", precision: str = "fp32") -> Plan | Unsu
         return Unsupported(f"analysis failed: {type(exc).__name__}: {exc}")
 
 
-def _trial_generation(plan: Plan) -> None:
+def _trial_generation(plan: Plan) -> str:
     """Write the default candidate once: a graph a template cannot express is found here,
-    as a reason, rather than when a policy asks for code."""
+    as a reason, rather than when a policy asks for code. The plan keeps it (a first draft
+    asks for exactly this candidate)."""
     from ._generate import generate
 
     try:
@@ -73,6 +76,7 @@ def _trial_generation(plan: Plan) -> None:
     clash = sorted(name for name in carried if defined.count(name) > 1)
     if clash:  # the later definition would silently replace the task's in the candidate
         raise Reject(f"the task file's {clash[0]} has the name of a generated helper")
+    return source
 
 
 def _top_level_names(source: str) -> list[str]:
