@@ -29,11 +29,10 @@ def generate(plan: Plan, config: Config | None = None) -> str:
     """A complete candidate file (imports, @triton.jit kernels, launchers, ModelNew)."""
     if isinstance(plan, Unsupported):
         raise ValueError(f"cannot generate code for an unsupported task: {plan.reason}")
-    default = default_config(plan)
-    config = config or default
-    written = getattr(plan, "_default_source", None)  # analyze() wrote this one already
-    if written is not None and config == default:
-        return written
+    kept = getattr(plan, "_default_candidate", None)  # (configuration, source) analyze() wrote
+    if kept is not None and (config is None or config == kept[0]):
+        return kept[1]
+    config = config or default_config(plan)
     if plan.family != "pipeline":
         return assemble(plan, config.text(), [stage_code(plan, config)])
     if config.family != plan.main_stage.family:

@@ -9,6 +9,7 @@ import io
 import os
 import types
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -24,6 +25,9 @@ from ._ir import Node, Plan, Ref, TensorSpec, Unsupported
 from ._reroll import Rerolled
 from ._schedule import classify, domain_map, schedule, source_of
 from ._source import read_model_source
+
+if TYPE_CHECKING:
+    from ._config import Config
 
 __all__ = ["analyze", "load_task", "classify", "domain_map"]
 
@@ -53,7 +57,7 @@ def analyze(task, rules: str = "strict", precision: str = "fp32") -> Plan | Unsu
         plan = _analyze(load_task(task), rules, precision)
         # kept on this object only, not as a field: a plan derived from it by replace() is
         # another plan and writes its own
-        object.__setattr__(plan, "_default_source", _trial_generation(plan))
+        object.__setattr__(plan, "_default_candidate", _trial_generation(plan))
         return plan
     except Reject as exc:
         return Unsupported(str(exc))
@@ -61,14 +65,16 @@ def analyze(task, rules: str = "strict", precision: str = "fp32") -> Plan | Unsu
         return Unsupported(f"analysis failed: {type(exc).__name__}: {exc}")
 
 
-def _trial_generation(plan: Plan) -> str:
+def _trial_generation(plan: Plan) -> tuple[Config, str]:
     """Write the default candidate once: a graph a template cannot express is found here,
-    as a reason, rather than when a policy asks for code. The plan keeps it (a first draft
-    asks for exactly this candidate)."""
+    as a reason, rather than when a policy asks for code. The plan keeps it with its
+    configuration (a first draft asks for exactly this candidate)."""
+    from ._config import default_config
     from ._generate import generate
 
     try:
-        source = generate(plan)
+        config = default_config(plan)
+        source = generate(plan, config)
     except Exception as exc:
         raise Reject(f"code generation failed: {type(exc).__name__}: {exc}") from exc
     carried = set(_top_level_names(plan.preamble)) if plan.preamble else set()
@@ -76,7 +82,7 @@ def _trial_generation(plan: Plan) -> str:
     clash = sorted(name for name in carried if defined.count(name) > 1)
     if clash:  # the later definition would silently replace the task's in the candidate
         raise Reject(f"the task file's {clash[0]} has the name of a generated helper")
-    return source
+    return config, source
 
 
 def _top_level_names(source: str) -> list[str]:
