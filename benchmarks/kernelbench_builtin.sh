@@ -71,11 +71,21 @@ if [ -n "${DETACH:-}" ]; then
     fi
     src=$(cd "$(dirname "$0")/.." && pwd)
     dir=$(mkdir -p "$DETACH" && cd "$DETACH" && pwd)
-    rm -rf "$dir/project" && mkdir -p "$dir/project" && cp -a "$src/." "$dir/project/"
+    rm -rf "$dir/project" && mkdir -p "$dir/project"
+    if git -C "$src" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+        # What a commit of this tree would hold (tracked files and untracked ones git does not ignore), and
+        # the device's wheels: not .git, a virtual environment or build outputs, which can be gigabytes.
+        (cd "$src" && git ls-files -z --cached --others --exclude-standard | tar --null -T - -cf -) \
+            | (cd "$dir/project" && tar -xf -)
+        if [ -d "$src/.device-wheels" ]; then cp -a "$src/.device-wheels" "$dir/project/"; fi
+    else
+        cp -a "$src/." "$dir/project/"  # no git here (a leased machine's copy of the tree): all of it
+    fi
     case "$kb/" in
         "$src/"*) kb_copy="$dir/project/${kb#"$src"/}" ;;
-        *) cp -a "$kb" "$dir/project/.kb-run" && kb_copy="$dir/project/.kb-run" ;;
+        *) kb_copy="$dir/project/.kb-run" ;;
     esac
+    if [ ! -d "$kb_copy" ]; then mkdir -p "$(dirname "$kb_copy")" && cp -a "$kb" "$kb_copy"; fi
     DETACH="" setsid nohup bash "$dir/project/benchmarks/kernelbench_builtin.sh" "$kb_copy" "$out" "$reps" \
         >"$out/detached.log" 2>&1 </dev/null &
     echo $! >"$out/detached.pid"

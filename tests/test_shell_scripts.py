@@ -36,3 +36,32 @@ def test_a_detached_run_is_not_started_twice(tmp_path):
     assert run.returncode == 0, run.stderr
     assert f"already running detached (pid {alive.pid})" in run.stdout
     assert not (detach / "project").exists()
+
+
+def test_a_detached_run_copies_what_a_commit_holds_and_the_task_folder(tmp_path):
+    # A git checkout is copied as its tracked (and not ignored) files: not .git or a virtual environment.
+    # The task folder comes along even when git ignores it, since the run reads its tasks from the copy.
+    repo, out, detach = tmp_path / "repo", tmp_path / "out", tmp_path / "detach"
+    (repo / "benchmarks").mkdir(parents=True)
+    (repo / "benchmarks" / "kernelbench_builtin.sh").write_text(
+        (ROOT / "benchmarks" / "kernelbench_builtin.sh").read_text())
+    (repo / ".gitignore").write_text(".venv/\n/kb/\n")
+    (repo / ".venv").mkdir()
+    (repo / ".venv" / "big").write_text("x")
+    (repo / "kb" / "level1").mkdir(parents=True)
+    (repo / "kb" / "level1" / "1_task.py").write_text("# a task\n")
+    (repo / "untracked.txt").write_text("kept\n")
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], cwd=repo, check=True)
+    subprocess.run([*git, "add", "benchmarks", ".gitignore"], cwd=repo, check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "x"], cwd=repo, check=True)
+    out.mkdir()
+    run = subprocess.run(["bash", str(repo / "benchmarks" / "kernelbench_builtin.sh"), str(repo / "kb"), str(out)],
+                         capture_output=True, text=True, timeout=60,
+                         env={"PATH": "/usr/bin:/bin", "DETACH": str(detach), "LEVELS": "none"})
+    pid = int((out / "detached.pid").read_text())
+    subprocess.run(["kill", "--", str(pid)], capture_output=True)
+    assert run.returncode == 0, run.stderr
+    project = detach / "project"
+    copied = sorted(str(p.relative_to(project)) for p in project.rglob("*") if p.is_file())
+    assert copied == [".gitignore", "benchmarks/kernelbench_builtin.sh", "kb/level1/1_task.py", "untracked.txt"]
