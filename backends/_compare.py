@@ -95,11 +95,12 @@ CONDITIONING_DRAWS = 2
 # than this share of its own float64 value: ROOM_OF_VALUE, or ROOM_OF_VALUE_RTOLS relative
 # tolerances where that is less (1% for fp32; 50% for fp16 and bf16, whose tolerance is 1%).
 # Measured on the CPU: a TF32 conv-BN-ReLU block against a TF32 reference (other rounding:
-# inputs 8 fp32 units apart, which changes few TF32 roundings: see ROOM_OCTAVES) passes 5 of 5 and the Mamba2 runs as accurate as the reference 6
-# of 6 with a cap as low as 0.5%; the smallest 0.05% zeroed, halved or scaled by 0.9 fail at 1%
-# (by 1.01 passes: within atol); the builtin's level2 drafts that pass by accuracy in bf16 and
-# fp16 pass at 50%. The conditioning alone could judge more finely, but it cannot judge a TF32
-# reference's flips at a ReLU (no measured conditioning there), so it only admits, never refuses.
+# inputs 8 fp32 units apart, which changes few TF32 roundings: see ROOM_OCTAVES) passes 5 of 5
+# and the Mamba2 runs as accurate as the reference 6 of 6 with a cap as low as 0.5%; the smallest
+# 0.05% zeroed, halved or scaled by 0.9 fail at 1% (by 1.01 passes: within atol); the builtin's
+# level2 drafts that pass by accuracy in bf16 and fp16 pass at 50%. The conditioning alone could
+# judge more finely, but it cannot judge a TF32 reference's flips at a ReLU (no measured
+# conditioning there), so it only admits, never refuses.
 ROOM_OF_VALUE = 0.5
 ROOM_OF_VALUE_RTOLS = 100.0
 # Near zero the share of its own value is too little where the reference rounds a sum that a ReLU
