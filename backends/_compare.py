@@ -13,10 +13,13 @@ benchmarks/probes/accuracy_oracle.py and the README's "Accuracy" paragraph):
 - as accurate: a candidate within `AS_ACCURATE` times the reference's error
   passes an element that misses the tolerance against the reference when it
   is within the tolerance of the float64 output plus `SLACK` times the
-  reference's own worst error (outliers left out): the reference's rounding
-  (a cancelling sum, a TF32 cuDNN convolution) no longer fails an exact
-  kernel. Not where the reference and its float64 run disagree beyond
-  rounding (`TRUSTED_REFERENCE_ERROR`), except for fp16 and bf16 outputs.
+  reference's own worst error (outliers left out), and off by less than a
+  share of its own value or the reference's own errors at its magnitude
+  (`ROOM_OCTAVES`): the reference's rounding (a cancelling sum, a TF32 cuDNN
+  convolution before a ReLU) no longer fails an exact kernel, nor one that
+  rounds as much elsewhere. Not where the reference and its float64 run
+  disagree beyond rounding (`TRUSTED_REFERENCE_ERROR`), except for fp16 and
+  bf16 outputs.
 
 Low precision (fp16/bf16 runs, backends/_precision.py) takes the same rules:
 errors are relative and floored at the output dtype's rounding, so a bf16
@@ -63,7 +66,7 @@ LESS_ACCURATE = 8.0
 # then an element past the tolerance against the reference may pass against the float64 output.
 AS_ACCURATE = 3.0
 # ...within the tolerance plus this many times the reference's own worst error
-# (the larger of two rounding-error samples of one distribution)... (capped by ROOM_OF_VALUE;
+# (the larger of two rounding-error samples of one distribution)... (capped by ROOM_OF_VALUE and ROOM_OCTAVES;
 # an element outside it may still pass by its conditioning, COND_SLACK)
 SLACK = 2.0
 # ...where a reference error beyond this many times its RMS counts as that: such an
@@ -92,13 +95,48 @@ CONDITIONING_DRAWS = 2
 # than this share of its own float64 value: ROOM_OF_VALUE, or ROOM_OF_VALUE_RTOLS relative
 # tolerances where that is less (1% for fp32; 50% for fp16 and bf16, whose tolerance is 1%).
 # Measured on the CPU: a TF32 conv-BN-ReLU block against a TF32 reference (other rounding:
-# inputs 8 fp32 units apart) passes 5 of 5 and the Mamba2 runs as accurate as the reference 6
-# of 6 with a cap as low as 0.5%; the smallest 0.05% zeroed, halved or scaled by 0.9 fail at 1%
-# (by 1.01 passes: within atol); the builtin's level2 drafts that pass by accuracy in bf16 and
-# fp16 pass at 50%. The conditioning alone could judge more finely, but it cannot judge a TF32
-# reference's flips at a ReLU (no measured conditioning there), so it only admits, never refuses.
+# inputs 8 fp32 units apart, which changes few TF32 roundings: see ROOM_OCTAVES) passes 5 of 5
+# and the Mamba2 runs as accurate as the reference 6 of 6 with a cap as low as 0.5%; the smallest
+# 0.05% zeroed, halved or scaled by 0.9 fail at 1% (by 1.01 passes: within atol); the builtin's
+# level2 drafts that pass by accuracy in bf16 and fp16 pass at 50%. The conditioning alone could
+# judge more finely, but it cannot judge a TF32 reference's flips at a ReLU (no measured
+# conditioning there), so it only admits, never refuses.
 ROOM_OF_VALUE = 0.5
 ROOM_OF_VALUE_RTOLS = 100.0
+# Near zero the share of its own value is too little where the reference rounds a sum that a ReLU
+# then clamps (cuDNN's TF32 convolutions, 3e-4 RMS): 1% of a near-zero element is far below that
+# rounding, the reference's own near-zero elements are off by as much, and an implementation as
+# accurate is off on *other* ones (on the H200, 26_resnext_bottlenecks, 33_diffusion_resblock and
+# 16_tcn at 1.0x the reference's error failed by chance). So the cap is the larger of that share and
+# the reference's own errors at the element's magnitude: SLACK x its worst error over the elements
+# within ROOM_OCTAVES octaves of |float64 value| (each error counted at most OUTLIER_RMS x its RMS, as
+# in the absolute room), where the candidate is as accurate as the reference over those same
+# elements (sums of squared errors, AS_ACCURATE): a flipped reference element licenses a couple of
+# elements at its size, not its octave. The lowest bin holds zero and everything within atol; from it
+# up, each octave whose smallest value SLACK x the worst error at or below it reaches (or that holds
+# nothing) pools with it: at a ReLU's kink every octave holds few elements, too few for one octave's
+# worst to say how large the rounding is. Measured on the CPU, TF32 emulated
+# (benchmarks/probes/tf32_relu_oracle.py; tf32-relu-oracle-cpu{,-before}.json):
+# - TF32 with the batch norm folded into the weights before rounding (a fused kernel) passed 2 of 20
+#   seeds at full size (a ResNeXt bottleneck, 4x256x28x28 in; a conv-BN-ReLU, 4x64x28x28), 0 of 4 at
+#   1.6M-3.2M outputs: on the conv-BN-ReLU every element left (41-48) was one the float64 run
+#   clamps to zero (no conditioning there, no share of a zero value). Now 20 of 20 and 4 of 4; the
+#   reference on inputs 8 fp32 units away passes all, as before (the TCN block: 3 of 4 before at
+#   4.2M outputs, 4 of 4 now).
+# - The TF32 block's worst reference error per octave is flat (5e-4 at zero, 3e-4 to 1.5e-3 from 1e-6
+#   to 4); 49_Mamba2ReturnFinalState's grows with the value, up to 1.9% of it in one octave, so there
+#   the as-accurate condition is what keeps the last 0.05% scaled by 1.01 failing (177 elements past,
+#   as before; 46 without it); zeroed, halved and scaled by 0.9 leave 262 past as before.
+# - A ReLU of a sum rounded by 1e-3 (tests/test_compare.py, 20000 elements; 5000; rounded by 3e-4):
+#   without the pooling around zero passes 16, 10, 15 of 20 seeds (the kink's octaves hold a handful
+#   of elements), with it 20, 19, 20 (ROOM_OCTAVES 0: 20, 17, 19; 2: as 1).
+# Shortcuts still fail: near-zero outputs zeroed (802x-951x) or scaled by 0.9 (11x-12x), TF32 where
+# the reference is IEEE (1356x-2783x). fp16 operands pass against a TF32 reference (1.5x-2.1x: as
+# many mantissa bits as TF32), and fail with fp16 accumulation of every channel (4.2x, 3 of 3 seeds of
+# the conv-BN-ReLU at 4x64x28x28). Left open: every positive output below 0.1 scaled by 1.01 passes
+# there by conditioning (K is 0.8-2.4 million units on a TF32 reference: a few elements whose two
+# draws nearly cancelled), as it did before on an IEEE-exact candidate; without it, it fails.
+ROOM_OCTAVES = 1
 # A reference further than this (RMS, relative) from its own float64 run is not rounding
 # (data-dependent branches, chaotic ops): no element passes by accuracy then, nor (fp16 and
 # bf16 outputs) with slack. TF32 and cancelling fp32 references measured 3e-4 and 1e-3;
@@ -299,7 +337,11 @@ class _Accuracy:
         """How far past the tolerance of the float64 output an element may be (absolute)."""
         if not self.trusted:  # a half-precision output whose reference is past rounding: as for one at the floor
             return SLACK * OUTLIER_RMS * self.floor * self.output_rms
-        return SLACK * min(self.reference_worst, OUTLIER_RMS * self.reference_rms)
+        return SLACK * min(self.reference_worst, self.outlier_cap())
+
+    def outlier_cap(self) -> float:
+        """The largest reference error that counts as rounding (OUTLIER_RMS), absolute."""
+        return OUTLIER_RMS * self.reference_rms
 
     def describe(self) -> str:
         ratio = self.candidate_error / self.base if self.base else float("inf")
@@ -310,6 +352,83 @@ class _Accuracy:
 
 def _roundoff(dtype: torch.dtype) -> float:
     return float(torch.finfo(dtype).eps) / 2.0
+
+
+def _octave_of(value: float) -> int:
+    """floor(log2(value)) of a positive float: value = m * 2^e with 0.5 <= m < 1."""
+    return math.frexp(value)[1] - 1
+
+
+@dataclasses.dataclass(frozen=True)
+class _Octaves:
+    """Elements binned by the octave of their float64 value, floor(log2|x|), up to the output
+    dtype's largest finite value: the reference's rounding at each magnitude (ROOM_OCTAVES). The
+    lowest bin holds zero and every value within the absolute tolerance's octave: to the tolerance
+    they are all zero (and below the dtype's smallest normal nothing is finer)."""
+
+    lowest: int
+    highest: int
+
+    @staticmethod
+    def of(dtype: torch.dtype, atol: float) -> _Octaves:
+        info = torch.finfo(dtype)
+        return _Octaves(_octave_of(max(info.tiny, atol)), _octave_of(info.max))
+
+    @property
+    def count(self) -> int:
+        return self.highest - self.lowest + 1
+
+    def index(self, x: torch.Tensor) -> torch.Tensor:
+        """Each element's bin, 0 for zero and values up to the lowest octave."""
+        octave = torch.frexp(x).exponent.to(torch.int64).sub_(1)
+        return octave.masked_fill_(x == 0, self.lowest).clamp_(self.lowest, self.highest).sub_(self.lowest)
+
+
+def _with_neighbours(per_octave: torch.Tensor,
+                     combine: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -> torch.Tensor:
+    """Each bin combined with the ROOM_OCTAVES bins below and above it."""
+    out = per_octave.clone()
+    for shift in range(1, ROOM_OCTAVES + 1):
+        none = per_octave.new_zeros(min(shift, per_octave.numel()))
+        out = combine(out, torch.cat([none, per_octave[:-shift]])[:per_octave.numel()])
+        out = combine(out, torch.cat([per_octave[shift:], none])[-per_octave.numel():])
+    return out
+
+
+def _pooled(per_octave: torch.Tensor, where: torch.Tensor,
+            reduce: Callable[[torch.Tensor], torch.Tensor]) -> torch.Tensor:
+    """`per_octave` with the bins `where` holds all replaced by `reduce` over them (without a synchronisation)."""
+    return torch.where(where, reduce(per_octave.where(where, 0.0)), per_octave)
+
+
+def _room_by_octave(errors: Callable[[int, int], tuple[torch.Tensor, ...]], spans: list[tuple[int, int]],
+                    octaves: _Octaves, outlier_cap: float, device: torch.device) -> torch.Tensor:
+    """Per octave of the float64 value: SLACK x the reference's worst error within ROOM_OCTAVES of it,
+    where the candidate is as accurate as the reference there (AS_ACCURATE, as sums of squared errors
+    over the same elements), 0 elsewhere. A reference error counts as at most `outlier_cap` in both,
+    so that a flip licenses a few elements at its size, not an octave. Octaves around zero pool first
+    (ROOM_OCTAVES says why)."""
+    count, worst, reference_sq, candidate_sq = (torch.zeros(octaves.count, dtype=torch.float64, device=device)
+                                                for _ in range(4))
+    for a, b in spans:
+        x64, r, d, _ = errors(a, b)
+        octave = octaves.index(x64)
+        r = r.clamp_(max=outlier_cap)
+        count.index_add_(0, octave, torch.ones_like(r))
+        worst.scatter_reduce_(0, octave, r, reduce="amax")
+        reference_sq.index_add_(0, octave, r.square_())
+        candidate_sq.index_add_(0, octave, d.square_())  # a NaN the candidate returned: not as accurate anywhere near
+    # From zero up, every octave that the room of the worst error at or below it reaches down to
+    # (or that holds nothing) is rounding around zero: those pool.
+    smallest = 2.0 ** torch.arange(octaves.lowest, octaves.highest + 1, dtype=torch.float64, device=device)
+    reached = (SLACK * torch.cummax(worst, 0).values >= smallest) | (count == 0)
+    reached[0] = True
+    around_zero = torch.cumprod(reached.long(), 0) > 0
+    worst = _pooled(worst, around_zero, torch.max)
+    reference_sq, candidate_sq = (_pooled(t, around_zero, torch.sum) for t in (reference_sq, candidate_sq))
+    as_accurate = (_with_neighbours(candidate_sq, torch.add)
+                   <= AS_ACCURATE ** 2 * _with_neighbours(reference_sq, torch.add))
+    return _with_neighbours(worst, torch.maximum).mul_(SLACK).masked_fill_(~as_accurate, 0.0)
 
 
 def _close_leaf(name: str, e: torch.Tensor, g: torch.Tensor, atol: float, rtol: float,
@@ -396,7 +515,11 @@ def _close_leaf(name: str, e: torch.Tensor, g: torch.Tensor, atol: float, rtol: 
         allowance = accuracy.allowance
         value_share = min(ROOM_OF_VALUE, ROOM_OF_VALUE_RTOLS * rtol)
         units, cf = 0.0, None
+        octaves = _Octaves.of(e.dtype, atol)
+        room_by_octave = torch.zeros(octaves.count, dtype=torch.float64, device=e.device)
         if accuracy.trusted:
+            # the reference's own errors at each magnitude (ROOM_OCTAVES): rounding only where it is trusted
+            room_by_octave = _room_by_octave(errors, _spans(shape, n), octaves, accuracy.outlier_cap(), e.device)
             # Elements the absolute room does not cover may pass by their conditioning (COND_SLACK).
             cond = conditioning() if conditioning is not None else None
             cf = _flat(cond) if cond is not None and tuple(cond.shape) == shape else None
@@ -406,8 +529,10 @@ def _close_leaf(name: str, e: torch.Tensor, g: torch.Tensor, atol: float, rtol: 
             _, _, bad = judge(a, b)
             x64, _, d, finite = errors(a, b)
             tol = x64.abs().mul_(rtol).add_(atol)
-            # the absolute room, never past a share of an element's own value (ROOM_OF_VALUE)
-            near_exact = (d <= tol + allowance) & ((d <= tol) | (d < value_share * x64.abs()))
+            # the absolute room, never past a share of an element's own value (ROOM_OF_VALUE) nor
+            # the reference's own errors at its magnitude (ROOM_OCTAVES), whichever is larger
+            cap = torch.maximum(x64.abs().mul_(value_share), room_by_octave[octaves.index(x64)])
+            near_exact = (d <= tol + allowance) & ((d <= tol) | (d < cap))
             if units:
                 near_exact |= d <= tol + COND_SLACK * units * cf[a:b].double()
             return bad & ~(finite & near_exact)

@@ -235,7 +235,7 @@ def test_small_elements_zeroed_or_halved_fail_though_the_output_spans_many_order
     alt = reordered(4)
     assert compare(ref, alt, None, exact, conditioning).ok
     smallest = exact.abs().sum(1).argsort()[:8]  # the rows of least magnitude
-    for factor in (0.0, 0.5, 0.98):  # the last: 2% off, past the 1% share of its value an fp32 element may take
+    for factor in (0.0, 0.5, 0.9, 0.98, 1.02):  # 2% off: past the 1% share of its value an fp32 element may take
         broken = alt.clone()
         broken[smallest] *= factor
         assert not compare(ref, broken, None, exact, conditioning).ok, factor
@@ -246,3 +246,58 @@ def test_a_sum_accumulated_in_float64_passes():
     with torch.no_grad():
         wide = ((x.double() * torch.exp(model.a.double())) @ model.w.double().T).float()
     assert compare(ref, wide, None, exact, conditioning).ok
+
+
+# --- the reference's own errors at each magnitude (ROOM_OCTAVES) ------------------------------------
+
+def _relu_of_rounded(seed: int, n: int = 20000, rounding: float = 1e-3):
+    """A ReLU of a sum that the reference rounds by `rounding` (RMS) whatever its value, as a TF32
+    convolution does: (reference, float64 output, another rounding as large: as accurate, other
+    elements off). Near the ReLU's kink the rounding is larger than 1% of the value, on both."""
+    g = torch.Generator().manual_seed(seed)
+    z = torch.randn(n, dtype=torch.float64, generator=g)
+
+    def rounded():
+        return (z + rounding * torch.randn(n, dtype=torch.float64, generator=g)).relu().float()
+    return rounded(), z.relu(), rounded()
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_near_zero_outputs_of_a_relu_pass_where_the_reference_rounds_as_much(seed):
+    """On the H200 (issue 31) TF32 convolution stacks as accurate as the reference (1.0x) were rejected
+    by chance: after the last ReLU a few elements near zero were off by more than 1% of their value
+    (ROOM_OF_VALUE), as the reference's own near-zero elements are. All 3 failed at the commit before."""
+    ref, exact, other = _relu_of_rounded(seed)
+    assert not compare(ref, other).ok
+    cmp = compare(ref, other, exact=exact)
+    assert cmp.ok and cmp.by_accuracy, cmp.feedback
+
+
+def test_near_zero_outputs_broken_fail_though_the_reference_rounds_them():
+    ref, exact, other = _relu_of_rounded(0)
+    own_worst = float((ref.double() - exact).abs().max())
+    positive = exact > 0
+    near_zero_half = positive & (exact < exact[positive].median())
+    for broken in (other.masked_fill(near_zero_half & (exact > own_worst), 0.0),  # zeroed above the reference's error
+                   torch.where(positive & (exact < 0.1), other * 0.9, other)):
+        assert not compare(ref, broken, exact=exact).ok
+    # the rounded sum where the reference is the IEEE one is far less accurate
+    assert not compare(exact.float(), other, exact=exact).ok
+
+
+def test_a_flip_of_the_reference_licenses_no_octave():
+    """The reference's worst error at a magnitude counts at most OUTLIER_RMS x its RMS, and an element
+    passes by it only where the candidate is as accurate as the reference at that magnitude: one
+    flipped element does not let every element of its octave be off by 3%."""
+    torch.manual_seed(0)
+    exact = torch.randn(10000, dtype=torch.float64)
+    ref = exact.float()
+    octave = (exact.abs() >= 0.5) & (exact.abs() < 1)
+    ref[int(torch.nonzero(octave)[0])] += 0.5
+    assert not compare(ref, torch.where(octave, exact * 1.03, exact).float(), exact=exact).ok
+
+
+def test_octaves_hold_zero_with_everything_within_the_absolute_tolerance():
+    octaves = _compare._Octaves.of(torch.float32, 1e-4)
+    x = torch.tensor([0.0, 1e-30, -1e-4, 2.0 ** -13, 0.75, -1.0, 3e38], dtype=torch.float64)
+    assert octaves.index(x).tolist() == [0, 0, 0, 1, 13, 14, octaves.count - 1]
