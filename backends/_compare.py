@@ -528,10 +528,11 @@ def _close_leaf(name: str, e: torch.Tensor, g: torch.Tensor, atol: float, rtol: 
         def still_bad(a: int, b: int) -> torch.Tensor:
             _, _, bad = judge(a, b)
             x64, _, d, finite = errors(a, b)
-            tol = x64.abs().mul_(rtol).add_(atol)
+            magnitude = x64.abs()
+            tol = magnitude.mul(rtol).add_(atol)
             # the absolute room, never past a share of an element's own value (ROOM_OF_VALUE) nor
             # the reference's own errors at its magnitude (ROOM_OCTAVES), whichever is larger
-            cap = torch.maximum(x64.abs().mul_(value_share), room_by_octave[octaves.index(x64)])
+            cap = torch.maximum(magnitude.mul_(value_share), room_by_octave[octaves.index(x64)])
             near_exact = (d <= tol + allowance) & ((d <= tol) | (d < cap))
             if units:
                 near_exact |= d <= tol + COND_SLACK * units * cf[a:b].double()
