@@ -922,7 +922,8 @@ def recorded_refinements(path: Path) -> dict[str, Any]:
                 if attempt["stage"] != "refine":
                     best = latency if best is None or latency is None else min(best, latency)
                     continue
-                success = latency is not None and best is not None and latency < best
+                # a new best beyond timing noise, as the loop's reward counts one
+                success = refine_reward(latency is not None, latency, best) > 0
                 by_position.setdefault(position, []).append(success)
                 # The run's own reward was tanh(log best - log latency), recorded in the log.
                 rewards = {"tanh": attempt["reward"], "new_best": refine_reward(latency is not None, latency, best)}
