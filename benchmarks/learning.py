@@ -17,7 +17,9 @@ latency, where the first configuration came from, and which skills the steps
 used; over all held-out steps of the warmed arms, the correlation between the
 stage values of the items in a step's context (replayed to what they were
 before the step) and the step's success (reward > 0). Tasks where memory made
-no difference are named with the reason the run shows.
+no difference are named with the reason the run shows, and so are tasks where no
+refinement in any arm beat its first draft by more than the timing tie (their refine
+steps hold no success for a value to predict).
 
     python benchmarks/learning.py --out benchmarks/results/learning-cpu.json     # no GPU: small sizes
     python benchmarks/learning.py --out benchmarks/results/learning-h200.json    # on a GPU: full sizes
@@ -49,7 +51,7 @@ sys.path.insert(0, str(ROOT))
 import evokernel  # noqa: E402
 from evokernel.bench._runner import _copy_sqlite, environment  # noqa: E402
 from backends import plan_devices  # noqa: E402
-from evokernel.loop import (RunEvent, RunOptions, SkillLearned, StepDone, TaskStopped,  # noqa: E402
+from evokernel.loop import (TIMING_TIE, RunEvent, RunOptions, SkillLearned, StepDone, TaskStopped,  # noqa: E402
                             make_executor)
 from evokernel.policies import get_policy  # noqa: E402
 from memory_store import MemoryStore, ValueState  # noqa: E402
@@ -204,6 +206,15 @@ def _config_change(before: dict[str, Any] | None, after: dict[str, Any] | None) 
     return ", ".join(changed) or "the same configuration"
 
 
+def _refined_past_draft(row: dict[str, Any]) -> bool:
+    """Whether a refinement of the row's task ran faster than its first draft by more than the
+    timing tie (the share within which the loop's reward counts a kernel as no faster)."""
+    log = row["attempt_log"]
+    first = next((a["latency_ms"] for a in log if a["latency_ms"]), None)
+    return first is not None and any(a["stage"] == "refine" and a["latency_ms"]
+                                     and a["latency_ms"] * (1 + TIMING_TIE) < first for a in log)
+
+
 def _within(row: dict[str, Any], best: float | None, share: float = 0.05) -> int | None:
     if best is None:
         return None
@@ -255,6 +266,11 @@ def summarise(rows: dict[str, dict[str, dict[str, Any]]]) -> tuple[dict[str, Any
     if base and all(r["first_correct_attempt"] == 1 for arm in rows.values() for r in arm.values() if r["correct"]):
         notes.append("attempts to the first correct kernel: 1 for every solved task in every arm; the builtin "
                      "policy's first draft is correct without memory, so memory cannot lower this number")
+    for t in tasks:
+        if not any(_refined_past_draft(arm[t]) for arm in rows.values() if t in arm):
+            notes.append(f"{t}: in no arm did a refinement beat its first draft by more than the timing tie "
+                         f"({TIMING_TIE:.0%}): the task leaves refinement no headroom here, so its refine steps hold "
+                         "no success a value could predict")
     for t in tasks:
         if t not in base:
             continue

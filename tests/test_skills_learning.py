@@ -63,6 +63,18 @@ def test_summary_counts_attempts_to_within_five_percent_of_the_best_any_arm_foun
                for n in notes)
 
 
+def test_a_task_no_refinement_improved_past_the_timing_tie_is_named():
+    # 0.3% faster than the first draft: noise, in both arms (the learning rerun's norm tasks)
+    flat = {"empty": {"t": _row([10.0, 9.97, 10.1], configs=["a", "b", "c"])},
+            "warm": {"t": _row([10.0, 10.2, 9.98], configs=["a", "c", "b"])}}
+    _, notes = learning.summarise(flat)
+    assert any(n.startswith("t: in no arm did a refinement beat its first draft") for n in notes)
+    # one arm's refinement 2% faster: the task has headroom
+    flat["warm"]["t"] = _row([10.0, 9.8], configs=["a", "c"])
+    _, notes = learning.summarise(flat)
+    assert not any("no headroom" in n for n in notes)
+
+
 def test_each_arm_best_is_re_timed_against_the_empty_arms_in_one_worker():
     from backends import Verdict
     from backends._retime import RetimeReport

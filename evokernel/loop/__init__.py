@@ -13,7 +13,7 @@ from ._events import (OnEvent, RunEvent, RunFinished, RunStarted, RunStats, Skil
 from ._loop import Runner, choose_start, export_best
 from ._options import (DEVICE_NAME, ENGINES, MAX_SECONDS, MEMORY_MODES, SIZES, EvaluationOptions, ExecutionOptions,
                        LoopOptions, RunError, RunOptions, default_jobs)
-from ._rewards import draft_reward, refine_reward
+from ._rewards import TIMING_TIE, draft_reward, refine_reward
 from ._run import load_tasks, make_executor, make_policy, refine, run
 from ._tasks import resolve_task_args, tasks_in_bank
 from ._types import Attempt, RunInterrupted, RunResult, TaskOutcome
@@ -25,6 +25,7 @@ __all__ = [
     "MAX_SECONDS",
     "MEMORY_MODES",
     "SIZES",
+    "TIMING_TIE",
     "Attempt",
     "EvaluationOptions",
     "ExecutionOptions",
