@@ -52,7 +52,7 @@ import evokernel  # noqa: E402
 from evokernel.bench._runner import _copy_sqlite, environment  # noqa: E402
 from backends import plan_devices  # noqa: E402
 from evokernel.loop import (TIMING_TIE, RunEvent, RunOptions, SkillLearned, StepDone, TaskStopped,  # noqa: E402
-                            make_executor)
+                            make_executor, refine_reward)
 from evokernel.policies import get_policy  # noqa: E402
 from memory_store import MemoryStore, ValueState  # noqa: E402
 
@@ -208,11 +208,10 @@ def _config_change(before: dict[str, Any] | None, after: dict[str, Any] | None) 
 
 def _refined_past_draft(row: dict[str, Any]) -> bool:
     """Whether a refinement of the row's task ran faster than its first draft by more than the
-    timing tie (the share within which the loop's reward counts a kernel as no faster)."""
+    timing tie: the loop's refine reward against the first draft's latency."""
     log = row["attempt_log"]
     first = next((a["latency_ms"] for a in log if a["latency_ms"]), None)
-    return first is not None and any(a["stage"] == "refine" and a["latency_ms"]
-                                     and a["latency_ms"] * (1 + TIMING_TIE) < first for a in log)
+    return any(a["stage"] == "refine" and refine_reward(True, a["latency_ms"], first) > 0 for a in log)
 
 
 def _within(row: dict[str, Any], best: float | None, share: float = 0.05) -> int | None:

@@ -922,11 +922,11 @@ def recorded_refinements(path: Path) -> dict[str, Any]:
                 if attempt["stage"] != "refine":
                     best = latency if best is None or latency is None else min(best, latency)
                     continue
-                # a new best beyond timing noise, as the loop's reward counts one
-                success = refine_reward(latency is not None, latency, best) > 0
+                new_best = refine_reward(latency is not None, latency, best)
+                success = new_best > 0  # a new best beyond timing noise, as the loop's reward counts one
                 by_position.setdefault(position, []).append(success)
                 # The run's own reward was tanh(log best - log latency), recorded in the log.
-                rewards = {"tanh": attempt["reward"], "new_best": refine_reward(latency is not None, latency, best)}
+                rewards = {"tanh": attempt["reward"], "new_best": new_best}
                 for name, (reward_name, normalised) in REPLAYED.items():
                     reward = rewards[reward_name]
                     replays[name]["value"].append(q[name])

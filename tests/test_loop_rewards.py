@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import math
 
-from evokernel.loop import draft_reward, refine_reward
-from evokernel.loop._rewards import TIMING_TIE
+from evokernel.loop import TIMING_TIE, draft_reward, refine_reward
 
 
 def test_draft_reward_is_the_verdict():
