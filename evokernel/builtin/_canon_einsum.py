@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 
 from ._build import ComputedView, Reject
-from ._canon_util import _static
+from ._canon_util import _static, is_zeros
 from ._ir import TensorSpec
 
 __all__ = ["einsum"]
@@ -116,6 +116,12 @@ def _pair(ctx, a, la: str, b, lb: str, later: set[str], size: dict[str, int], ou
     contract = [c for c in la if c in lb and c not in later]
     free_a = [c for c in la if c not in lb]
     free_b = [c for c in lb if c not in la]
+    for one, other in ((0, 1), (1, 0)):
+        dropped = _zeros_dropped(ctx, (a, b)[one], (la, lb)[one], (a, b)[other], (la, lb)[other], contract, size)
+        if dropped is not None:
+            pair = [a, b]
+            pair[one], pair[other], size = dropped
+            a, b = pair
     if contract and _tiny(contract, free_a, free_b, size):
         return _product_sum(ctx, a, la, b, lb, contract, free_a, free_b, size, out)
     letters = batch + free_a + free_b
@@ -159,3 +165,28 @@ def _product_sum(ctx, a, la: str, b, lb: str, contract: list[str], free_a: list[
     dims = tuple(range(tail, tail + len(contract)))
     return ctx.b.reduce("sum", product, dims, False), "".join(kept)
 
+
+def _zeros_dropped(ctx, x, lx: str, y, ly: str, contract: list[str], size: dict[str, int]):
+    """``x`` a cat along a contracted index whose parts but one are zeros (Mamba2's
+    ``torch.cat([zeros_like(states[:, :1]), states])`` for a zero initial state): the zeros add
+    nothing to the sum, so ``x`` is that one part and ``y`` the matching span of the index
+    (the cat is never made, the contraction is shorter). None where that is not so."""
+    if not (hasattr(x, "kind") and x.kind == "node") or ctx.b.nodes[x.value].op != "cat":
+        return None
+    node = ctx.b.nodes[x.value]
+    dim = node.attr("dim")
+    letter = lx[dim]
+    if letter not in contract:
+        return None
+    spans, at = [], 0
+    for part in node.args:
+        n = ctx.b.shape(part)[dim]
+        if not is_zeros(ctx, part):
+            spans.append((part, at, n))
+        at += n
+    if len(spans) != 1:
+        return None
+    part, start, n = spans[0]
+    d = ly.index(letter)
+    shape = tuple(n if k == d else size[c] for k, c in enumerate(ly))
+    return part, _view(ctx, ctx.ref(y), f".narrow({d}, {start}, {n})", shape), {**size, letter: n}
