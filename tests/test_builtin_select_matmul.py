@@ -88,3 +88,15 @@ def test_larger_contractions_stay_matmuls(tmp_path):
         case = Case("larger", "d, s: return torch.einsum('bhzc,bchpn->bzhpn', d, s)", inputs)
         ops = _ops(analyze(write(case, tmp_path)))
         assert "matmul" in ops and "reduce_sum" not in ops, ops
+
+
+@pytest.mark.parametrize("body", [
+    # the softmax's sums run over the picked dim: they read every product whatever is kept
+    "x, w: return torch.softmax(torch.matmul(x, w), dim=1)[:, :4]",
+    # the value is also used whole, by work traced before the pick (a later use is not seen then)
+    "x, w: y = torch.relu(torch.matmul(x, w))\ns = y.sum(dim=1)\nreturn y[:, -1] + s",
+])
+def test_a_pick_of_work_needed_whole_anyway_is_not_computed_twice(tmp_path, body):
+    case = Case("whole_anyway", body, "[torch.randn(3, 20, 24), torch.randn(24, 6)]")
+    ops = _ops(analyze(write(case, tmp_path)))
+    assert ops.count("matmul") + ops.count("libmm") == 1, ops

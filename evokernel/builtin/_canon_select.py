@@ -37,11 +37,35 @@ def pushed_pick(b: Builder, ref: Ref, method: str, args, shape: tuple[int, ...])
     picks = _picks(node.shape, method, args)
     if picks is None or all(_whole(p, n) for p, n in zip(picks, node.shape)):
         return None
+    before = len(b.nodes)
+    memo: dict = {}
     try:
-        out = _pick(b, ref, picks, {})
+        out = _pick(b, ref, picks, memo)
     except _Stop:
         return None
-    return out if tuple(b.shape(out)) == tuple(shape) else None
+    if tuple(b.shape(out)) != tuple(shape) or _recomputes(b, ref, memo, before):
+        return None  # the nodes the pick made are left unused: code is generated only for what the output reaches
+    return out
+
+
+def _recomputes(b: Builder, root: Ref, memo: dict, before: int) -> bool:
+    """Whether the pushed pick computes again what is computed whole anyway: a node it went
+    into is also read whole, by the pick's own way down (a softmax's sums over the picked dim
+    read all of its exponentials) or by work traced before it (another user of the value), or
+    is picked two ways. Then the whole value is made once and its buffer viewed, as before."""
+    entered: dict[int, set[str]] = {}
+    for node_id, text in memo:
+        if b.nodes[node_id].op not in _STOPS and b.nodes[node_id].op != "view":  # a view of a buffer redoes nothing
+            entered.setdefault(node_id, set()).add(text)
+    if any(len(texts) > 1 or "" in texts for texts in entered.values()):
+        return True
+    entered.setdefault(root.value, set())
+    for node in b.nodes[:before]:
+        if node.id in entered:
+            continue
+        if any(a.kind == "node" and a.value in entered for a in node.args):
+            return True
+    return False
 
 
 def _picks(shape: tuple[int, ...], method: str, args) -> tuple[object, ...] | None:
@@ -121,6 +145,8 @@ def _pick(b: Builder, ref: Ref, picks, memo: dict) -> Ref:
     shape = tuple(b.shape(ref))
     text = _text(picks, shape)
     if not text:
+        if ref.kind == "node":
+            memo[(ref.value, "")] = ref  # read whole: _recomputes checks it is not also picked
         return ref
     new_shape = _picked_shape(shape, picks)
     if ref.kind == "leaf":
