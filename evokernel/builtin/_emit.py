@@ -263,8 +263,8 @@ def share_host_copies(lines: list[str]) -> list[str]:
     place (``_reshape(x.permute(0, 2, 1, 3), 6, 4, 5)`` for two matmuls) made once into a local
     ``_host{n}``: assigned before its first reader and deleted after its last, as buffers are, so
     the one copy is held from its first reader to its last where each reader made its own. Each
-    evaluation copied the whole tensor again (48_Mamba2ReturnY's chunked scan copied two
-    134M-element tensors twice each); a launch plan records the one host step and replays it once.
+    evaluation copied the whole tensor again (48_Mamba2ReturnY's chunked scan copied C's and X's
+    chunks, 34M and 134M elements, twice each); a launch plan records the one host step and replays it once.
 
     The outermost repeat is shared first; a part of it repeated elsewhere then is too. Shared
     only where every evaluation gives the same tensor: nothing in it but host copies, view
