@@ -23,6 +23,7 @@ from ._canon_nn import NN_HANDLERS, call_nn_module
 from ._canon_resample import RESAMPLE_HANDLERS, resample_module
 from ._canon_route import ROUTE_HANDLERS, shape_from_values
 from ._canon_rnn import CELL_HANDLERS, rnn_module
+from ._canon_select import pushed_pick
 from ._canon_util import (RSIZE, _affine, _any_leaf_source, _bind, _dims, _layer_norm_impl, _norm_dims, _norm_of, _row_max,
                           _softmax, _softmax_parts, _static, matmul, transposed)
 from ._ir import Ref, TensorSpec
@@ -674,6 +675,8 @@ def _apply_view(ctx, base, method: str, args, kwargs):
         return ComputedView(base.base, base.suffixes + (suffix,), ctx.spec.shape, base.extra)
     if isinstance(base, Ref) and base.kind == "node":
         rebuilt = _index_math_at(ctx.b, base, tuple(ctx.spec.shape))
+        if rebuilt is None:  # a select or slice of pointwise work and reductions computes only what it keeps
+            rebuilt = pushed_pick(ctx.b, base, method, args, tuple(ctx.spec.shape))
         return rebuilt if rebuilt is not None else ComputedView(base, (suffix,), ctx.spec.shape)
     raise Reject(f"{method} of a non-tensor value")
 

@@ -4,8 +4,10 @@ The operands are contracted left to right, as torch does without opt_einsum: at 
 step the running result meets the next operand. Indices that neither the output nor a
 later operand needs are summed away: on one side alone by a reduction first, on both
 sides by the matmul (batch indices: shared and still needed; free ones: on one side).
-With nothing to contract, the two meet in a broadcast product. Every rearrangement is a
-view (permute, reshape) of an input or of a computed value's buffer.
+With nothing to contract, the two meet in a broadcast product; with a tiny contraction
+and one tiny free side (Mamba2's chunk recurrence: 3 chunks by 3), in a broadcast product
+summed over the contracted indices. Every rearrangement is a view (permute, reshape) of
+an input or of a computed value's buffer.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from __future__ import annotations
 import math
 
 from ._build import ComputedView, Reject
-from ._canon_util import _static
+from ._canon_util import _static, is_zeros
 from ._ir import TensorSpec
 
 __all__ = ["einsum"]
@@ -57,7 +59,7 @@ def einsum(ctx, args, kwargs):
         later = set(out).union(*specs[k + 1:])
         other, other_letters = _sum_out(ctx, refs[k], specs[k], later | set(letters), size)
         value, letters = _sum_out(ctx, value, letters, later | set(other_letters), size)
-        value, letters = _pair(ctx, value, letters, other, other_letters, later, size)
+        value, letters = _pair(ctx, value, letters, other, other_letters, later, size, out)
     value, letters = _sum_out(ctx, value, letters, set(out), size)
     perm = [letters.index(c) for c in out]
     if perm == list(range(len(perm))):
@@ -99,12 +101,29 @@ def _sum_out(ctx, value, letters: str, needed: set[str], size: dict[str, int]):
     return ctx.b.reduce("sum", ctx.ref(moved), dims, False), "".join(keep)
 
 
-def _pair(ctx, a, la: str, b, lb: str, later: set[str], size: dict[str, int]):
+# A contraction of at most _TINY_K terms with one free side of at most _TINY_SIDE values is a
+# broadcast product summed over the contracted indices (a rows kernel), not a matmul: tensor-core
+# tiles pad M and K to 16 or more, and the batch is flattened by a reshape that copies whenever
+# the operand's batch indices are not adjacent in memory. The big operand is read once per value
+# of the small side, so that side stays small.
+_TINY_K = 16
+_TINY_SIDE = 4
+
+
+def _pair(ctx, a, la: str, b, lb: str, later: set[str], size: dict[str, int], out: str = ""):
     """The product of two operands over their shared indices, summing those not in ``later``."""
     batch = [c for c in la if c in lb and c in later]
     contract = [c for c in la if c in lb and c not in later]
     free_a = [c for c in la if c not in lb]
     free_b = [c for c in lb if c not in la]
+    for one, other in ((0, 1), (1, 0)):
+        dropped = _zeros_dropped(ctx, (a, b)[one], (la, lb)[one], (a, b)[other], (la, lb)[other], contract, size)
+        if dropped is not None:
+            pair = [a, b]
+            pair[one], pair[other], size = dropped
+            a, b = pair
+    if contract and _tiny(contract, free_a, free_b, size):
+        return _product_sum(ctx, a, la, b, lb, contract, free_a, free_b, size, out)
     letters = batch + free_a + free_b
     shape = tuple(size[c] for c in letters)
     if not contract:  # nothing summed: a broadcast product over the union of the indices
@@ -119,3 +138,55 @@ def _pair(ctx, a, la: str, b, lb: str, later: set[str], size: dict[str, int]):
     if tuple(ctx.b.shape(prod)) == shape:
         return prod, "".join(letters)
     return ComputedView(prod, (f".view({', '.join(map(str, shape))})",), shape), "".join(letters)
+
+
+def _tiny(contract: list[str], free_a: list[str], free_b: list[str], size: dict[str, int]) -> bool:
+    def n(letters):
+        return math.prod(size[c] for c in letters)
+    return n(contract) <= _TINY_K and min(n(free_a), n(free_b)) <= _TINY_SIDE
+
+
+def _product_sum(ctx, a, la: str, b, lb: str, contract: list[str], free_a: list[str], free_b: list[str],
+                 size: dict[str, int], out: str):
+    """sum over ``contract`` of a * b as one broadcast product and one reduction. The kept indices
+    come in the output's order (the result then needs no permute: a select or slice of it reaches
+    the product, see _canon_select), the contracted ones just before the trailing run of the big
+    free side's indices, so a kernel row walks them with the big operand's columns innermost."""
+    kept = sorted(dict.fromkeys(c for c in la + lb if c not in contract),
+                  key=lambda c: out.index(c) if c in out else len(out))  # stable: the rest keep their order
+    big = set(free_b if math.prod(size[c] for c in free_b) >= math.prod(size[c] for c in free_a) else free_a)
+    tail = len(kept)
+    while tail > 0 and kept[tail - 1] in big:
+        tail -= 1
+    order = kept[:tail] + contract + kept[tail:]
+    a2 = _arranged(ctx, a, la, [c for c in order if c in la], [[c] if c in la else [] for c in order], size)
+    b2 = _arranged(ctx, b, lb, [c for c in order if c in lb], [[c] if c in lb else [] for c in order], size)
+    product = ctx.b.pw("mul", ctx.ref(a2), ctx.ref(b2))
+    dims = tuple(range(tail, tail + len(contract)))
+    return ctx.b.reduce("sum", product, dims, False), "".join(kept)
+
+
+def _zeros_dropped(ctx, x, lx: str, y, ly: str, contract: list[str], size: dict[str, int]):
+    """``x`` a cat along a contracted index whose parts but one are zeros (Mamba2's
+    ``torch.cat([zeros_like(states[:, :1]), states])`` for a zero initial state): the zeros add
+    nothing to the sum, so ``x`` is that one part and ``y`` the matching span of the index
+    (the cat is never made, the contraction is shorter). None where that is not so."""
+    if not (hasattr(x, "kind") and x.kind == "node") or ctx.b.nodes[x.value].op != "cat":
+        return None
+    node = ctx.b.nodes[x.value]
+    dim = node.attr("dim")
+    letter = lx[dim]
+    if letter not in contract:
+        return None
+    spans, at = [], 0
+    for part in node.args:
+        n = ctx.b.shape(part)[dim]
+        if not is_zeros(ctx, part):
+            spans.append((part, at, n))
+        at += n
+    if len(spans) != 1:
+        return None
+    part, start, n = spans[0]
+    d = ly.index(letter)
+    shape = tuple(n if k == d else size[c] for k, c in enumerate(ly))
+    return part, _view(ctx, ctx.ref(y), f".narrow({d}, {start}, {n})", shape), {**size, letter: n}

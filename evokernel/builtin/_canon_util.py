@@ -180,8 +180,23 @@ def any_leaf(ctx) -> Ref:
 
 def filled(ctx, shape: tuple[int, ...], value: float, dtype: str) -> Ref:
     """A constant block allocated in forward (a factory, allowed under every rule set)."""
-    source = f"torch.full({tuple(shape)!r}, {value!r}, dtype=torch.{dtype}, device={_any_leaf_source(ctx)}.device)"
-    return ctx.b.leaf(source, TensorSpec(tuple(shape), dtype), "pad_fill")
+    return ctx.b.leaf(_filled_source(ctx, shape, value, dtype), TensorSpec(tuple(shape), dtype), "pad_fill")
+
+
+def _filled_source(ctx, shape: tuple[int, ...], value: float, dtype: str) -> str:
+    return f"torch.full({tuple(shape)!r}, {value!r}, dtype=torch.{dtype}, device={_any_leaf_source(ctx)}.device)"
+
+
+def is_zeros(ctx, ref: Ref) -> bool:
+    """``ref`` is all zeros: a constant node of 0, or a block ``filled`` with 0 (zeros_like of a
+    computed value, made so by ``materialized``)."""
+    if ref.kind == "node":
+        node = ctx.b.nodes[ref.value]
+        return node.op == "full" and node.attr("value") == 0.0
+    if ref.kind == "leaf":
+        leaf = ctx.b.leaf_by_name(ref.value)
+        return leaf.source == _filled_source(ctx, leaf.spec.shape, 0.0, leaf.spec.dtype)
+    return False
 
 
 def materialized(ctx, ref: Ref) -> Ref:

@@ -11,6 +11,7 @@ from pathlib import Path
 from backends import parse_python
 
 from ._build import FLOAT_DTYPES
+from ._canon import VIEW_METHODS
 from ._ir import Node, Plan, Ref
 from ._kernel_share import share_identical_kernels
 from ._pointwise import literal, pointwise_expr
@@ -166,7 +167,8 @@ def model_class(plan: Plan, launcher: str, body: list[str] | None = None) -> str
     `.half()` and `.eval()`; one assigned anew after the first call would not be seen."""
     call = f"{launcher}({', '.join(stage_args(plan) if body is None else [])})" if body is None else launcher
     forward_params = f"self, {plan.forward_args}" if plan.forward_args else "self"
-    statements, owners = _owner_chains(route_copies([*(body or []), f"return {_returned(call, plan)}"]))
+    statements = share_host_copies(route_copies([*(body or []), f"return {_returned(call, plan)}"]))
+    statements, owners = _owner_chains(statements)
     lines = [f"        {line}" for line in statements]
     bound = ""
     if owners:
@@ -248,6 +250,130 @@ def route_copies(lines: list[str]) -> list[str]:
             continue
         out.append(ast.unparse(ast.fix_missing_locations(Route().visit(parse_python(line)))))
     return out
+
+
+# The host steps whose result may be a copy of their operand (a reshape of a permuted tensor)
+_HOST_COPIES = frozenset(_COPYING.values())
+# the host steps that write into their first argument (a cat's slot); a launcher does with `out=`
+_WRITES_FIRST = ("_copy_", "_zero_")
+
+
+def share_host_copies(lines: list[str]) -> list[str]:
+    """Forward's statements (after route_copies) with each host copy evaluated in more than one
+    place (``_reshape(x.permute(0, 2, 1, 3), 6, 4, 5)`` for two matmuls) made once into a local
+    ``_host{n}``: assigned before its first reader and deleted after its last, as buffers are, so
+    the one copy is held from its first reader to its last where each reader made its own. Each
+    evaluation copied the whole tensor again (48_Mamba2ReturnY's chunked scan copied C's and X's
+    chunks, 34M and 134M elements, twice each); a launch plan records the one host step and replays it once.
+
+    The outermost repeat is shared first; a part of it repeated elsewhere then is too. Shared
+    only where every evaluation gives the same tensor: nothing in it but host copies, view
+    methods and indexing of names (a launcher or a factory may draw), and no name it reads
+    bound anew or written in place (a cat's slots) from its first reader to its last. Inputs and
+    parameters are not written within a forward, and each buffer is assigned once."""
+    trees = [parse_python(line).body[0] for line in lines]
+    texts: list[str | None] = list(lines)  # a statement's text, None once it changed
+    aliases = _aliases(trees)
+    made: list[str] = []
+    while True:
+        uses: dict[str, tuple[ast.Call, list[int]]] = {}
+        for i, tree in enumerate(trees):
+            for node in ast.walk(tree):
+                if _shareable(node):
+                    uses.setdefault(ast.dump(node), (node, []))[1].append(i)
+        repeats = [(key, node, at) for key, (node, at) in uses.items()
+                   if len(at) > 1 and _same_at_each(node, trees[at[0]:at[-1]], aliases)]
+        if not repeats:
+            break
+        key, node, at = max(repeats, key=lambda r: len(r[0]))  # the outermost: its parts then occur once
+        local = f"_made{len(made)}"  # named _host{n} below, once the order they are assigned in is known
+        made.append(local)
+        for i in set(at):
+            trees[i] = _Replace(key, local).visit(trees[i])
+            texts[i] = None
+        trees.insert(at[0], ast.Assign([ast.Name(local, ast.Store())], node))
+        texts.insert(at[0], None)
+    if not made:
+        return lines
+    # numbered in the order forward assigns them
+    names = {}
+    for tree in trees:
+        if isinstance(tree, ast.Assign) and isinstance(tree.targets[0], ast.Name) and tree.targets[0].id in made:
+            names[tree.targets[0].id] = f"_host{len(names)}"
+    last: dict[str, int] = {}
+    for i, tree in enumerate(trees):
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Name) and node.id in names:
+                node.id = names[node.id]
+                last[node.id] = i
+    # each deleted after its last reader, in the `del` of the buffers that line read last if there is one
+    for name, i in sorted(last.items(), key=lambda item: -item[1]):
+        if isinstance(trees[i], ast.Return):
+            continue
+        if not (i + 1 < len(trees) and isinstance(trees[i + 1], ast.Delete)):
+            trees.insert(i + 1, ast.Delete([]))
+            texts.insert(i + 1, None)
+        trees[i + 1].targets.append(ast.Name(name, ast.Del()))
+        texts[i + 1] = None
+    return [ast.unparse(ast.fix_missing_locations(tree)) if text is None else text for tree, text in zip(trees, texts)]
+
+
+def _shareable(node: ast.AST) -> bool:
+    """Whether ``node`` is a host copy whose every evaluation gives the same tensor from the same
+    operands: it calls nothing but host copies and view methods."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _HOST_COPIES):
+        return False
+    for part in ast.walk(node):
+        if isinstance(part, ast.Call) and not (
+                isinstance(part.func, ast.Name) and part.func.id in _HOST_COPIES
+                or isinstance(part.func, ast.Attribute) and part.func.attr in VIEW_METHODS):
+            return False
+    return True
+
+
+def _aliases(trees: list[ast.stmt]) -> dict[str, set[str]]:
+    """{name: the names bound with it in one statement}: a cat's tensor and its slots
+    (``buf3, _slots3 = _cat_slots(...)``), where a write into one is a write into the other."""
+    out: dict[str, set[str]] = {}
+    for tree in trees:
+        if isinstance(tree, ast.Assign):
+            bound = {n.id for target in tree.targets for n in ast.walk(target) if isinstance(n, ast.Name)}
+            for name in bound:
+                out.setdefault(name, set()).update(bound)
+    return out
+
+
+def _same_at_each(node: ast.expr, between: list[ast.stmt], aliases: dict[str, set[str]]) -> bool:
+    """Whether ``node``'s names hold the same tensors through ``between`` (the statements from its
+    first reader up to its last, that one excluded: its own writes come after its arguments)."""
+    read = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+    for tree in between:
+        changed: set[str] = set()
+        for part in ast.walk(tree):
+            if isinstance(part, ast.Name) and isinstance(part.ctx, ast.Store):
+                changed.add(part.id)
+            if isinstance(part, ast.Call):
+                written = [k.value for k in part.keywords if k.arg == "out"]
+                if isinstance(part.func, ast.Name) and part.func.id in _WRITES_FIRST and part.args:
+                    written.append(part.args[0])
+                for target in written:
+                    for name in (n.id for n in ast.walk(target) if isinstance(n, ast.Name)):
+                        changed |= aliases.get(name, {name})
+        if changed & read:
+            return False
+    return True
+
+
+class _Replace(ast.NodeTransformer):
+    """Every occurrence of one expression (by its ast.dump) replaced by a name."""
+
+    def __init__(self, key: str, name: str):
+        self.key, self.name = key, name
+
+    def visit(self, node: ast.AST) -> ast.AST:
+        if isinstance(node, ast.Call) and ast.dump(node) == self.key:
+            return ast.Name(self.name, ast.Load())
+        return super().visit(node)
 
 
 def _plain_params(forward_args: str) -> list[str] | None:
