@@ -69,22 +69,22 @@ import evokernel
 if not Path(evokernel.__file__).resolve().is_relative_to(Path(sys.argv[1]).resolve()):
     raise SystemExit(f"evokernel came from {evokernel.__file__}, not from {sys.argv[1]}")
 from evokernel.builtin import analyze, default_config, generate
-plan = analyze(Path(sys.argv[2]), sys.argv[4])
+plan = analyze(Path(sys.argv[2]), sys.argv[4], precision=sys.argv[5])
 if not plan:
     raise SystemExit(f"not planned: {plan.reason}")
-full = analyze(Path(sys.argv[3]), sys.argv[4]) if sys.argv[3] != sys.argv[2] else plan
+full = analyze(Path(sys.argv[3]), sys.argv[4], precision=sys.argv[5]) if sys.argv[3] != sys.argv[2] else plan
 config = default_config(full) if full and full.main_stage.family == plan.main_stage.family else None
 sys.stdout.write(generate(plan, config))
 """
 
 
-def draft(task: Path, full: Path, rules: str, overrides: dict | None = None) -> tuple[str, str]:
+def draft(task: Path, full: Path, rules: str, overrides: dict | None = None, precision: str = "fp32") -> tuple[str, str]:
     """(source, configuration text) of this checkout's draft: the default configuration, with the
     ``overrides`` fields changed where its family reads them all."""
-    plan = analyze(task, rules)
+    plan = analyze(task, rules, precision)
     if not plan:
         raise ValueError(f"not planned: {plan.reason}")
-    full_plan = analyze(full, rules) if full != task else plan
+    full_plan = analyze(full, rules, precision) if full != task else plan
     config = default_config(full_plan if full_plan and full_plan.main_stage.family == plan.main_stage.family else plan)
     if overrides and set(overrides) <= set(family(config.family).tunable):
         config = dataclasses.replace(config, **overrides)
@@ -104,8 +104,8 @@ def parse_overrides(items: list[str]) -> dict:
     return out
 
 
-def baseline_draft(tree: Path, task: Path, full: Path, rules: str) -> str:
-    proc = subprocess.run([sys.executable, "-c", _DRAFT, str(tree), str(task), str(full), rules],
+def baseline_draft(tree: Path, task: Path, full: Path, rules: str, precision: str = "fp32") -> str:
+    proc = subprocess.run([sys.executable, "-c", _DRAFT, str(tree), str(task), str(full), rules, precision],
                           capture_output=True, text=True, timeout=600, cwd=tree)
     if proc.returncode != 0:
         raise ValueError(f"the baseline checkout drafted nothing: {proc.stderr.strip()[-400:]}")
@@ -146,12 +146,13 @@ def measure(executor: Executor, path: Path, small: Path, args: argparse.Namespac
     record: dict = {"task": path.stem}
     t0 = time.perf_counter()
     try:
-        source, config = draft(small, path, args.rules, args.overrides)
-        default_source = draft(small, path, args.rules)[0] if args.overrides else None
+        source, config = draft(small, path, args.rules, args.overrides, args.precision)
+        default_source = draft(small, path, args.rules, precision=args.precision)[0] if args.overrides else None
     except ValueError as exc:
         return {**record, "status": "not_planned", "message": str(exc)[:300]}
     record["config"] = config
     options = EvalOptions(trials=args.trials, reps=args.reps, warmup=args.warmup, cpu_reps=1, rules=args.rules,
+                          precision=args.precision,
                           compile_baseline=args.compile and gpu, baselines=gpu)
     result = executor.evaluate(small, source, backend="triton", options=options, timeout_s=args.timeout)
     record.update(status=result.status.value, message=(result.message or "")[:300], new_ms=result.latency_ms,
@@ -163,7 +164,7 @@ def measure(executor: Executor, path: Path, small: Path, args: argparse.Namespac
     record["speedup_compile"] = _ratio(record["compile_ms"], record["new_ms"])
     if args.baseline_tree or args.overrides:
         try:
-            old = baseline_draft(args.baseline_tree, small, path, args.rules) if args.baseline_tree else default_source
+            old = baseline_draft(args.baseline_tree, small, path, args.rules, args.precision) if args.baseline_tree else default_source
         except (ValueError, subprocess.TimeoutExpired) as exc:
             record["baseline"] = {"status": "not_drafted", "message": str(exc)[:300]}
         else:
@@ -172,7 +173,7 @@ def measure(executor: Executor, path: Path, small: Path, args: argparse.Namespac
             else:
                 report = executor.retime(small, old, source, backend="triton", rounds=args.rounds,
                                          options=EvalOptions(trials=1, reps=args.reps, warmup=args.warmup, cpu_reps=1,
-                                                             rules=args.rules, baselines=False),
+                                                             rules=args.rules, precision=args.precision, baselines=False),
                                          timeout_s=args.timeout)
                 record["baseline"] = {"status": report.status.value, "message": report.message[:300],
                                       "old_ms": report.baseline_ms, "new_ms": report.candidate_ms,
@@ -210,6 +211,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="draft with this configuration field changed, against the default draft (repeatable)")
     ap.add_argument("--device", help="cuda or cpu (default: cuda where there is one)")
     ap.add_argument("--rules", default="strict", choices=["strict", "kernelbench"])
+    ap.add_argument("--precision", default="fp32", choices=["fp32", "fp16", "bf16"],
+                    help="the tasks' precision (models and floating inputs cast, as bench --precision)")
     ap.add_argument("--no-compile", dest="compile", action="store_false", help="leave the torch.compile baseline out")
     ap.add_argument("--trials", type=int, default=1)
     ap.add_argument("--reps", type=int, default=30)

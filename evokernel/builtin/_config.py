@@ -325,7 +325,11 @@ def matmul_default(plan: Plan) -> Config:
         bm, bn, bk, w, s = (128, 128, 32, 8, 3) if tiles >= 132 else (64, 128, 32, 4, 4)
         return Config("matmul", block_m=bm, block_n=bn, block_k=bk, num_warps=w, num_stages=s, group_m=8,
                       split_k=_split(rows, n, k, bm, bn), precision="3xtf32")
-    return _ieee_default(plan)
+    config = _ieee_default(plan)
+    if not _fp32_operands(plan, plan.node(plan.matmul_id).args[:2]) and k >= 64:
+        # fp16/bf16: a 64-deep K step, half the bytes of fp32's 32 (Triton's matmul tutorial's fp16 tiles)
+        config = replace(config, block_k=64)
+    return config
 
 
 def conv_default(plan: Plan) -> Config:

@@ -62,6 +62,9 @@ class EpilogueEmitter(Emitter):
 # the configuration's own (BLOCK_K and the split-K slices stay the configuration's): KernelBench's
 # 32768 x 32 x 32768 product spent 2.8 ms on 128 x 128 tiles, three times its output's write.
 MAIN_TILES = ((128, 128, 8, 3), (128, 64, 4, 4), (64, 128, 4, 4), (64, 64, 4, 3))
+# fp16/bf16 operands: half the shared memory a stage, so Hopper's wider warp-group tiles (Triton's
+# own tutorial's 128 x 256 with 8 warps) fit with their pipeline stages
+HALF_TILES = ((128, 256, 8, 3), (256, 128, 8, 3), *MAIN_TILES)
 
 TILES_HELPER = '''def _gemm_tiles(configs, named_args, **kwargs):
     """The main kernel's tiles the autotuner times: the configuration's own alone on the CPU (Triton's
@@ -72,11 +75,13 @@ TILES_HELPER = '''def _gemm_tiles(configs, named_args, **kwargs):
         return configs[:1]
     room = getattr(torch.cuda.get_device_properties(device), "shared_memory_per_block_optin", 101376)
     parts = 2 if "TERMS" in kwargs or kwargs.get("SPLIT3") else 1  # 3xTF32: high and low parts
+    # a stage holds a tile of each operand, at the operands' width (the first tensor argument's)
+    width = next((v.element_size() for v in named_args.values() if hasattr(v, "element_size")), 4)
     if "COUT_G" in named_args:
         configs = [c for k, c in enumerate(configs) if k == 0 or c.kwargs["BLOCK_N"] < 2 * max(16, named_args["COUT_G"])]
     out = []
     for c in configs:
-        stage = (c.kwargs["BLOCK_M"] + c.kwargs["BLOCK_N"]) * kwargs["BLOCK_K"] * 4 * parts
+        stage = (c.kwargs["BLOCK_M"] + c.kwargs["BLOCK_N"]) * kwargs["BLOCK_K"] * width * parts
         out.append(triton.Config(c.kwargs, num_warps=c.num_warps,
                                  num_stages=max(1, min(c.num_stages, (room - 4096) // stage))))
     return out
@@ -271,6 +276,7 @@ def generate_matmul(plan: Plan, config: Config, tag: str = "") -> StageCode:
     lin = ["    lin = (pid_b * M + offs_m[:, None]) * N + offs_n[None, :]"] if iotas else []
     iota_params = [p for n in iotas for p in (f"iota{n.id}_div", f"iota{n.id}_mod")]
     split = config.precision == "3xtf32"
+    half = {leaf.spec.dtype for leaf in plan.leaves if leaf.name in (a_name, b_name)} <= {"float16", "bfloat16"}
 
     epi_strides = [f"stride_{n}_{d}" for n in epi for d in "bmn"] + ["stride_out_b", "stride_out_m", "stride_out_n"]
     em2, result2, epi2, iotas2 = _epilogue(plan, mm.id)
@@ -294,7 +300,8 @@ def generate_matmul(plan: Plan, config: Config, tag: str = "") -> StageCode:
                   + ["M", "N", k_param, "k_tiles"] + strides + epi_strides + iota_params)
         consts = ["    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,", modes]
         mainloop = (_TILE + loop).rstrip("\n")
-        k = [*autotune_lines(config), "@triton.jit", f"def _matmul_kernel{suffix}{tag}(", *wrap_params(params),
+        tiles = HALF_TILES if half and not pre_split else MAIN_TILES
+        k = [*autotune_lines(config, tiles), "@triton.jit", f"def _matmul_kernel{suffix}{tag}(", *wrap_params(params),
              *consts, "):", mainloop, *lin]
         if em.lines:
             k.append("    # fused epilogue, in fp32 registers")
