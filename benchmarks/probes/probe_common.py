@@ -3,7 +3,6 @@ environment a probe's results record."""
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -25,8 +24,11 @@ def environment(device: str) -> dict:
     import torch
     import triton
 
-    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True)
+    from evokernel.bench._runner import _git_commit
+
     return {"device": device, "device_name": torch.cuda.get_device_name() if device.startswith("cuda") else "cpu",
             "torch": torch.__version__, "triton": triton.__version__,
             "tf32_cudnn": torch.backends.cudnn.allow_tf32, "tf32_matmul": torch.backends.cuda.matmul.allow_tf32,
-            "git_commit": commit.stdout.strip() or None if commit.returncode == 0 else None}
+            # a copy without .git (the device machines): the commit written into _archive_commit.txt; git's
+            # own lookup would find whatever repository lies above the copy
+            "git_commit": _git_commit(ROOT)}
