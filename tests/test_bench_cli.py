@@ -295,6 +295,9 @@ def test_commit_of_a_git_archive_copy(tmp_path):
     written.write_text("$Format:%H$\n")  # a copy not made by git archive: no commit to name
     assert _git_commit(tmp_path, written) is None
     assert _git_commit(tmp_path, tmp_path / "missing.txt") is None
+    (tmp_path / ".git").mkdir()  # a copy whose git metadata is not its own: the written commit wins
+    written.write_text("0123456789abcdef0123456789abcdef01234567\n")
+    assert _git_commit(tmp_path, written) == "0123456789abcdef0123456789abcdef01234567"
     root = ARCHIVE_COMMIT.parent.parent
     if not (root / ".git").exists():
         pytest.skip("not a git checkout")

@@ -258,15 +258,19 @@ ARCHIVE_COMMIT = Path(__file__).resolve().parent.parent / "_archive_commit.txt"
 
 
 def _git_commit(root: Path | None = None, archive_commit: Path = ARCHIVE_COMMIT) -> str | None:
-    """HEAD of the checkout the code runs from; for a `git archive` copy (no .git, as on the
-    device machines), the commit git wrote into _archive_commit.txt (export-subst)."""
+    """The commit written into _archive_commit.txt where it holds one (git writes it into a `git
+    archive` copy, export-subst; a copy made otherwise may have it written), else HEAD of the checkout
+    the code runs from. The file comes first: a copied working tree can carry git metadata that is
+    not its own (a device machine's copy reported its default branch's tip, not the tree that ran)."""
     root = root or benchmarks_root().parent
+    try:
+        text = archive_commit.read_text().strip()
+    except OSError:
+        text = ""
+    if re.fullmatch(r"[0-9a-f]{40}", text):
+        return text
     if not (root / ".git").exists():
-        try:
-            text = archive_commit.read_text().strip()
-        except OSError:
-            return None
-        return text if re.fullmatch(r"[0-9a-f]{40}", text) else None
+        return None
     try:
         out = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5)
     except (OSError, subprocess.TimeoutExpired):
