@@ -277,3 +277,14 @@ def test_the_conditioning_is_measured_only_where_its_draws_fit(monkeypatch):
         assert (got is not None) == measured, free
         if measured:
             assert got[0].shape == expected[0].shape and bool((got[0] > 0).any())
+
+
+def test_the_side_by_side_retiming_judges_as_the_evaluation_does(cpu_executor, cancelling_task):
+    """Both drafts pass the evaluation by accuracy (the reference's own sums are past the tolerance);
+    the re-timing accepts them too, and still refuses the fp16 accumulator."""
+    options = EvalOptions(trials=1, cpu_reps=1, reps=1, warmup=1)
+    report = cpu_executor.retime(cancelling_task, row_sum("tl.float32"), row_sum("tl.float64"), options=options, rounds=2)
+    assert report.ok, report.message
+    assert len(report.rounds) == 2
+    report = cpu_executor.retime(cancelling_task, row_sum("tl.float64"), row_sum("tl.float16"), options=options, rounds=2)
+    assert report.status == Verdict.WRONG_RESULT and "candidate kernel no longer matches" in report.message
