@@ -276,7 +276,8 @@ def generate_matmul(plan: Plan, config: Config, tag: str = "") -> StageCode:
     lin = ["    lin = (pid_b * M + offs_m[:, None]) * N + offs_n[None, :]"] if iotas else []
     iota_params = [p for n in iotas for p in (f"iota{n.id}_div", f"iota{n.id}_mod")]
     split = config.precision == "3xtf32"
-    half = {leaf.spec.dtype for leaf in plan.leaves if leaf.name in (a_name, b_name)} <= {"float16", "bfloat16"}
+    operand_dtypes = {leaf.spec.dtype for leaf in plan.leaves if leaf.name in (a_name, b_name)}
+    half = bool(operand_dtypes) and operand_dtypes <= {"float16", "bfloat16"}
 
     epi_strides = [f"stride_{n}_{d}" for n in epi for d in "bmn"] + ["stride_out_b", "stride_out_m", "stride_out_n"]
     em2, result2, epi2, iotas2 = _epilogue(plan, mm.id)
