@@ -178,18 +178,20 @@ def _retime(job, options, backend, log, device, workdir, progress) -> RetimeRepo
         raise _Stop(Verdict.TASK_ERROR, f"the task failed: {type(exc).__name__}: {str(exc)[:300]}") from None
 
     # judged as the evaluation judges: past the tolerance against the reference, against its float64
-    # run too (built once, only when a side needs it), so a kernel the evaluation accepted by accuracy
-    # (another TF32 algorithm, a reordered sum) is not refused here
+    # run too, so a kernel the evaluation accepted by accuracy (another TF32 algorithm, a reordered sum)
+    # is not refused here. The float64 run and its conditioning (a cached call) are made once, on the
+    # pristine inputs (the kernels run on clones), and only when a side needs them.
     oracle = Oracle(reference, device)
-    exact: list[Any] = []
+    judge: list[tuple[Any, Any]] = []
 
     def judged(got: Any) -> Any:
         cmp = compare(expected, got, tolerance)
         if cmp.ok:
             return cmp
-        if not exact:
-            exact.append(oracle.exact(list(make_args()), expected))
-        return compare(expected, got, tolerance, exact[0], oracle.conditioning(list(make_args()), expected, exact[0]))
+        if not judge:
+            exact = oracle.exact(list(inputs), expected)
+            judge.append((exact, oracle.conditioning(list(inputs), expected, exact)))
+        return compare(expected, got, tolerance, *judge[0])
 
     models = {}
     for side, source in sources.items():
