@@ -1,8 +1,8 @@
-"""Channels-last convolutions under the kernelbench rules: the library's 2-D convolutions run NHWC
-where every value computed from them reaches a reader that takes any layout (our pointwise kernels,
-torch.cat, our pooling's channels-last tiles, a global pooling reduction, a flatten) and inductor's
-flop measure says it pays; our pointwise kernels lay out their result as their full-size operand is
-laid out."""
+"""Channels-last convolutions under the kernelbench rules: the library's 2-D and 3-D convolutions,
+forward and transposed, run NHWC/NDHWC where every value computed from them reaches a reader that
+takes any layout (our pointwise kernels, torch.cat, our pooling's channels-last tiles, a global pooling
+reduction, a flatten) and it pays (see _schedule._channels_last); our pointwise kernels lay out their
+result as their full-size operand is laid out."""
 
 from __future__ import annotations
 
@@ -73,14 +73,33 @@ def test_channels_last_pools_are_correct(cpu_executor, tmp_path, case):
 # does a cat of a channels-last value with the input (DenseNet's dense block)
 LONE_BLOCK = Case("lone_block", "x: return torch.cat([self.a(x), self.b(x), self.c(x)], 1)", "[torch.randn(2, 32, 6, 6)]",
                   init="self.a = nn.Conv2d(32, 8, 1)\nself.b = nn.Conv2d(32, 8, 1)\nself.c = nn.Conv2d(32, 8, 1)")
-# transposed convolutions keep the task's layout (the flop measure was taken on forward ones)
+# a transposed or 3-D convolution whose result reaches a spatial reduction keeps the task's layout
+# (channels-last was slower there on the H100: global average pools of transposed outputs)
+TRANSPOSED_GAP = Case("transposed_gap", "x: return torch.mean(torch.relu(self.up(x)), dim=(2, 3), keepdim=True) * 2.0",
+                      "[torch.randn(2, 16, 6, 6)]", init="self.up = nn.ConvTranspose2d(16, 32, 3, stride=2)")
+# transposed and 3-D convolutions whose results reach only pointwise kernels run channels-last
 TRANSPOSED = Case("transposed", "x: return torch.tanh(self.up(torch.relu(self.conv(x)))) * 2.0", "[torch.randn(2, 3, 6, 6)]",
                   init="self.conv = nn.Conv2d(3, 64, 3, padding=1)\nself.up = nn.ConvTranspose2d(64, 64, 2, stride=2)")
+TRANSPOSED_3D = Case("transposed_3d", "x: return torch.clamp(self.up(x), min=-0.5) / 2.0 + self.b",
+                     "[torch.randn(2, 4, 3, 4, 5)]",
+                     init="self.up = nn.ConvTranspose3d(4, 8, 3, stride=2, padding=1)\nself.b = nn.Parameter(torch.randn(8, 1, 1, 1))")
+CONV_3D = Case("conv_3d", "x: return torch.sigmoid(torch.relu(self.conv(x)) * 3.0)", "[torch.randn(2, 3, 5, 6, 4)]",
+               init="self.conv = nn.Conv3d(3, 8, 3, padding=1)")
+
+
+@pytest.mark.parametrize("case,layout", [(TRANSPOSED, "channels_last"), (TRANSPOSED_3D, "channels_last_3d"),
+                                         (CONV_3D, "channels_last_3d")], ids=lambda c: getattr(c, "name", c))
+def test_transposed_and_3d_convolutions_before_pointwise_work_run_channels_last_and_stay_correct(
+        cpu_executor, tmp_path, case, layout):
+    assert f"memory_format=torch.{layout})" in _source(tmp_path, case)
+    result = run_cases(cpu_executor, [case], tmp_path, rules="kernelbench")[case.name]
+    assert ok(result), explain(result)
 MIXED_CAT = Case("mixed_cat", "x: return torch.cat([x, torch.relu(self.conv(x))], 1) * 2.0", "[torch.randn(2, 3, 6, 6)]",
                  init="self.conv = nn.Conv2d(3, 8, 3, padding=1)")
 
 
-@pytest.mark.parametrize("case", [SOFTMAX_AFTER_CONV, GROUPED_AFTER_CONV, LONE_BLOCK, MIXED_CAT, TRANSPOSED], ids=lambda c: c.name)
+@pytest.mark.parametrize("case", [SOFTMAX_AFTER_CONV, GROUPED_AFTER_CONV, LONE_BLOCK, MIXED_CAT, TRANSPOSED_GAP],
+                         ids=lambda c: c.name)
 def test_a_reader_that_needs_the_plain_layout_keeps_the_graph_nchw(tmp_path, case):
     assert "channels_last" not in _source(tmp_path, case)
 

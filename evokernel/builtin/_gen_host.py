@@ -84,7 +84,8 @@ def generate_host(plan: Plan, tag: str) -> StageCode:
         if node.attr("channels_last"):
             # NHWC (see _schedule._channels_last): a no-op on a channels-last input, and the result,
             # and our pointwise kernels' after it, stay channels-last
-            body += f"    {x} = {x}.contiguous(memory_format=torch.channels_last)\n"
+            fmt = "channels_last_3d" if nd == 3 else "channels_last"
+            body += f"    {x} = {x}.contiguous(memory_format=torch.{fmt})\n"
         body += f"    return {call}"
 
     else:  # pragma: no cover - the scheduler makes host stages of these ops only

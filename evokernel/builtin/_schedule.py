@@ -362,25 +362,36 @@ def _nhwc_kind(b: Builder, conv: Node) -> str:
 
 
 def _channels_last(g: _Graph) -> None:
-    """kernelbench rules: run the library's 2-D convolutions channels-last when every value computed
-    from their results reaches only readers that take any layout, and the measure above says it pays.
+    """kernelbench rules: run the library's convolutions channels-last (NHWC, NDHWC) when every value
+    computed from their results reaches only readers that take any layout, and it pays.
     Such readers: our pointwise kernels (their output takes the layout of their full-size operand, as
-    torch's own do), torch.cat of such values alone, our pooling (its channels-last tiles: pixels by
-    channels), a reduction over the spatial dims (global pooling: its rows walk the channels at stride
-    1 either way), a view of values with one spatial position and a flatten or reshape (which copies
-    where it must). Anything else (our own convolution or matmul, a softmax over a row of pixels,
-    attention, a cat with a value in the task's layout) keeps the whole graph NCHW, as the task wrote
-    it; and so does a graph whose convolutions of values in the task's layout (a lone block's input,
-    read by three convolutions) cost more in layout copies than the layout saves them."""
+    torch's own do), torch.cat of such values alone, our 2-D pooling (its channels-last tiles: pixels by
+    channels), a reduction over the spatial dims (global pooling), a view of values with one spatial
+    position and a flatten or reshape (which copies where it must). Anything else (our own convolution
+    or matmul, a softmax over a row of pixels, attention, a cat with a value in the task's layout) keeps
+    the whole graph in the task's layout.
+
+    When it pays, as measured on the H100 (benchmarks/results/channels-last-level2-h100-bd4a260.json,
+    31 KernelBench level2 tasks, each draft against itself with the layout forced):
+    - a graph whose convolutions' results reach only pointwise kernels, cats, pools and views that copy
+      nothing, each convolution reading a value in the task's layout the only one to read it: always.
+      Channels-last was 1.26-1.72x faster on all 15 such tasks whose drafts compared (2-D and 3-D,
+      forward and transposed), the input's layout copy included;
+    - with a spatial reduction among the readers, 3-D or transposed convolutions keep the task's layout:
+      it was 0.64-0.96x there (global average pools and spatial means of 3-D and transposed outputs);
+      so do they before a copying flatten (not measured);
+    - otherwise (2-D forward convolutions beside a spatial reduction or a copying flatten, grouped
+      convolutions, or an input in the task's layout read by several convolutions: GoogleNet's
+      inception module, a lone block's input read by three), the flop measure above weighs the
+      convolutions' saving against the layout copies."""
     b = g.b
-    # transposed convolutions keep the task's layout: the measure above was taken on forward ones
-    convs = [n for n in g.nodes if n.op == "libconv" and n.attr("nd") == 2 and len(n.shape) == 4
-             and not n.attr("transposed")]
+    convs = [n for n in g.nodes if n.op == "libconv" and n.attr("nd") in (2, 3) and len(n.shape) == n.attr("nd") + 2]
     if not convs:
         return
     follows: set[int] = set()  # values whose layout is (or may be) channels-last
     pools: list[int] = []
     conv_ids = {n.id for n in convs}
+    spatial_reduction = copying_view = False
     for n in g.nodes:
         if n.id in conv_ids:
             follows.add(n.id)
@@ -388,6 +399,7 @@ def _channels_last(g: _Graph) -> None:
         reads = [a.kind == "node" and a.value in follows for a in n.args]
         if not any(reads):
             continue
+        rank = len(b.shape(n.args[0]))
         if n.op in POINTWISE and n.op not in ("iota", "full"):
             follows.add(n.id)
         elif n.op == "cat" and all(reads):
@@ -395,25 +407,38 @@ def _channels_last(g: _Graph) -> None:
         elif n.op == "pool" and n.attr("nd") == 2 and len(n.shape) == 4:
             follows.add(n.id)
             pools.append(n.id)
-        elif n.op == "reduce" and len(b.shape(n.args[0])) == 4 and (n.attr("start"), n.attr("stop")) == (2, 4):
+        elif n.op == "reduce" and rank in (4, 5) and (n.attr("start"), n.attr("stop")) == (2, rank):
+            spatial_reduction = True
+        elif n.op == "view" and math.prod(b.shape(n.args[0])[2:]) == 1:
             pass
-        elif n.op == "view" and (math.prod(b.shape(n.args[0])[2:]) == 1 or _copying_view(n)):
-            pass
+        elif n.op == "view" and _copying_view(n):
+            copying_view = True
         else:
             return
-    saved_s = 0.0  # the convolutions' time channels-last saves, estimated
-    for conv in convs:
-        w = b.shape(conv.args[1])
-        if conv.attr("groups") > 1 and w[1] == 1:
-            moved = 4.0 * (math.prod(b.shape(conv.args[0])) + math.prod(conv.shape))
-            saved_s += moved / _DEPTHWISE_BYTES * (1 - _DEPTHWISE_NHWC_COST)
-        else:
-            flops = 2.0 * math.prod(conv.shape) * math.prod(w[1:])
-            saved_s += flops / _CONV_FLOPS * (1 - _NHWC_COST[_nhwc_kind(b, conv)])
-    # each convolution of a value in the task's layout copies it to channels-last first
-    copied = sum(math.prod(b.shape(c.args[0])) for c in convs if not (c.args[0].kind == "node" and c.args[0].value in follows))
-    if saved_s <= 0 or copied * 8 / _LAYOUT_COPY_BYTES > saved_s:
+    forward_2d = all(c.attr("nd") == 2 and not c.attr("transposed") for c in convs)
+    if (spatial_reduction or copying_view) and not forward_2d:
         return
+    # inputs in the task's layout, and how many convolutions copy each to channels-last
+    copies: dict[tuple, int] = {}
+    for c in convs:
+        x = c.args[0]
+        if not (x.kind == "node" and x.value in follows):
+            copies[(x.kind, x.value)] = copies.get((x.kind, x.value), 0) + 1
+    grouped = any(_nhwc_kind(b, c) == "grouped" for c in convs)  # slower channels-last (the measure above)
+    if spatial_reduction or copying_view or grouped or any(k > 1 for k in copies.values()):
+        saved_s = 0.0  # the convolutions' time channels-last saves, estimated
+        for conv in convs:
+            w = b.shape(conv.args[1])
+            if conv.attr("groups") > 1 and w[1] == 1:
+                moved = 4.0 * (math.prod(b.shape(conv.args[0])) + math.prod(conv.shape))
+                saved_s += moved / _DEPTHWISE_BYTES * (1 - _DEPTHWISE_NHWC_COST)
+            else:
+                flops = 2.0 * math.prod(conv.shape) * math.prod(w[1:])
+                saved_s += flops / _CONV_FLOPS * (1 - _NHWC_COST[_nhwc_kind(b, conv)])
+        copied = sum(math.prod(b.shape(c.args[0])) for c in convs
+                     if not (c.args[0].kind == "node" and c.args[0].value in follows))
+        if saved_s <= 0 or copied * 8 / _LAYOUT_COPY_BYTES > saved_s:
+            return
     for i, n in enumerate(g.nodes):
         if n.id in conv_ids or n.id in pools:
             n = replace(n, attrs=tuple(sorted(n.attrs + (("channels_last", True),))))
