@@ -25,11 +25,11 @@ CNN = Case(
 )
 # a softmax over a row of pixels reads its rows at the channel stride: the graph stays NCHW
 SOFTMAX_AFTER_CONV = Case("softmax_after_conv", "x: return torch.softmax(self.conv(x) + 1.0, dim=-1)",
-                          "[torch.randn(2, 3, 6, 7)]", init="self.conv = nn.Conv2d(3, 8, 3, padding=1)")
+                          "[torch.randn(2, 16, 6, 7)]", init="self.conv = nn.Conv2d(16, 8, 3, padding=1)")
 # a grouped convolution stays ours (see test_builtin_library_choice): the graph stays NCHW
 GROUPED_AFTER_CONV = Case("grouped_after_conv", "x: return self.g(torch.relu(self.conv(x)))",
-                          "[torch.randn(2, 3, 6, 6)]",
-                          init="self.conv = nn.Conv2d(3, 8, 3, padding=1)\nself.g = nn.Conv2d(8, 8, 1, groups=2)")
+                          "[torch.randn(2, 16, 6, 6)]",
+                          init="self.conv = nn.Conv2d(16, 8, 3, padding=1)\nself.g = nn.Conv2d(8, 8, 1, groups=2)")
 
 
 def _source(tmp_path, case: Case) -> str:
@@ -81,10 +81,10 @@ TRANSPOSED_GAP = Case("transposed_gap", "x: return torch.mean(torch.relu(self.up
 TRANSPOSED = Case("transposed", "x: return torch.tanh(self.up(torch.relu(self.conv(x)))) * 2.0", "[torch.randn(2, 3, 6, 6)]",
                   init="self.conv = nn.Conv2d(3, 64, 3, padding=1)\nself.up = nn.ConvTranspose2d(64, 64, 2, stride=2)")
 TRANSPOSED_3D = Case("transposed_3d", "x: return torch.clamp(self.up(x), min=-0.5) / 2.0 + self.b",
-                     "[torch.randn(2, 4, 3, 4, 5)]",
-                     init="self.up = nn.ConvTranspose3d(4, 8, 3, stride=2, padding=1)\nself.b = nn.Parameter(torch.randn(8, 1, 1, 1))")
-CONV_3D = Case("conv_3d", "x: return torch.sigmoid(torch.relu(self.conv(x)) * 3.0)", "[torch.randn(2, 3, 5, 6, 4)]",
-               init="self.conv = nn.Conv3d(3, 8, 3, padding=1)")
+                     "[torch.randn(2, 16, 3, 4, 5)]",
+                     init="self.up = nn.ConvTranspose3d(16, 8, 3, stride=2, padding=1)\nself.b = nn.Parameter(torch.randn(8, 1, 1, 1))")
+CONV_3D = Case("conv_3d", "x: return torch.sigmoid(torch.relu(self.conv(x)) * 3.0)", "[torch.randn(2, 16, 5, 6, 4)]",
+               init="self.conv = nn.Conv3d(16, 8, 3, padding=1)")
 
 
 @pytest.mark.parametrize("case,layout", [(TRANSPOSED, "channels_last"), (TRANSPOSED_3D, "channels_last_3d"),
@@ -94,14 +94,30 @@ def test_transposed_and_3d_convolutions_before_pointwise_work_run_channels_last_
     assert f"memory_format=torch.{layout})" in _source(tmp_path, case)
     result = run_cases(cpu_executor, [case], tmp_path, rules="kernelbench")[case.name]
     assert ok(result), explain(result)
-MIXED_CAT = Case("mixed_cat", "x: return torch.cat([x, torch.relu(self.conv(x))], 1) * 2.0", "[torch.randn(2, 3, 6, 6)]",
-                 init="self.conv = nn.Conv2d(3, 8, 3, padding=1)")
+MIXED_CAT = Case("mixed_cat", "x: return torch.cat([x, torch.relu(self.conv(x))], 1) * 2.0", "[torch.randn(2, 16, 6, 6)]",
+                 init="self.conv = nn.Conv2d(16, 8, 3, padding=1)")
+# convolutions of fewer than 16 input channels a group only: cuDNN's task-layout kernels compute them
+# in IEEE fp32 and its channels-last ones in TF32, far less accurate than the reference
+FEW_CHANNELS = Case("few_channels", "x: return torch.relu(self.conv(x)) * 2.0", "[torch.randn(2, 8, 6, 6)]",
+                    init="self.conv = nn.Conv2d(8, 64, 3)")
+# a convolution of a value our kernels wrote in the task's layout: its copy is weighed (here it does not pay)
+COMPUTED_INPUT = Case("computed_input", "x: return torch.relu(self.conv(torch.relu(x) * 2.0)) + 1.0",
+                      "[torch.randn(2, 16, 6, 6)]", init="self.conv = nn.Conv2d(16, 32, 3)")
 
 
-@pytest.mark.parametrize("case", [SOFTMAX_AFTER_CONV, GROUPED_AFTER_CONV, LONE_BLOCK, MIXED_CAT, TRANSPOSED_GAP],
+@pytest.mark.parametrize("case", [SOFTMAX_AFTER_CONV, GROUPED_AFTER_CONV, LONE_BLOCK, MIXED_CAT, TRANSPOSED_GAP,
+                                  FEW_CHANNELS, COMPUTED_INPUT],
                          ids=lambda c: c.name)
 def test_a_reader_that_needs_the_plain_layout_keeps_the_graph_nchw(tmp_path, case):
     assert "channels_last" not in _source(tmp_path, case)
+
+
+def test_the_same_blocks_with_more_channels_or_the_task_input_run_channels_last(tmp_path):
+    wider = Case("wider", FEW_CHANNELS.forward, "[torch.randn(2, 16, 6, 6)]", init="self.conv = nn.Conv2d(16, 64, 3)")
+    task_input = Case("task_input", "x: return torch.relu(self.conv(x) * 2.0) + 1.0", COMPUTED_INPUT.inputs,
+                      init=COMPUTED_INPUT.init)
+    for case in (wider, task_input):
+        assert "memory_format=torch.channels_last" in _source(tmp_path, case), case.name
 
 
 def test_strict_rules_never_change_the_layout(tmp_path):
