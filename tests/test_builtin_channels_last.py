@@ -160,3 +160,27 @@ def test_a_pointwise_kernel_on_a_channels_last_input_writes_channels_last_and_is
              "assert torch.allclose(out, torch.relu(x * 2.0 + b))\n"
              "print('nhwc ok')\n")
     check_in_interpreter(tmp_path, check, source, "nhwc ok")
+
+
+@pytest.mark.slow  # 9M elements through the interpreter: the rows must outgrow the one-pass and few-rows paths
+def test_long_rows_of_a_channels_last_tensor_reduced_over_its_pixels_are_read_in_tiles_of_adjacent_channels(tmp_path):
+    """More than 512 rows longer than the one-pass kernel's tile: the loop kernel takes 32 rows a
+    program where the rows (channels) lie next to each other and their pixels do not, one row a
+    program on the same tensor in the plain layout; both correct."""
+    case = Case("gap_nhwc", "x, b: return torch.mean(torch.nn.functional.gelu(x + b), dim=(2, 3))",
+                "[torch.randn(4, 160, 130, 130), torch.randn(160, 1, 1)]")
+    source = generate(analyze(str(write(case, tmp_path)), "strict"))
+    check = ("import torch\n"
+             "b = torch.randn(160, 1, 1)\n"
+             "seen = []\n"
+             "pick = mod._adjacent_rows\n"
+             "mod._adjacent_rows = lambda *a: seen.append(pick(*a)) or seen[-1]\n"
+             "for x, rows in ((torch.randn(4, 160, 130, 130).contiguous(memory_format=torch.channels_last), 32),\n"
+             "                (torch.randn(4, 160, 130, 130), 1)):\n"
+             "    seen.clear()\n"
+             "    out = mod.ModelNew()(x, b)\n"
+             "    assert seen == [rows], seen\n"
+             "    want = torch.mean(torch.nn.functional.gelu(x + b), dim=(2, 3))\n"
+             "    assert torch.allclose(out, want, atol=1e-5), (out - want).abs().max()\n"
+             "print('adjacent ok')\n")
+    check_in_interpreter(tmp_path, check, source, "adjacent ok")

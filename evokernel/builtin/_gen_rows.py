@@ -57,6 +57,11 @@ LOOP_MODES = ("multipass", "partial", "apply")  # kernels that walk a row in BLO
 # The loop kernels' (BLOCK_N, num_warps) Triton's autotuner times per shape after the configuration's own:
 # Inductor's looped reductions take 2048 x 16 warps (4 values a thread); ours took 4096 x 8 (16 a thread).
 LOOP_TILES = ((2048, 16), (4096, 8), (1024, 4))
+# Tiles of rows adjacent in memory (ADJACENT_ROWS of them, see _adjacent_rows): narrower chunks, as many
+# elements a tile as the single-row tiles hold at most
+ADJACENT_ROWS = 32
+ADJACENT_TILES = ((512, 8), (256, 4), (128, 4))
+ADJACENT_BLOCK_NS = tuple(sorted({bn for bn, _ in ADJACENT_TILES} - {bn for bn, _ in LOOP_TILES}))
 ONE_PASS_WARPS = (4, 8, 16)  # the one-pass kernel's warps the autotuner times after the configuration's
 SPLIT_PROGRAMS = 1024  # programs over all chunks of the few long rows (before rounding to whole tiles)
 
@@ -119,16 +124,35 @@ TILES_HELPER = f'''def _rows_tiles(configs, named_args, **kwargs):
     positions), else the tiles of at most {ONE_PASS_MAX} elements."""
     on_gpu = any(getattr(value, "is_cuda", False) for value in named_args.values())
     loop = "BLOCK_N" in configs[0].kwargs
+    if loop and kwargs.get("BLOCK_M", 1) == {ADJACENT_ROWS} and not kwargs.get("STRIDED", False):
+        # a tile of adjacent rows (_adjacent_rows): the narrow chunks, the configuration's own only if it fits
+        fits = [c for c in configs if {ADJACENT_ROWS} * c.kwargs["BLOCK_N"] <= {ONE_PASS_MAX}]
+        return fits[:1] if not on_gpu else fits
+    # the adjacent-row tiles' narrow chunks are theirs alone
+    configs = [c for k, c in enumerate(configs) if k == 0 or not loop or c.kwargs["BLOCK_N"] not in {ADJACENT_BLOCK_NS}]
     if not on_gpu or (loop and kwargs.get("STRIDED", False)):
         return configs[:1]
     block_m = kwargs.get("BLOCK_M", 1)
     return [c for k, c in enumerate(configs) if k == 0 or block_m * c.kwargs.get("BLOCK_N", 1) <= {ONE_PASS_MAX}]
+
+
+def _adjacent_rows(block_m, strided, *lays):
+    """The rows a loop program takes: {ADJACENT_ROWS} where an operand's rows lie next to each other in
+    memory and its row's elements do not (a channels-last tensor's channels, reduced over its
+    spatial dims): a tile of them reads each position's run of channels at once, where a program of
+    one row reads its row at the channel stride. Otherwise the configuration's."""
+    if strided or block_m > 1:
+        return block_m
+    for lay in lays:
+        if lay[1] == 1 and lay[0] >= {ADJACENT_ROWS} and lay[4] > 1:
+            return {ADJACENT_ROWS}
+    return block_m
 '''
 
 
 def loop_tiles(config: Config) -> list[tuple[int, int]]:
     """(BLOCK_N, num_warps) of the loop kernels' autotuned tiles, the configuration's first."""
-    return list(dict.fromkeys([(config.block_n, config.num_warps), *LOOP_TILES]))
+    return list(dict.fromkeys([(config.block_n, config.num_warps), *LOOP_TILES, *ADJACENT_TILES]))
 
 
 def onepass_warps(config: Config) -> list[int]:
@@ -698,6 +722,8 @@ def generate_rows(plan: Plan, config: Config, tag: str = "") -> StageCode:
         ptrs = "".join(f"{a}_t, " for a in args) + "".join(f"part{p}, " for p in parts)
         ptrs += "".join(f"stat{s}, " for s in stats)
         lays = " + ".join(f"{a}_lay" for a in args) or "[]"
+        if mode == "multipass" and args:
+            lines.append(f"{indent}block_m = _adjacent_rows(block_m, strided, {', '.join(f'{a}_lay' for a in args)})")
         flags = _row_flags(args)
         iota = []
         for node in iotas:
@@ -749,9 +775,9 @@ def generate_rows(plan: Plan, config: Config, tag: str = "") -> StageCode:
         l.append("        return out")
     if config.block_m > 1:
         l.append(f"    block_m = {config.block_m} if strided or n_cols <= {config.block_n * LONG_ROW_TILES} else 1  # long rows: one a program")
-        l += launch("multipass", "block_m", "", "    ", "grid_rows(block_m)")
     else:
-        l += launch("multipass", "1", "", "    ", "grid_rows(1)")
+        l.append("    block_m = 1")
+    l += launch("multipass", "block_m", "", "    ", "grid_rows(block_m)")
     l.append("    return out")
     launcher = "\n".join(l) + "\n"
     return StageCode(kernels=tuple(kernels), launcher=launcher, entry=entry,
