@@ -73,8 +73,11 @@ def test_channels_last_pools_are_correct(cpu_executor, tmp_path, case):
 # does a cat of a channels-last value with the input (DenseNet's dense block)
 LONE_BLOCK = Case("lone_block", "x: return torch.cat([self.a(x), self.b(x), self.c(x)], 1)", "[torch.randn(2, 32, 6, 6)]",
                   init="self.a = nn.Conv2d(32, 8, 1)\nself.b = nn.Conv2d(32, 8, 1)\nself.c = nn.Conv2d(32, 8, 1)")
-# a transposed or 3-D convolution whose result reaches a spatial reduction keeps the task's layout
-# (channels-last was slower there on the H100: global average pools of transposed outputs)
+# a transposed or 3-D convolution whose result is normalised by its own spatial statistics keeps the
+# task's layout (channels-last was slower there on the H100: InstanceNorm, a subtracted spatial mean)
+TRANSPOSED_NORM = Case("transposed_norm", "x: y = torch.relu(self.up(x))\nreturn y - torch.mean(y, dim=(2, 3), keepdim=True)",
+                       "[torch.randn(2, 16, 6, 6)]", init="self.up = nn.ConvTranspose2d(16, 32, 3, stride=2)")
+# ...and one only pooled over its pixels runs channels-last (the rows kernels' adjacent-row tiles)
 TRANSPOSED_GAP = Case("transposed_gap", "x: return torch.mean(torch.relu(self.up(x)), dim=(2, 3), keepdim=True) * 2.0",
                       "[torch.randn(2, 16, 6, 6)]", init="self.up = nn.ConvTranspose2d(16, 32, 3, stride=2)")
 # transposed and 3-D convolutions whose results reach only pointwise kernels run channels-last
@@ -88,8 +91,9 @@ CONV_3D = Case("conv_3d", "x: return torch.sigmoid(torch.relu(self.conv(x)) * 3.
 
 
 @pytest.mark.parametrize("case,layout", [(TRANSPOSED, "channels_last"), (TRANSPOSED_3D, "channels_last_3d"),
-                                         (CONV_3D, "channels_last_3d")], ids=lambda c: getattr(c, "name", c))
-def test_transposed_and_3d_convolutions_before_pointwise_work_run_channels_last_and_stay_correct(
+                                         (CONV_3D, "channels_last_3d"), (TRANSPOSED_GAP, "channels_last")],
+                         ids=lambda c: getattr(c, "name", c))
+def test_transposed_and_3d_convolutions_before_pointwise_work_or_pooling_run_channels_last_and_stay_correct(
         cpu_executor, tmp_path, case, layout):
     assert f"memory_format=torch.{layout})" in _source(tmp_path, case)
     result = run_cases(cpu_executor, [case], tmp_path, rules="kernelbench")[case.name]
@@ -105,7 +109,7 @@ COMPUTED_INPUT = Case("computed_input", "x: return torch.relu(self.conv(torch.re
                       "[torch.randn(2, 16, 6, 6)]", init="self.conv = nn.Conv2d(16, 32, 3)")
 
 
-@pytest.mark.parametrize("case", [SOFTMAX_AFTER_CONV, GROUPED_AFTER_CONV, LONE_BLOCK, MIXED_CAT, TRANSPOSED_GAP,
+@pytest.mark.parametrize("case", [SOFTMAX_AFTER_CONV, GROUPED_AFTER_CONV, LONE_BLOCK, MIXED_CAT, TRANSPOSED_NORM,
                                   FEW_CHANNELS, COMPUTED_INPUT],
                          ids=lambda c: c.name)
 def test_a_reader_that_needs_the_plain_layout_keeps_the_graph_nchw(tmp_path, case):

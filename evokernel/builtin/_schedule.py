@@ -388,9 +388,13 @@ def _channels_last(g: _Graph) -> None:
       nothing, each convolution reading a value in the task's layout the only one to read it: always.
       Channels-last was 1.26-1.72x faster on all 15 such tasks whose drafts compared (2-D and 3-D,
       forward and transposed), the input's layout copy included;
-    - with a spatial reduction among the readers, 3-D or transposed convolutions keep the task's layout:
-      it was 0.64-0.96x there (global average pools and spatial means of 3-D and transposed outputs);
-      so do they before a copying flatten (not measured);
+    - with a spatial reduction among the readers, 3-D or transposed convolutions keep the task's layout
+      where the reduction's result is read back beside the full-size values (a norm's statistics: with
+      the rows kernels' adjacent-row tiles, channels-last was 0.68x on 15_ConvTranspose3d_BatchNorm_Subtract
+      and 0.73x on 17_Conv2d_InstanceNorm_Divide), and run channels-last where it is only pooled (1.36x
+      and 1.47x on the transposed global pools of 42 and 44, 1.02x on 77: rows-adjacent-nhwc-h100-aed1d15.json;
+      without those tiles it was 0.64-0.96x there); they keep the task's layout before a copying flatten
+      (not measured);
     - otherwise (2-D forward convolutions beside a spatial reduction or a copying flatten, grouped
       convolutions, or an input in the task's layout read by several convolutions: GoogleNet's
       inception module, a lone block's input read by three), the flop measure above weighs the
@@ -409,17 +413,22 @@ def _channels_last(g: _Graph) -> None:
     follows: set[int] = set()  # values whose layout is (or may be) channels-last
     pools: list[int] = []
     conv_ids = {n.id for n in convs}
-    spatial_reduction = copying_view = False
+    spatial_reduction = copying_view = normalizes = False
+    pooled: set[int] = set()  # spatial reductions of such values, and pointwise work on them
     for n in g.nodes:
         if n.id in conv_ids:
             follows.add(n.id)
             continue
         reads = [a.kind == "node" and a.value in follows for a in n.args]
         if not any(reads):
+            if n.op in POINTWISE and any(a.kind == "node" and a.value in pooled for a in n.args):
+                pooled.add(n.id)
             continue
         rank = len(b.shape(n.args[0]))
         if n.op in POINTWISE and n.op not in ("iota", "full"):
             follows.add(n.id)
+            # a reduction's result read back beside the full-size values (a norm's statistics)
+            normalizes = normalizes or any(a.kind == "node" and a.value in pooled for a in n.args)
         elif n.op == "cat" and all(reads):
             follows.add(n.id)
         elif n.op == "pool" and n.attr("nd") == 2 and len(n.shape) == 4:
@@ -427,6 +436,7 @@ def _channels_last(g: _Graph) -> None:
             pools.append(n.id)
         elif n.op == "reduce" and rank in (4, 5) and (n.attr("start"), n.attr("stop")) == (2, rank):
             spatial_reduction = True
+            pooled.add(n.id)
         elif n.op == "view" and math.prod(b.shape(n.args[0])[2:]) == 1:
             pass
         elif n.op == "view" and _copying_view(n):
@@ -434,6 +444,9 @@ def _channels_last(g: _Graph) -> None:
         else:
             return
     forward_2d = all(c.attr("nd") == 2 and not c.attr("transposed") for c in convs)
+    # a spatial reduction whose result is only pooled (not a norm's statistics read back): the rows
+    # kernels' adjacent-row tiles read channels-last pixels whole (_gen_rows._adjacent_rows)
+    spatial_reduction = spatial_reduction and normalizes
     if (spatial_reduction or copying_view) and not forward_2d:
         return
     # inputs in the task's layout, and how many convolutions copy each to channels-last
