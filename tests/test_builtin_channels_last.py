@@ -32,8 +32,8 @@ GROUPED_AFTER_CONV = Case("grouped_after_conv", "x: return self.g(torch.relu(sel
                           init="self.conv = nn.Conv2d(16, 8, 3, padding=1)\nself.g = nn.Conv2d(8, 8, 1, groups=2)")
 
 
-def _source(tmp_path, case: Case) -> str:
-    return generate(analyze(str(write(case, tmp_path)), "kernelbench"))
+def _source(tmp_path, case: Case, rules: str = "kernelbench") -> str:
+    return generate(analyze(str(write(case, tmp_path)), rules))
 
 
 def test_a_cnn_runs_its_convolutions_and_pools_channels_last_and_stays_correct(cpu_executor, tmp_path):
@@ -125,7 +125,7 @@ def test_the_same_blocks_with_more_channels_or_the_task_input_run_channels_last(
 
 
 def test_strict_rules_never_change_the_layout(tmp_path):
-    assert "channels_last" not in generate(analyze(str(write(CNN, tmp_path)), "strict"))
+    assert "channels_last" not in _source(tmp_path, CNN, "strict")
 
 
 def _layout_helpers() -> dict:
@@ -155,7 +155,7 @@ def test_a_pointwise_result_takes_the_layout_of_its_first_dense_full_size_operan
 def test_a_pointwise_kernel_on_a_channels_last_input_writes_channels_last_and_is_correct(tmp_path):
     case = Case("pointwise_nhwc", "x, b: return torch.relu(x * 2.0 + b)",
                 "[torch.randn(2, 3, 4, 5).contiguous(memory_format=torch.channels_last), torch.randn(3, 1, 1)]")
-    source = generate(analyze(str(write(case, tmp_path)), "strict"))
+    source = _source(tmp_path, case, "strict")
     check = ("import torch\n"
              "x = torch.randn(2, 3, 4, 5).contiguous(memory_format=torch.channels_last)\n"
              "b = torch.randn(3, 1, 1)\n"
@@ -173,7 +173,7 @@ def test_long_rows_of_a_channels_last_tensor_reduced_over_its_pixels_are_read_in
     program on the same tensor in the plain layout; both correct."""
     case = Case("gap_nhwc", "x, b: return torch.mean(torch.nn.functional.gelu(x + b), dim=(2, 3))",
                 "[torch.randn(4, 160, 130, 130), torch.randn(160, 1, 1)]")
-    source = generate(analyze(str(write(case, tmp_path)), "strict"))
+    source = _source(tmp_path, case, "strict")
     check = ("import torch\n"
              "b = torch.randn(160, 1, 1)\n"
              "seen = []\n"
