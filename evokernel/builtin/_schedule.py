@@ -23,6 +23,7 @@ except a fp32 matmul that our 3xTF32 kernel computes faster than cuBLAS.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import replace
 
 from ._build import Builder, Reject
@@ -395,7 +396,7 @@ def _channels_last(g: _Graph) -> None:
       and 1.47x on the transposed global pools of 42 and 44, 1.02x on 77: rows-adjacent-nhwc-h100-aed1d15.json;
       without those tiles it was 0.64-0.96x there); they keep the task's layout before a copying flatten
       (not measured);
-    - otherwise (2-D forward convolutions beside a spatial reduction or a copying flatten, grouped
+    - otherwise (2-D forward convolutions beside a norm's spatial statistics or a copying flatten, grouped
       convolutions, or an input in the task's layout read by several convolutions: GoogleNet's
       inception module, a lone block's input read by three), the flop measure above weighs the
       convolutions' saving against the layout copies.
@@ -413,7 +414,7 @@ def _channels_last(g: _Graph) -> None:
     follows: set[int] = set()  # values whose layout is (or may be) channels-last
     pools: list[int] = []
     conv_ids = {n.id for n in convs}
-    spatial_reduction = copying_view = normalizes = False
+    copying_view = normalizes = False
     pooled: set[int] = set()  # spatial reductions of such values, and pointwise work on them
     for n in g.nodes:
         if n.id in conv_ids:
@@ -427,7 +428,8 @@ def _channels_last(g: _Graph) -> None:
         rank = len(b.shape(n.args[0]))
         if n.op in POINTWISE and n.op not in ("iota", "full"):
             follows.add(n.id)
-            # a reduction's result read back beside the full-size values (a norm's statistics)
+            # a spatial reduction's result read back beside the full-size values (a norm's statistics;
+            # one only pooled is read by the rows kernels' adjacent-row tiles: _gen_rows._adjacent_rows)
             normalizes = normalizes or any(a.kind == "node" and a.value in pooled for a in n.args)
         elif n.op == "cat" and all(reads):
             follows.add(n.id)
@@ -435,7 +437,6 @@ def _channels_last(g: _Graph) -> None:
             follows.add(n.id)
             pools.append(n.id)
         elif n.op == "reduce" and rank in (4, 5) and (n.attr("start"), n.attr("stop")) == (2, rank):
-            spatial_reduction = True
             pooled.add(n.id)
         elif n.op == "view" and math.prod(b.shape(n.args[0])[2:]) == 1:
             pass
@@ -444,22 +445,16 @@ def _channels_last(g: _Graph) -> None:
         else:
             return
     forward_2d = all(c.attr("nd") == 2 and not c.attr("transposed") for c in convs)
-    # a spatial reduction whose result is only pooled (not a norm's statistics read back): the rows
-    # kernels' adjacent-row tiles read channels-last pixels whole (_gen_rows._adjacent_rows)
-    spatial_reduction = spatial_reduction and normalizes
-    if (spatial_reduction or copying_view) and not forward_2d:
+    if (normalizes or copying_view) and not forward_2d:
         return
-    # inputs in the task's layout, and how many convolutions copy each to channels-last
-    copies: dict[tuple, int] = {}
-    for c in convs:
-        x = c.args[0]
-        if not (x.kind == "node" and x.value in follows):
-            copies[(x.kind, x.value)] = copies.get((x.kind, x.value), 0) + 1
+    # inputs in the task's layout, each copied to channels-last by the convolution reading it
+    copied_inputs = [c.args[0] for c in convs if not (c.args[0].kind == "node" and c.args[0].value in follows)]
+    copies = Counter((x.kind, x.value) for x in copied_inputs)
     grouped = any(_nhwc_kind(b, c) == "grouped" for c in convs)  # slower channels-last (the measure above)
     # a value our kernels wrote in the task's layout, copied: weighed (level3's DenseNet transition, a
     # BatchNorm-ReLU output copied for a 1x1 convolution and a pool, ran 0.72x channels-last on the H100)
     computed = any(kind == "node" for kind, _ in copies)
-    if spatial_reduction or copying_view or grouped or computed or any(k > 1 for k in copies.values()):
+    if normalizes or copying_view or grouped or computed or any(k > 1 for k in copies.values()):
         saved_s = 0.0  # the convolutions' time channels-last saves, estimated
         for conv in convs:
             w = b.shape(conv.args[1])
@@ -469,8 +464,7 @@ def _channels_last(g: _Graph) -> None:
             else:
                 flops = 2.0 * math.prod(conv.shape) * math.prod(w[1:])
                 saved_s += flops / _CONV_FLOPS * (1 - _NHWC_COST[_nhwc_kind(b, conv)])
-        copied = sum(math.prod(b.shape(c.args[0])) for c in convs
-                     if not (c.args[0].kind == "node" and c.args[0].value in follows))
+        copied = sum(math.prod(b.shape(x)) for x in copied_inputs)
         if saved_s <= 0 or copied * 8 / _LAYOUT_COPY_BYTES > saved_s:
             return
     for i, n in enumerate(g.nodes):
