@@ -191,6 +191,32 @@ def test_tap_major_gathers_are_correct(cpu_executor, tmp_path, name, gather):
     assert ok(result), explain(result)
 
 
+# (init, input, default gather): a full K step (32) of input channels a group and more than one tap walk a
+# channels-last copy; a strided transposed convolution does from 8 channels a group; few channels, a 1x1
+# kernel and half precision keep the flat K loop (see _config._channels_last_gather)
+GATHER_DEFAULTS = [
+    ("nn.Conv2d(32, 64, 3, padding=1)", "torch.randn(2, 32, 9, 8)", "nhwc"),
+    ("nn.ConvTranspose3d(32, 32, 3, stride=2, groups=4)", "torch.randn(1, 32, 3, 4, 5)", "nhwc"),
+    ("nn.ConvTranspose2d(32, 16, 3)", "torch.randn(1, 32, 5, 6)", "nhwc"),
+    ("nn.Conv2d(16, 64, 3, padding=1)", "torch.randn(2, 16, 9, 8)", "flat"),
+    ("nn.Conv3d(3, 64, 3)", "torch.randn(1, 3, 5, 6, 7)", "flat"),
+    ("nn.Conv2d(64, 128, 1)", "torch.randn(2, 64, 9, 8)", "flat"),
+    ("nn.ConvTranspose2d(8, 16, 3, stride=2, groups=2)", "torch.randn(1, 8, 5, 6)", "flat"),
+]
+
+
+@pytest.mark.parametrize("init, inputs, gather", GATHER_DEFAULTS)
+def test_default_gather_follows_the_geometry(tmp_path, init, inputs, gather):
+    from builtin_case import write
+
+    path = write(Case("conv_gather", "x: return self.conv(x)", f"[{inputs}]", f"self.conv = {init}"), tmp_path)
+    assert default_config(analyze(path)).gather == gather
+    if gather == "nhwc":  # measured in fp32 only
+        assert default_config(analyze(path, "strict", "bf16")).gather == "flat"
+    source = generate(analyze(path))
+    assert ("_conv_taps_kernel" in source) == (gather == "nhwc")
+
+
 def test_depthwise_takes_the_direct_kernel(tmp_path):
     from builtin_case import write
 

@@ -340,7 +340,26 @@ def conv_default(plan: Plan) -> Config:
     cout_g = _conv_out_channels(plan)
     bm, bn, bk, w, s = ((128, 128, 32, 8, 3) if cout_g >= 128 else (128, 64, 32, 4, 3) if cout_g > 32
                         else (128, 32, 32, 4, 2))
-    return Config("conv", block_m=bm, block_n=bn, block_k=bk, num_warps=w, num_stages=s)
+    gather = "nhwc" if _channels_last_gather(plan, bk) else "flat"
+    return Config("conv", block_m=bm, block_n=bn, block_k=bk, num_warps=w, num_stages=s, gather=gather)
+
+
+def _channels_last_gather(plan: Plan, block_k: int) -> bool:
+    """Whether the K loop walks a channels-last copy a tap at a time ("nhwc") rather than channels x taps
+    as one index ("flat"). On an H100, level1's 31 strict fp32 convolutions with gather=nhwc re-timed
+    against flat (benchmarks/results/conv-gather-nhwc-level1-h100-4245a19.json): 1.04-4.7x faster where a
+    group has a full K step of input channels (32) and the kernel more than one tap (contiguous channel
+    chunks, a tap's bounds checked once a row), and on strided transposed convolutions whatever their
+    channels (8 a group: 1.63x and 1.19x; flat's phased K index divides by each phase's tap count per
+    element); slower where the chunk is mostly padding (3 input channels: 0.17-0.26x; 16: 0.87x) and for a
+    1x1 convolution (0.96x, nothing to gather by taps). fp16/bf16 keep flat: not measured."""
+    conv = plan.node(plan.anchor_id)
+    w = plan.leaf(conv.args[1].value).spec if conv.args[1].kind == "leaf" else None
+    if w is None or _direct_conv(plan) or not _fp32_operands(plan, conv.args[:2]) or math.prod(w.shape[2:]) == 1:
+        return False
+    transposed = conv.attr("transposed")
+    cin_g = w.shape[0] // max(1, conv.attr("groups")) if transposed else w.shape[1]
+    return cin_g >= block_k or (transposed and any(st > 1 for st in conv.attr("stride")) and cin_g >= 8)
 
 
 def pool_default(plan: Plan) -> Config:
