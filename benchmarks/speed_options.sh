@@ -16,7 +16,7 @@ kb=$(cd "$kb" && pwd)
 out=$(cd "$out" && pwd)
 [ -z "$base" ] || base=$(cd "$base" && pwd)
 cd "$(dirname "$0")/.."
-python3 -m pip install -q --no-index --find-links .device-wheels sqlite-utils typer click >"$out/pip.log" 2>&1
+python3 -m pip install -q --no-index --find-links .device-wheels sqlite-utils typer rich einops >"$out/pip.log" 2>&1
 export PYTHONPATH=$PWD
 
 probe() {  # NAME ARGS...: one probe, its log beside its file
@@ -27,8 +27,11 @@ probe() {  # NAME ARGS...: one probe, its log beside its file
     echo "$name exit $?" >>"$out/status.txt"
 }
 
-# level1's convolutions: the tap-major K loop over a channels-last copy, then over the input as laid out
+# level1's convolutions: each K loop against the default draft's (nhwc or flat by the geometry, see
+# _config._channels_last_gather): flat, nhwc, then the tap-major loop over the input as laid out
 conv="50 54 55 56 57 58 59 60 61 62 63 64 65 66 67 68 69 70 71 72 73 74 75 76 77 78 79 80 81 86 87"
+# shellcheck disable=SC2086
+probe conv-flat --tasks $conv --set gather=flat
 # shellcheck disable=SC2086
 probe conv-nhwc --tasks $conv --set gather=nhwc
 # shellcheck disable=SC2086
