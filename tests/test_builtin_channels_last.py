@@ -1,7 +1,7 @@
 """Channels-last convolutions under the kernelbench rules: the library's 2-D and 3-D convolutions,
 forward and transposed, run NHWC/NDHWC where every value computed from them reaches a reader that
 takes any layout (our pointwise kernels, torch.cat, our pooling's channels-last tiles, a global pooling
-reduction, a flatten) and it pays (see _schedule._channels_last); our pointwise kernels lay out their
+reduction, a reduction over the channels, a flatten) and it pays (see _schedule._channels_last); our pointwise kernels lay out their
 result as their full-size operand is laid out."""
 
 from __future__ import annotations
@@ -98,6 +98,23 @@ def test_transposed_and_3d_convolutions_before_pointwise_work_or_pooling_run_cha
     assert f"memory_format=torch.{layout})" in _source(tmp_path, case)
     result = run_cases(cpu_executor, [case], tmp_path, rules="kernelbench")[case.name]
     assert ok(result), explain(result)
+# reductions over the channels (a min, a softmax's statistics) read a pixel's channels, contiguous
+# channels-last: the graph runs channels-last (cuDNN's own layout conversions were ~38% of such level2 drafts)
+CHANNEL_MIN = Case("channel_min", "x: return torch.tanh(torch.min(self.conv(x), dim=1, keepdim=True)[0]) * 2.0",
+                   "[torch.randn(2, 16, 6, 7)]", init="self.conv = nn.Conv2d(16, 24, 3, padding=1)")
+CHANNEL_SOFTMAX = Case("channel_softmax", "x: return torch.sigmoid(torch.softmax(self.up(x), dim=1) + self.b)",
+                       "[torch.randn(2, 16, 3, 4, 5)]",
+                       init="self.up = nn.ConvTranspose3d(16, 24, 3, stride=2)\nself.b = nn.Parameter(torch.randn(24, 1, 1, 1))")
+
+
+@pytest.mark.parametrize("case,layout", [(CHANNEL_MIN, "channels_last"), (CHANNEL_SOFTMAX, "channels_last_3d")],
+                         ids=lambda c: getattr(c, "name", c))
+def test_reductions_over_the_channels_run_channels_last_and_stay_correct(cpu_executor, tmp_path, case, layout):
+    assert f"memory_format=torch.{layout})" in _source(tmp_path, case)
+    result = run_cases(cpu_executor, [case], tmp_path, rules="kernelbench")[case.name]
+    assert ok(result), explain(result)
+
+
 MIXED_CAT = Case("mixed_cat", "x: return torch.cat([x, torch.relu(self.conv(x))], 1) * 2.0", "[torch.randn(2, 16, 6, 6)]",
                  init="self.conv = nn.Conv2d(16, 8, 3, padding=1)")
 # convolutions of fewer than 16 input channels a group only: cuDNN's task-layout kernels compute them

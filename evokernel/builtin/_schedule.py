@@ -378,7 +378,7 @@ def _channels_last(g: _Graph) -> None:
     computed from their results reaches only readers that take any layout, and it pays.
     Such readers: our pointwise kernels (their output takes the layout of their full-size operand, as
     torch's own do), torch.cat of such values alone, our 2-D pooling (its channels-last tiles: pixels by
-    channels), a reduction over the spatial dims (global pooling), a view of values with one spatial
+    channels), a reduction over the spatial dims (global pooling) or over the channels, a view of values with one spatial
     position and a flatten or reshape (which copies where it must). Anything else (our own convolution
     or matmul, a softmax over a row of pixels, attention, a cat with a value in the task's layout) keeps
     the whole graph in the task's layout.
@@ -438,6 +438,10 @@ def _channels_last(g: _Graph) -> None:
             pools.append(n.id)
         elif n.op == "reduce" and rank in (4, 5) and (n.attr("start"), n.attr("stop")) == (2, rank):
             pooled.add(n.id)
+        elif n.op == "reduce" and rank in (4, 5) and (n.attr("start"), n.attr("stop")) == (1, 2):
+            # over the channels (a min, a softmax's statistics): a pixel's channels lie contiguous
+            # channels-last; the result has one channel, the same in either layout
+            pass
         elif n.op == "view" and math.prod(b.shape(n.args[0])[2:]) == 1:
             pass
         elif n.op == "view" and _copying_view(n):
