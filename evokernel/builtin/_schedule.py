@@ -440,7 +440,9 @@ def _channels_last(g: _Graph) -> None:
             pooled.add(n.id)
         elif n.op == "reduce" and rank in (4, 5) and (n.attr("start"), n.attr("stop")) == (1, 2):
             # over the channels (a min, a softmax's statistics): a pixel's channels lie contiguous
-            # channels-last; the result has one channel, the same in either layout
+            # channels-last; the result has one channel, the same in either layout. On the H100, 1.62x and
+            # 1.63x on level2's 25 and 91 (channel-reduce-nhwc-h100-577f8fc.json): cuDNN's own layout
+            # conversions had been 38% of their time
             pass
         elif n.op == "view" and math.prod(b.shape(n.args[0])[2:]) == 1:
             pass
