@@ -3,8 +3,9 @@
 # the strict rules, level2 and level3 under the kernelbench rules (level3 also
 # under strict, reported beside it), each task with a budget of 2 (a draft and
 # one refinement), eager and torch.compile timed in the same process. Writes
-# kernelbench-level{1,2,3}-h200-builtin.json and
-# kernelbench-level3-h200-builtin-strict.json into OUT_DIR (copy them to
+# kernelbench-level{1,2,3}-CARD-builtin.json and
+# kernelbench-level3-CARD-builtin-strict.json into OUT_DIR, CARD the GPU that ran them (h200, h100;
+# gpu for another, cpu without one; copy them to
 # benchmarks/results/), logs beside them, and prints the figures. With
 # PRECISION=bf16 or fp16 the tasks run in that precision (bench --precision:
 # models and floating inputs cast, baselines in it too) and every file name
@@ -99,6 +100,9 @@ fi
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
 export TORCHINDUCTOR_CACHE_DIR=$out/inductor
 gpus=$(python3 -c "import torch; print(torch.cuda.device_count())")
+# the card in the results' names: a run the lease put on an H100 is not called an H200 run
+card=$(python3 -c "import torch; n = torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'cpu'; \
+print(next((c.lower() for c in ('H200', 'H100') if c in n), 'cpu' if n == 'cpu' else 'gpu'))")
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv >"$out/gpu.txt" 2>&1
 python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)" >>"$out/gpu.txt" 2>&1
 
@@ -108,7 +112,7 @@ bench() {  # KEY LEVEL RULES GPU_LIST [EXTRA OPTIONS]; KEY is how LEVELS names t
     case " $levels " in *" $key "*) ;; *) return ;; esac
     if [ "$key" != "$level" ]; then tag="-$rules"; fi
     tag="$tag$suffix"
-    local results="$out/kernelbench-level$level-h200-builtin$tag.json"
+    local results="$out/kernelbench-level$level-$card-builtin$tag.json"
     if [ -s "$results" ] && python3 -c "import json, sys; sys.exit(not json.load(open(sys.argv[1])).get('complete', True))" "$results"; then
         echo "level$level$tag: $results is complete, not run again" >>"$out/status.txt"; return
     fi
@@ -135,7 +139,7 @@ warm() {
     local lv
     for lv in "$@"; do
         case " $levels " in *" $lv "*|*" ${lv}s "*) ;; *) continue ;; esac
-        if [ "$gpus" -ge 1 ] && [ ! -s "$out/kernelbench-level$lv-h200-builtin$suffix.json" ]; then
+        if [ "$gpus" -ge 1 ] && [ ! -s "$out/kernelbench-level$lv-$card-builtin$suffix.json" ]; then
             python3 benchmarks/warm_compile_cache.py "$kb/level$lv" --procs "${WARM_PROCS:-6}" --precision "$precision" \
                 >>"$out/warm$suffix.log" 2>&1
         fi
@@ -166,19 +170,19 @@ else
 fi
 cat "$out/status.txt"
 
-python3 - "$out" "$suffix" <<'EOF'
+python3 - "$out" "$suffix" "$card" <<'EOF'
 import json, sys
 from pathlib import Path
 
-out, suffix = Path(sys.argv[1]), sys.argv[2]
+out, suffix, card = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
 for level, tag, goal in (("1", "", "strict: >= 97 correct, geomean over eager >= 1.0, over compile >= 1.1"),
                          ("2", "", "kernelbench: >= 99 correct, geomean >= 1.2 over eager, >= 1.0 over compile"),
                          ("3", "", "kernelbench: >= 45 correct, geomean >= 1.0 over compile"),
                          ("3", "-strict", "strict: reported beside kernelbench")):
     tag += suffix
-    path = out / f"kernelbench-level{level}-h200-builtin{tag}.json"
+    path = out / f"kernelbench-level{level}-{card}-builtin{tag}.json"
     if not path.exists():
-        print(f"level{level}{tag}: no results file")
+        print(f"level{level}{tag}: no results file ({path.name})")
         continue
     data = json.loads(path.read_text())
     tasks = data.get("tasks") or []

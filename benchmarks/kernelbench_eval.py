@@ -111,7 +111,12 @@ def run_bench(level_dir: Path, memory: Path, args: argparse.Namespace) -> dict[s
 
 def reused_bench(folder: Path, level: str) -> tuple[dict[str, Any], Path]:
     """An earlier bench's results file and memory, in run_bench's shape."""
-    results = folder / f"kernelbench-level{level}-h200-builtin.json"
+    # named by the card that ran it (kernelbench_builtin.sh): h200, h100, gpu or cpu
+    found = sorted(folder.glob(f"kernelbench-level{level}-*-builtin.json"))
+    if len(found) > 1:
+        raise SystemExit(f"error: --reuse: {len(found)} level{level} results in {folder}: "
+                         f"{', '.join(p.name for p in found)}; keep one")
+    results = found[0] if found else folder / f"kernelbench-level{level}-CARD-builtin.json"
     memory = folder / f"level{level}.db"
     for needed in (results, memory):
         if not needed.is_file():
@@ -350,7 +355,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--parts", default="bench,compare")
     parser.add_argument("--reuse", type=Path, default=None,
                         help="summarise an earlier bench instead of running one: a folder with "
-                             "kernelbench-levelN-h200-builtin.json and the run's memory levelN.db "
+                             "kernelbench-levelN-CARD-builtin.json and the run's memory levelN.db "
                              "(benchmarks/kernelbench_builtin.sh writes both)")
     args = parser.parse_args(argv)
     if args.kb_src is None and (args.kbdir.parent / "src" / "kernelbench").is_dir():

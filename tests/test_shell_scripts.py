@@ -3,7 +3,9 @@ first meet bash there (a comment once swallowed a `fi` in kernelbench_builtin.sh
 
 from __future__ import annotations
 
+import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -65,3 +67,18 @@ def test_a_detached_run_copies_what_a_commit_holds_and_the_task_folder(tmp_path)
     project = detach / "project"
     copied = sorted(str(p.relative_to(project)) for p in project.rglob("*") if p.is_file())
     assert copied == [".gitignore", "benchmarks/kernelbench_builtin.sh", "kb/level1/1_task.py", "untracked.txt"]
+
+
+def test_results_are_named_by_the_card_that_ran_them(tmp_path):
+    # A lease may put the run on an H100 when an H200 was asked for: the files say which card ran them
+    # (here none: "cpu"), never "h200" regardless.
+    out, kb = tmp_path / "out", tmp_path / "kb"
+    kb.mkdir()
+    env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "LEVELS": "none", "CUDA_VISIBLE_DEVICES": "",
+           "HOME": os.environ.get("HOME", str(tmp_path))}
+    run = subprocess.run(["bash", str(ROOT / "benchmarks" / "kernelbench_builtin.sh"), str(kb), str(out)],
+                         capture_output=True, text=True, timeout=120, env=env)
+    assert run.returncode == 0, run.stderr
+    assert "level1: no results file (kernelbench-level1-cpu-builtin.json)" in run.stdout, run.stdout
+    assert "level3-strict: no results file (kernelbench-level3-cpu-builtin-strict.json)" in run.stdout
+    assert "h200" not in run.stdout
