@@ -99,10 +99,9 @@ if [ -d .device-wheels ]; then
 fi
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
 export TORCHINDUCTOR_CACHE_DIR=$out/inductor
-gpus=$(python3 -c "import torch; print(torch.cuda.device_count())")
-# the card in the results' names: a run the lease put on an H100 is not called an H200 run
-card=$(python3 -c "import torch; n = torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'cpu'; \
-print(next((c.lower() for c in ('H200', 'H100') if c in n), 'cpu' if n == 'cpu' else 'gpu'))")
+# the GPUs, and the card in the results' names (a run the lease put on an H100 is not called an H200 run)
+read -r gpus card < <(python3 -c "import torch; n = torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'cpu'; \
+print(torch.cuda.device_count(), next((c.lower() for c in ('H200', 'H100') if c in n), 'cpu' if n == 'cpu' else 'gpu'))")
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv >"$out/gpu.txt" 2>&1
 python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)" >>"$out/gpu.txt" 2>&1
 
