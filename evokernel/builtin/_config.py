@@ -349,10 +349,11 @@ def _channels_last_gather(plan: Plan, block_k: int) -> bool:
     as one index ("flat"). On an H100, level1's 31 strict fp32 convolutions with gather=nhwc re-timed
     against flat (benchmarks/results/conv-gather-nhwc-level1-h100-4245a19.json): 1.04-4.7x faster where a
     group has a full K step of input channels (32) and the kernel more than one tap (contiguous channel
-    chunks, a tap's bounds checked once a row), and on strided transposed convolutions whatever their
-    channels (8 a group: 1.63x and 1.19x; flat's phased K index divides by each phase's tap count per
-    element); slower where the chunk is mostly padding (3 input channels: 0.17-0.26x; 16: 0.87x) and for a
-    1x1 convolution (0.96x, nothing to gather by taps). fp16/bf16 keep flat: not measured."""
+    chunks, a tap's bounds checked once a row), but for one strided dilated 1D convolution (0.94x), and on
+    strided transposed convolutions whatever their channels (8 a group: 1.63x and 1.19x; flat's phased K
+    index divides by each phase's tap count per element); slower where the chunk is mostly padding (3 input
+    channels: 0.17-0.26x; 16: 0.87x) and for a 1x1 convolution (0.96x, nothing to gather by taps).
+    fp16/bf16 keep flat: not measured."""
     conv = plan.node(plan.anchor_id)
     w = plan.leaf(conv.args[1].value).spec if conv.args[1].kind == "leaf" else None
     if w is None or _direct_conv(plan) or not _fp32_operands(plan, conv.args[:2]) or math.prod(w.shape[2:]) == 1:
