@@ -95,9 +95,15 @@ CONV_3D = Case("conv_3d", "x: return torch.sigmoid(torch.relu(self.conv(x)) * 3.
                          ids=lambda c: getattr(c, "name", c))
 def test_transposed_and_3d_convolutions_before_pointwise_work_or_pooling_run_channels_last_and_stay_correct(
         cpu_executor, tmp_path, case, layout):
+    _check_channels_last_and_correct(cpu_executor, tmp_path, case, layout)
+
+
+def _check_channels_last_and_correct(cpu_executor, tmp_path, case: Case, layout: str) -> None:
     assert f"memory_format=torch.{layout})" in _source(tmp_path, case)
     result = run_cases(cpu_executor, [case], tmp_path, rules="kernelbench")[case.name]
     assert ok(result), explain(result)
+
+
 # reductions over the channels (a min, a softmax's statistics) read a pixel's channels, contiguous
 # channels-last: the graph runs channels-last (cuDNN's own layout conversions were ~38% of such level2 drafts)
 CHANNEL_MIN = Case("channel_min", "x: return torch.tanh(torch.min(self.conv(x), dim=1, keepdim=True)[0]) * 2.0",
@@ -110,9 +116,7 @@ CHANNEL_SOFTMAX = Case("channel_softmax", "x: return torch.sigmoid(torch.softmax
 @pytest.mark.parametrize("case,layout", [(CHANNEL_MIN, "channels_last"), (CHANNEL_SOFTMAX, "channels_last_3d")],
                          ids=lambda c: getattr(c, "name", c))
 def test_reductions_over_the_channels_run_channels_last_and_stay_correct(cpu_executor, tmp_path, case, layout):
-    assert f"memory_format=torch.{layout})" in _source(tmp_path, case)
-    result = run_cases(cpu_executor, [case], tmp_path, rules="kernelbench")[case.name]
-    assert ok(result), explain(result)
+    _check_channels_last_and_correct(cpu_executor, tmp_path, case, layout)
 
 
 MIXED_CAT = Case("mixed_cat", "x: return torch.cat([x, torch.relu(self.conv(x))], 1) * 2.0", "[torch.randn(2, 16, 6, 6)]",

@@ -355,12 +355,11 @@ def _channels_last_gather(plan: Plan, block_k: int) -> bool:
     channels: 0.17-0.26x; 16: 0.87x) and for a 1x1 convolution (0.96x, nothing to gather by taps).
     fp16/bf16 keep flat: not measured."""
     conv = plan.node(plan.anchor_id)
-    w = plan.leaf(conv.args[1].value).spec if conv.args[1].kind == "leaf" else None
-    if w is None or _direct_conv(plan) or not _fp32_operands(plan, conv.args[:2]) or math.prod(w.shape[2:]) == 1:
+    w = _conv_weight_shape(plan)
+    if w is None or _direct_conv(plan) or not _fp32_operands(plan, conv.args[:2]) or math.prod(w[2:]) == 1:
         return False
-    transposed = conv.attr("transposed")
-    cin_g = w.shape[0] // max(1, conv.attr("groups")) if transposed else w.shape[1]
-    return cin_g >= block_k or (transposed and any(st > 1 for st in conv.attr("stride")) and cin_g >= 8)
+    cin_g = _conv_in_channels(plan, w)
+    return cin_g >= block_k or (conv.attr("transposed") and any(st > 1 for st in conv.attr("stride")) and cin_g >= 8)
 
 
 def pool_default(plan: Plan) -> Config:
@@ -433,12 +432,23 @@ def _split(rows: int, n: int, k: int, bm: int, bn: int) -> int:
 def _direct_conv(plan: Plan) -> bool:
     """Whether the traced convolution takes the direct kernel (as its launcher decides: fewer than 8
     output channels a group, or fewer than 8 products an output)."""
-    conv = plan.node(plan.anchor_id)
-    w = plan.leaf(conv.args[1].value).spec.shape if conv.args[1].kind == "leaf" else None
+    w = _conv_weight_shape(plan)
     if w is None:
         return False
-    cin_g = w[0] // max(1, conv.attr("groups")) if conv.attr("transposed") else w[1]
-    return _conv_out_channels(plan) < 8 or cin_g * math.prod(w[2:]) < 8
+    return _conv_out_channels(plan) < 8 or _conv_in_channels(plan, w) * math.prod(w[2:]) < 8
+
+
+def _conv_weight_shape(plan: Plan) -> tuple[int, ...] | None:
+    """The traced convolution's weight shape, where the weight is an input of the plan."""
+    conv = plan.node(plan.anchor_id)
+    return tuple(plan.leaf(conv.args[1].value).spec.shape) if conv.args[1].kind == "leaf" else None
+
+
+def _conv_in_channels(plan: Plan, w: tuple[int, ...]) -> int:
+    """Input channels a group, from the weight's shape: (C_in, C_out / groups, ...) when transposed,
+    else (C_out, C_in / groups, ...)."""
+    conv = plan.node(plan.anchor_id)
+    return w[0] // max(1, conv.attr("groups")) if conv.attr("transposed") else w[1]
 
 
 def _conv_out_channels(plan: Plan) -> int:
