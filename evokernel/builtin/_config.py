@@ -46,7 +46,7 @@ from ._families import Family, family
 from ._ir import Plan, Ref
 
 __all__ = ["Config", "next_pow2", "search_space", "default_config", "neighbours", "split_tf32_pays", "ONE_PASS_MAX",
-           "SPLIT_IN_REGISTERS_K"]
+           "SPLIT_IN_REGISTERS_K", "SPLIT_IN_REGISTERS_SIDE"]
 
 PRECISIONS = ("auto", "trunc", "ieee", "3xtf32")
 CONV_PRECISIONS = ("auto", "trunc", "ieee")  # see _gen_conv
@@ -60,6 +60,10 @@ SPLIT_TF32_MIN = 256
 # ... or where K is at least this many times max(M, N): the operands are then split in registers as
 # their tiles load (_gen_matmul), no pass before the GEMM (whose cost made 256 x 524288 x 256 slower)
 SPLIT_IN_REGISTERS_K = 16
+# ... or where M or N is at most this (the widest split tile's side): an operand read by one tile row or
+# column is loaded once either way, and a pass before the GEMM would read it, write its two parts and
+# read those again (3x its bytes; for 128 x 32768 x 32768, 13 GB of the 4.3 GB weight's traffic alone)
+SPLIT_IN_REGISTERS_SIDE = 128
 
 ONE_PASS_MAX = 16384  # widest tile (rows x padded row) the one-pass rows kernel keeps in registers
 # A row longer than this many tiles is one program's work by itself in the multi-pass rows kernel:

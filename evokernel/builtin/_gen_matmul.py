@@ -10,7 +10,8 @@ partials and applies the epilogue.
 3xTF32 (``config.precision``): the operands are split into TF32 high and low
 parts, in a pass before the GEMM where each operand element feeds many
 products, or in registers as each K step's tiles are loaded where K is long
-beside M and N (``_config.SPLIT_IN_REGISTERS_K``): on the H200 a 256 x 524288
+beside M and N (``_config.SPLIT_IN_REGISTERS_K``) or M or N is at most one tile
+(``_config.SPLIT_IN_REGISTERS_SIDE``): on the H200 a 256 x 524288
 x 256 product spent 0.84 ms in the split pass alone, against cuBLAS's 1.36 ms
 for the whole product (benchmarks/results/matmul-3xtf32-accumulation-h200.json).
 """
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 import json
 
-from ._config import SPLIT_IN_REGISTERS_K, Config
+from ._config import SPLIT_IN_REGISTERS_K, SPLIT_IN_REGISTERS_SIDE, Config
 from ._emit import TF32_ROUND, Emitter, StageCode, load_other, out_dtype_expr, scalar_sources, wrap_params
 from ._gen_elementwise import SPAN_HELPER
 from ._ir import Node, Plan
@@ -365,8 +366,9 @@ def generate_matmul(plan: Plan, config: Config, tag: str = "") -> StageCode:
         f"k_steps = triton.cdiv(K, {c.block_k})",
         "main_kernel, partial_kernel = " + f"_matmul_kernel{tag}, _matmul_partial_kernel{tag}"]
     if split:
-        l.append(f"    if K >= {SPLIT_IN_REGISTERS_K} * max(rows, N):")
-        l.append("        # K long beside M and N: the operands split in registers as their tiles load")
+        l.append(f"    if K >= {SPLIT_IN_REGISTERS_K} * max(rows, N) or min(rows, N) <= {SPLIT_IN_REGISTERS_SIDE}:")
+        l.append("        # K long beside M and N, or one operand read by a single tile row or column: the operands")
+        l.append("        # split in registers as their tiles load")
         l += [f"        {line}" for line in operands_as_they_are]
         l += ["        tf32 = lhs.is_cuda and torch.backends.cuda.matmul.allow_tf32  # the reference's products are TF32",
               "        modes = dict(FP32_DOT=True, PRECISION='tf32', SPLIT3=not tf32)",
