@@ -18,7 +18,8 @@ One frozen dataclass serves every family; each family reads only its fields:
   channels), ``block_k`` (input channels x taps), ``num_warps``, ``num_stages``,
   ``precision`` ("auto": TF32 products rounded as cuDNN rounds them when the
   reference's convolution runs TF32, else IEEE; "trunc": TF32 by the tensor cores'
-  own conversion; "ieee": always IEEE), ``gather`` (how the K loop walks the input:
+  own conversion; "ieee": always IEEE; "3xtf32": fp32 tiles split in the K loop, three TF32
+  products), ``gather`` (how the K loop walks the input:
   "flat", channels x taps as one index; "taps", a tap at a time with the tile's
   channels inner, the input as it is laid out; "nhwc", the same over a channels-last
   copy of the input, made in the pass that rounds it to TF32), ``tile2d`` (a depthwise 2-d
@@ -49,7 +50,7 @@ __all__ = ["Config", "next_pow2", "search_space", "default_config", "neighbours"
            "SPLIT_IN_REGISTERS_K", "SPLIT_IN_REGISTERS_SIDE"]
 
 PRECISIONS = ("auto", "trunc", "ieee", "3xtf32")
-CONV_PRECISIONS = ("auto", "trunc", "ieee")  # see _gen_conv
+CONV_PRECISIONS = ("auto", "trunc", "ieee")  # see _gen_conv; a convolution also takes "3xtf32"
 GATHERS = ("flat", "taps", "nhwc")  # a convolution's K loop (see _gen_conv)
 # 3xTF32 pays where each operand element feeds many products: on the H200 a 4096^3 fp32 matmul took
 # 1.40 ms (0.11 of it splitting the operands) against cuBLAS's 2.68 ms, 32768 x 32 x 32768 (M x K x N)
@@ -246,7 +247,13 @@ def conv_space(plan: Plan) -> list[Config]:
     gathers = sorted(GATHERS, key=lambda g: g != first.gather)
     return [Config("conv", block_m=bm, block_n=bn, block_k=bk, num_warps=w, num_stages=s, precision=p, gather=g)
             for bm, bn, bk, w, s in tiles for g in gathers
-            for p in _roundings(plan, plan.node(plan.anchor_id).args[:2])]
+            for p in _conv_roundings(plan)]
+
+
+def _conv_roundings(plan: Plan) -> tuple[str, ...]:
+    """A convolution's precision settings: the rounding ones, then 3xTF32 for fp32 operands."""
+    ops = plan.node(plan.anchor_id).args[:2]
+    return _roundings(plan, ops) + (("3xtf32",) if _fp32_operands(plan, ops) else ())
 
 
 def pool_space(plan: Plan) -> list[Config]:

@@ -30,7 +30,10 @@ accumulation order only. Otherwise (switch off, few channels, the CPU) it
 computes IEEE fp32 products, as the reference then does. ``precision="trunc"`` uses the
 tensor cores' own conversion instead (the low bits dropped), in case a cuDNN
 kernel converts that way; ``precision="ieee"`` always
-computes IEEE products. Depthwise convolutions take the direct kernel, whose
+computes IEEE products; ``precision="3xtf32"`` splits each fp32 operand tile in the K loop into
+TF32 high and low parts and takes three tensor-core products (fp32 to within the low parts'
+product, as the matmul family's 3xTF32), for the convolutions cuDNN runs in IEEE fp32 (few input
+channels), whose FMA products our IEEE kernel takes several times slower than the tensor cores. Depthwise convolutions take the direct kernel, whose
 fp32 FMAs match PyTorch's own depthwise kernels.
 """
 
@@ -87,7 +90,20 @@ def epilogue(plan: Plan, anchor_id: int, index: list[str], mask: str, acc: str =
 
 
 _TF32_DOT = """\
-        if TF32:
+        if SPLIT3:
+            # 3xTF32 (fp32 operands): high parts rounded to TF32, low parts the rounded rest, three
+            # products on the tensor cores into a fresh accumulator a K step, added in fp32
+            a_hi = _to_tf32(a_tile)
+            a_rest = a_tile - a_hi
+            a_lo = _to_tf32(tl.where(a_rest == a_rest, a_rest, 0.0))
+            w_hi = _to_tf32(w_tile)
+            w_rest = w_tile - w_hi
+            w_lo = _to_tf32(tl.where(w_rest == w_rest, w_rest, 0.0))
+            part = tl.dot(a_lo, w_hi, input_precision="tf32")
+            part = tl.dot(a_hi, w_lo, part, input_precision="tf32")
+            part = tl.dot(a_hi, w_hi, part, input_precision="tf32")
+            acc += part
+        elif TF32:
             if ROUND:  # operands that could not be rounded before the GEMM (not contiguous)
                 a_tile = _to_tf32(a_tile)
                 w_tile = _to_tf32(w_tile)
@@ -278,7 +294,7 @@ def generate_conv(plan: Plan, config: Config, tag: str = "") -> StageCode:
               + ["sx_n", "sx_c"] + [f"sx_{d}" for d in sp] + ["sw_0", "sw_1"] + [f"sw_k{d}" for d in sp]
               + epi_strides + out_strides + ([f"qm_{d}" for d in sp] if phased else []))
     k = ["@triton.jit", f"def _conv_gemm_kernel{tag}(", *wrap_params(params), *wrap_params(geom),
-         "    TRANSPOSED: tl.constexpr, TF32: tl.constexpr, ROUND: tl.constexpr, FP32: tl.constexpr,",
+         "    TRANSPOSED: tl.constexpr, TF32: tl.constexpr, ROUND: tl.constexpr, FP32: tl.constexpr, SPLIT3: tl.constexpr,",
          "    IDX64: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,",
          "):",
          *_TILE_HEAD]
@@ -345,7 +361,7 @@ def generate_conv(plan: Plan, config: Config, tag: str = "") -> StageCode:
     # ---- tap-major implicit GEMM (gather "taps"/"nhwc"): a tap at a time, the tile's channels inner
     tk = [*autotune_lines(config, CONV_TILES, ["M", "COUT_G", "CIN_G", "KG"]), "@triton.jit",
           f"def _conv_taps_kernel{tag}(", *wrap_params(params), *wrap_params(geom),
-          "    TRANSPOSED: tl.constexpr, TF32: tl.constexpr, ROUND: tl.constexpr, FP32: tl.constexpr,",
+          "    TRANSPOSED: tl.constexpr, TF32: tl.constexpr, ROUND: tl.constexpr, FP32: tl.constexpr, SPLIT3: tl.constexpr,",
           "    IDX64: tl.constexpr, EVEN_K: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,",
           "    BLOCK_K: tl.constexpr,",
           "):",
@@ -559,7 +575,8 @@ def generate_conv(plan: Plan, config: Config, tag: str = "") -> StageCode:
              f"            {geom_args}, TRANSPOSED={transposed}, IDX64=idx64, BLOCK={block}, num_warps=4,",
              "        )",
              "        return out"]),
-          f"    tf32 = _conv_tf32(_x, cin_g, {c.precision!r})",
+          *([f"    tf32 = _conv_tf32(_x, cin_g, {c.precision!r})"] if c.precision != "3xtf32" else
+            ["    tf32 = False  # 3xTF32: the products split in the K loop (SPLIT3), nothing rounded before"]),
           f"    round_in_kernel = {'tf32' if c.precision == 'auto' else 'False'}  # trunc: the tensor cores' own conversion",
           "    _gemm_x, _gemm_w = _x, _w  # the GEMM's operands; the epilogue reads the tensors themselves",
           *(_FLAT_OPERANDS if c.gather == "flat" else _taps_operands(c.gather, transposed)),
@@ -571,7 +588,8 @@ def generate_conv(plan: Plan, config: Config, tag: str = "") -> StageCode:
              f"    grid = lambda meta: (triton.cdiv(m, meta['BLOCK_M']) * triton.cdiv(cout_g, meta['BLOCK_N']), groups{phases})"]),
           f"    {gemm_name}[grid](",
           f"        _gemm_x, _gemm_w, {epi_args}out, {sargs}cin_g, cout_g, m, kg, *geo, {epi_s}*out.stride(),{' *qm,' if phased else ''}",
-          f"        {geom_args},{ts_args} TRANSPOSED={transposed}, TF32=tf32, ROUND=round_in_kernel, FP32=_x.dtype == torch.float32, IDX64=idx64,",
+          f"        {geom_args},{ts_args} TRANSPOSED={transposed}, TF32=tf32, ROUND=round_in_kernel, FP32=_x.dtype == torch.float32,",
+          f"        SPLIT3={'_x.dtype == torch.float32' if c.precision == '3xtf32' else 'False'}, IDX64=idx64,",
           *([f"        BLOCK_M={c.block_m}, BLOCK_N={c.block_n}, BLOCK_K={c.block_k}, num_warps={c.num_warps},",
              f"        num_stages={c.num_stages},"] if c.gather == "flat" else
             [f"        EVEN_K=cin_g % {c.block_k} == 0, BLOCK_K={c.block_k},"]),
