@@ -36,6 +36,23 @@ TF32_ROUND = '''@triton.jit
 def _to_tf32(v):
     # round fp32 values to TF32 as cuDNN does (half away from zero on the dropped 13 bits)
     return ((v.to(tl.int32, bitcast=True) + 0x1000) & -8192).to(tl.float32, bitcast=True)
+
+
+@triton.jit
+def _dot_3xtf32(a, b):
+    # a @ b of fp32 tiles in 3xTF32: high parts rounded to TF32, low parts the rounded rest, three
+    # tensor-core products, the small ones first, into a fresh accumulator (the caller adds it in fp32:
+    # accumulating a whole K on the tensor cores gave 10x cuBLAS's error on the H200)
+    a_hi = _to_tf32(a)
+    b_hi = _to_tf32(b)
+    a_rest = a - a_hi
+    b_rest = b - b_hi
+    # an infinite value leaves inf - inf: its low part is 0, so its products stay infinite
+    a_lo = _to_tf32(tl.where(a_rest == a_rest, a_rest, 0.0))
+    b_lo = _to_tf32(tl.where(b_rest == b_rest, b_rest, 0.0))
+    out = tl.dot(a_lo, b_hi, input_precision="tf32")
+    out = tl.dot(a_hi, b_lo, out, input_precision="tf32")
+    return tl.dot(a_hi, b_hi, out, input_precision="tf32")
 '''
 
 # torch's broadcasting rule as generated code: also emitted by the Ascend C templates (evokernel/ascendc/_templates.py)

@@ -391,19 +391,10 @@ _ATTENTION_DOT = '''@triton.jit
 def _attention_dot(a, b, PRECISION: tl.constexpr, TERMS: tl.constexpr):
     """a @ b in fp32: 3xTF32 on split fp32 tiles, IEEE or TF32 products, or half-precision tensor-core products."""
     if PRECISION == "3xtf32":
-        a_hi = _to_tf32(a)
-        b_hi = _to_tf32(b)
         if TERMS == 3:
-            a_rest = a - a_hi
-            b_rest = b - b_hi
-            # an infinite value leaves inf - inf: its low part is 0, so its products stay infinite
-            a_lo = _to_tf32(tl.where(a_rest == a_rest, a_rest, 0.0))
-            b_lo = _to_tf32(tl.where(b_rest == b_rest, b_rest, 0.0))
-            out = tl.dot(a_lo, b_hi, input_precision="tf32")
-            out = tl.dot(a_hi, b_lo, out, input_precision="tf32")
-            out = tl.dot(a_hi, b_hi, out, input_precision="tf32")
+            out = _dot_3xtf32(a, b)
         else:
-            out = tl.dot(a_hi, b_hi, input_precision="tf32")
+            out = tl.dot(_to_tf32(a), _to_tf32(b), input_precision="tf32")
     elif PRECISION == "native":
         out = tl.dot(a, b)
     else:

@@ -90,19 +90,8 @@ def epilogue(plan: Plan, anchor_id: int, index: list[str], mask: str, acc: str =
 
 
 _TF32_DOT = """\
-        if SPLIT3:
-            # 3xTF32 (fp32 operands): high parts rounded to TF32, low parts the rounded rest, three
-            # products on the tensor cores into a fresh accumulator a K step, added in fp32
-            a_hi = _to_tf32(a_tile)
-            a_rest = a_tile - a_hi
-            a_lo = _to_tf32(tl.where(a_rest == a_rest, a_rest, 0.0))
-            w_hi = _to_tf32(w_tile)
-            w_rest = w_tile - w_hi
-            w_lo = _to_tf32(tl.where(w_rest == w_rest, w_rest, 0.0))
-            part = tl.dot(a_lo, w_hi, input_precision="tf32")
-            part = tl.dot(a_hi, w_lo, part, input_precision="tf32")
-            part = tl.dot(a_hi, w_hi, part, input_precision="tf32")
-            acc += part
+        if SPLIT3:  # 3xTF32 (fp32 operands), the tiles split in registers, a fresh product a K step
+            acc += _dot_3xtf32(a_tile, w_tile)
         elif TF32:
             if ROUND:  # operands that could not be rounded before the GEMM (not contiguous)
                 a_tile = _to_tf32(a_tile)

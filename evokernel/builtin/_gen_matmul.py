@@ -139,18 +139,8 @@ _LOOP_IEEE = """\
         lhs_tile = tl.load(lhs_ptrs, mask=(offs_m[:, None] < M) & k_mask[None, :], other=0.0)
         rhs_tile = tl.load(rhs_ptrs, mask=k_mask[:, None] & (offs_n[None, :] < N), other=0.0)
         if SPLIT3:
-            # 3xTF32 with the split in registers: high parts rounded to TF32, low parts the rounded
-            # rest (as _tf32_split makes them), three products into a fresh accumulator a K step
-            a_hi = _to_tf32(lhs_tile)
-            a_rest = lhs_tile - a_hi
-            a_lo = _to_tf32(tl.where(a_rest == a_rest, a_rest, 0.0))
-            b_hi = _to_tf32(rhs_tile)
-            b_rest = rhs_tile - b_hi
-            b_lo = _to_tf32(tl.where(b_rest == b_rest, b_rest, 0.0))
-            part = tl.dot(a_lo, b_hi, input_precision="tf32")
-            part = tl.dot(a_hi, b_lo, part, input_precision="tf32")
-            part = tl.dot(a_hi, b_hi, part, input_precision="tf32")
-            acc += part
+            # 3xTF32 with the split in registers (the parts _tf32_split makes), a fresh product a K step
+            acc += _dot_3xtf32(lhs_tile, rhs_tile)
         elif FP32_DOT:
             acc += tl.dot(lhs_tile, rhs_tile, input_precision=PRECISION)
         else:
