@@ -30,7 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from probe_common import task_files  # noqa: E402
+from probe_common import environment, task_files  # noqa: E402
 
 # metric name -> the record's key
 METRICS = {
@@ -185,7 +185,6 @@ def main(argv=None) -> int:
     record.update({"command": "python " + " ".join([str(Path(sys.argv[0]))] + sys.argv[1:]),
                    "rules": rules, "ncu": ncu, "metrics": METRICS, "warm_calls": WARM_CALLS})
     try:
-        from probe_common import environment
         record["environment"] = environment("cuda:0")
     except Exception as exc:  # the record still says what ran; the counters are the point
         record["environment"] = {"error": f"{type(exc).__name__}: {exc}"}
