@@ -65,6 +65,9 @@ SPLIT_IN_REGISTERS_K = 16
 # column is loaded once either way, and a pass before the GEMM would read it, write its two parts and
 # read those again (3x its bytes; for 128 x 32768 x 32768, 13 GB of the 4.3 GB weight's traffic alone)
 SPLIT_IN_REGISTERS_SIDE = 128
+# ... and such a one-tile side from this many rows, with K and the other side at least this long
+SPLIT_TF32_MIN_SIDE = 64
+SPLIT_TF32_MIN_DEPTH = 8192
 
 ONE_PASS_MAX = 16384  # widest tile (rows x padded row) the one-pass rows kernel keeps in registers
 # A row longer than this many tiles is one program's work by itself in the multi-pass rows kernel:
@@ -81,7 +84,16 @@ def split_tf32_pays(a_shape: Sequence[int], b_shape: Sequence[int], dtypes: Iter
     n = b_shape[-1]
     # Not by K alone: on the H200 (benchmarks/results/rows-speed-h200.json) the in-register 3xTF32 split
     # made 256 x 524288 x 256 (level1 6) 2.0x slower than the IEEE kernel (3.59 against 1.79 ms).
-    return set(dtypes) == {"float32"} and rows * n / (rows + n) >= SPLIT_TF32_MIN
+    k = a_shape[-1]
+    if set(dtypes) != {"float32"}:
+        return False
+    if rows * n / (rows + n) >= SPLIT_TF32_MIN:
+        return True
+    # one tile of rows (or columns) against a wide, deep other operand (level2's 128 x 32768 x 32768
+    # Linear layers): each of its elements still feeds 64 to 128 products, split in registers as they
+    # load (SPLIT_IN_REGISTERS_SIDE), where K and the wide side are long enough to keep the device busy
+    return (SPLIT_TF32_MIN_SIDE <= min(rows, n) <= SPLIT_IN_REGISTERS_SIDE
+            and min(k, max(rows, n)) >= SPLIT_TF32_MIN_DEPTH)
 
 
 @dataclass(frozen=True)
