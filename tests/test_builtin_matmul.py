@@ -67,6 +67,10 @@ def test_precision_follows_the_shape(tmp_path):
     assert default("[torch.rand(256, 524288), torch.rand(524288, 256)]").precision == "auto"
     assert default("[torch.rand(64, 524288), torch.rand(524288, 64)]").precision == "auto"
     assert default("[torch.rand(256, 2048), torch.rand(2048, 256)]").precision == "auto"
+    # one tile of rows against a wide, deep weight: split in registers (level2's 128-row Linear layers)
+    assert default("[torch.rand(128, 16384), torch.rand(16384, 16384)]").precision == "3xtf32"
+    assert default("[torch.rand(10, 25088), torch.rand(25088, 4096)]").precision == "auto"  # VGG's classifier
+    assert default("[torch.rand(128, 2048), torch.rand(2048, 16384)]").precision == "auto"  # short K
     assert default("[torch.rand(4096, 4096).half(), torch.rand(4096, 4096).half()]").precision == "auto"
     plan = analyze(write(Case("mm", "a, b: return a @ b", "[torch.rand(4096, 4096), torch.rand(4096, 4096)]"), tmp_path))
     space = search_space(plan)

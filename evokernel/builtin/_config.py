@@ -58,6 +58,10 @@ GATHERS = ("flat", "taps", "nhwc")  # a convolution's K loop (see _gen_conv)
 # 1.36; benchmarks/probes/matmul_3xtf32_accumulation.py, results/matmul-3xtf32-accumulation-h200.json).
 # Used where M*N/(M+N), half the harmonic mean of M and N, reaches this:
 SPLIT_TF32_MIN = 256
+# cuDNN's fp32 convolutions in the task's (NCHW) layout run IEEE products below this many input
+# channels a group, TF32 from it on (H200); below it the builtin's own convolution takes 3xTF32
+# products (conv_default), fp32-accurate on the tensor cores
+TF32_MIN_CHANNELS = 16
 # ... or where K is at least this many times max(M, N): the operands are then split in registers as
 # their tiles load (_gen_matmul), no pass before the GEMM (whose cost made 256 x 524288 x 256 slower)
 SPLIT_IN_REGISTERS_K = 16
@@ -65,6 +69,9 @@ SPLIT_IN_REGISTERS_K = 16
 # column is loaded once either way, and a pass before the GEMM would read it, write its two parts and
 # read those again (3x its bytes; for 128 x 32768 x 32768, 13 GB of the 4.3 GB weight's traffic alone)
 SPLIT_IN_REGISTERS_SIDE = 128
+# ... and such a one-tile side from this many rows, with K and the other side at least this long
+SPLIT_TF32_MIN_SIDE = 64
+SPLIT_TF32_MIN_DEPTH = 8192
 
 ONE_PASS_MAX = 16384  # widest tile (rows x padded row) the one-pass rows kernel keeps in registers
 # A row longer than this many tiles is one program's work by itself in the multi-pass rows kernel:
@@ -81,7 +88,16 @@ def split_tf32_pays(a_shape: Sequence[int], b_shape: Sequence[int], dtypes: Iter
     n = b_shape[-1]
     # Not by K alone: on the H200 (benchmarks/results/rows-speed-h200.json) the in-register 3xTF32 split
     # made 256 x 524288 x 256 (level1 6) 2.0x slower than the IEEE kernel (3.59 against 1.79 ms).
-    return set(dtypes) == {"float32"} and rows * n / (rows + n) >= SPLIT_TF32_MIN
+    k = a_shape[-1]
+    if set(dtypes) != {"float32"}:
+        return False
+    if rows * n / (rows + n) >= SPLIT_TF32_MIN:
+        return True
+    # one tile of rows (or columns) against a wide, deep other operand (level2's 128 x 32768 x 32768
+    # Linear layers): each of its elements still feeds 64 to 128 products, split in registers as they
+    # load (SPLIT_IN_REGISTERS_SIDE), where K and the wide side are long enough to keep the device busy
+    return (SPLIT_TF32_MIN_SIDE <= min(rows, n) <= SPLIT_IN_REGISTERS_SIDE
+            and min(k, max(rows, n)) >= SPLIT_TF32_MIN_DEPTH)
 
 
 @dataclass(frozen=True)
@@ -245,9 +261,9 @@ def conv_space(plan: Plan) -> list[Config]:
         return list(dict.fromkeys([first, replace(first, tile2d=True)] + [
             Config("conv", block_m=bm, block_n=bn, block_k=bk, num_warps=w, num_stages=s) for bm, bn, bk, w, s in tiles]))
     gathers = sorted(GATHERS, key=lambda g: g != first.gather)
+    precisions = sorted(_conv_roundings(plan), key=lambda p: p != first.precision)
     return [Config("conv", block_m=bm, block_n=bn, block_k=bk, num_warps=w, num_stages=s, precision=p, gather=g)
-            for bm, bn, bk, w, s in tiles for g in gathers
-            for p in _conv_roundings(plan)]
+            for bm, bn, bk, w, s in tiles for g in gathers for p in precisions]
 
 
 def _conv_roundings(plan: Plan) -> tuple[str, ...]:
@@ -352,7 +368,18 @@ def conv_default(plan: Plan) -> Config:
     bm, bn, bk, w, s = ((128, 128, 32, 8, 3) if cout_g >= 128 else (128, 64, 32, 4, 3) if cout_g > 32
                         else (128, 32, 32, 4, 2))
     gather = "nhwc" if _channels_last_gather(plan, bk) else "flat"
-    return Config("conv", block_m=bm, block_n=bn, block_k=bk, num_warps=w, num_stages=s, gather=gather)
+    return Config("conv", block_m=bm, block_n=bn, block_k=bk, num_warps=w, num_stages=s, gather=gather,
+                  precision="3xtf32" if _ieee_conv(plan) else "auto")
+
+
+def _ieee_conv(plan: Plan) -> bool:
+    """A fp32 convolution cuDNN computes in IEEE products (fewer than TF32_MIN_CHANNELS input channels
+    a group), which the implicit GEMM then takes in 3xTF32 rather than IEEE FMAs; the direct kernel
+    (depthwise, few products an output) has no K loop to split."""
+    conv = plan.node(plan.anchor_id)
+    w = _conv_weight_shape(plan)
+    return (w is not None and not _direct_conv(plan) and _fp32_operands(plan, conv.args[:2])
+            and _conv_in_channels(plan, w) < TF32_MIN_CHANNELS)
 
 
 def _channels_last_gather(plan: Plan, block_k: int) -> bool:
