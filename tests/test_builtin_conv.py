@@ -42,15 +42,12 @@ def test_the_tf32_choice_follows_the_reference(tmp_path):
     from evokernel.builtin import Config, search_space
 
     plan = analyze(write(CASES[0], tmp_path))
-    auto = next(c for c in search_space(plan) if c.precision == "auto")
-    source = generate(plan, auto)
+    source = generate(plan)
     assert "torch.backends.cudnn.allow_tf32" in source and 'input_precision="tf32"' in source
     ieee = next(c for c in search_space(plan) if c.precision == "ieee")
     assert isinstance(ieee, Config) and "_conv_tf32(_x, cin_g, 'ieee')" in generate(plan, ieee)
-    # the default tile in each precision first, the default's own first: a wrong draft is retried
-    # with the next one (3 input channels: cuDNN's IEEE products, taken in 3xTF32 by default)
-    assert default_config(plan).precision == "3xtf32"
-    assert [c.precision for c in search_space(plan)[:4]] == ["3xtf32", "auto", "trunc", "ieee"]
+    # the default tile in each rounding first: a wrong draft is retried with the next rounding
+    assert [c.precision for c in search_space(plan)[:3]] == ["auto", "trunc", "ieee"]
     assert search_space(plan)[0] == default_config(plan)
 
 
@@ -160,8 +157,8 @@ def test_pre_rounding_leaves_the_epilogue_its_own_operands(tmp_path, gather):
     task = tmp_path / "conv_residual.py"
     task.write_text(_RESIDUAL_TASK)
     plan = analyze(task)
-    config = replace(default_config(plan), gather=gather, precision="auto")  # 8 channels: 3xTF32 by default
-    check_in_interpreter(tmp_path, _RESIDUAL_CHECK, generate(plan, config), "residual ok")
+    check_in_interpreter(tmp_path, _RESIDUAL_CHECK, generate(plan, replace(default_config(plan), gather=gather)),
+                         "residual ok")
 
 
 # the tap-major K loops over each geometry: channels a multiple of BLOCK_K or not (masked), strided,

@@ -9,7 +9,7 @@ from evokernel.builtin import analyze, generate
 
 CASES = [
     Case("conv_groupnorm_swish", "x: x = self.conv(x)\nx = self.gn(x)\nreturn x * torch.sigmoid(x)",
-         "[torch.randn(2, 16, 6, 5)]", "self.conv = nn.Conv2d(16, 8, 3)\nself.gn = nn.GroupNorm(4, 8)"),
+         "[torch.randn(2, 3, 6, 5)]", "self.conv = nn.Conv2d(3, 8, 3)\nself.gn = nn.GroupNorm(4, 8)"),
     Case("gemm_logsumexp_act", "x: x = self.fc(x)\nx = torch.logsumexp(x, dim=1, keepdim=True)\n"
          "return F.gelu(F.leaky_relu(x, 0.01))", "[torch.randn(6, 20)]", "self.fc = nn.Linear(20, 12)"),
     Case("linear_instancenorm_views", "x, y: x = self.fc(x)\n"

@@ -58,10 +58,6 @@ GATHERS = ("flat", "taps", "nhwc")  # a convolution's K loop (see _gen_conv)
 # 1.36; benchmarks/probes/matmul_3xtf32_accumulation.py, results/matmul-3xtf32-accumulation-h200.json).
 # Used where M*N/(M+N), half the harmonic mean of M and N, reaches this:
 SPLIT_TF32_MIN = 256
-# cuDNN's fp32 convolutions in the task's (NCHW) layout run IEEE products below this many input
-# channels a group, TF32 from it on (H200); below it the builtin's own convolution takes 3xTF32
-# products (conv_default), fp32-accurate on the tensor cores
-TF32_MIN_CHANNELS = 16
 # ... or where K is at least this many times max(M, N): the operands are then split in registers as
 # their tiles load (_gen_matmul), no pass before the GEMM (whose cost made 256 x 524288 x 256 slower)
 SPLIT_IN_REGISTERS_K = 16
@@ -261,9 +257,9 @@ def conv_space(plan: Plan) -> list[Config]:
         return list(dict.fromkeys([first, replace(first, tile2d=True)] + [
             Config("conv", block_m=bm, block_n=bn, block_k=bk, num_warps=w, num_stages=s) for bm, bn, bk, w, s in tiles]))
     gathers = sorted(GATHERS, key=lambda g: g != first.gather)
-    precisions = sorted(_conv_roundings(plan), key=lambda p: p != first.precision)
     return [Config("conv", block_m=bm, block_n=bn, block_k=bk, num_warps=w, num_stages=s, precision=p, gather=g)
-            for bm, bn, bk, w, s in tiles for g in gathers for p in precisions]
+            for bm, bn, bk, w, s in tiles for g in gathers
+            for p in _conv_roundings(plan)]
 
 
 def _conv_roundings(plan: Plan) -> tuple[str, ...]:
@@ -368,18 +364,7 @@ def conv_default(plan: Plan) -> Config:
     bm, bn, bk, w, s = ((128, 128, 32, 8, 3) if cout_g >= 128 else (128, 64, 32, 4, 3) if cout_g > 32
                         else (128, 32, 32, 4, 2))
     gather = "nhwc" if _channels_last_gather(plan, bk) else "flat"
-    return Config("conv", block_m=bm, block_n=bn, block_k=bk, num_warps=w, num_stages=s, gather=gather,
-                  precision="3xtf32" if _ieee_conv(plan) else "auto")
-
-
-def _ieee_conv(plan: Plan) -> bool:
-    """A fp32 convolution cuDNN computes in IEEE products (fewer than TF32_MIN_CHANNELS input channels
-    a group), which the implicit GEMM then takes in 3xTF32 rather than IEEE FMAs; the direct kernel
-    (depthwise, few products an output) has no K loop to split."""
-    conv = plan.node(plan.anchor_id)
-    w = _conv_weight_shape(plan)
-    return (w is not None and not _direct_conv(plan) and _fp32_operands(plan, conv.args[:2])
-            and _conv_in_channels(plan, w) < TF32_MIN_CHANNELS)
+    return Config("conv", block_m=bm, block_n=bn, block_k=bk, num_warps=w, num_stages=s, gather=gather)
 
 
 def _channels_last_gather(plan: Plan, block_k: int) -> bool:

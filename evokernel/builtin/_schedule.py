@@ -27,7 +27,7 @@ from collections import Counter
 from dataclasses import replace
 
 from ._build import Builder, Reject
-from ._config import TF32_MIN_CHANNELS, split_tf32_pays
+from ._config import split_tf32_pays
 from ._families import family
 from ._ir import ANCHORS, Leaf, Node, Plan, ReduceGroup, Ref, TensorSpec
 from ._pointwise import POINTWISE
@@ -324,15 +324,9 @@ def _to_library(g: _Graph) -> None:
     """kernelbench rules: a conv or matmul whose result feeds more work is computed by
     the library; the work after it stays in our kernels. A lone one stays ours (a
     candidate must run a kernel of its own), and so does a fp32 matmul that our 3xTF32
-    kernel computes faster than cuBLAS, or the fp32 convolutions of a graph whose convolutions
-    cuDNN would all take in IEEE FMAs, with the work after them fused into their epilogue."""
-    convs = [n for n in g.nodes if n.op == "conv"]
-    # every convolution one cuDNN takes in IEEE FMAs (level2's few-channel pipelines): ours, in 3xTF32; a
-    # model mixing them with TF32 ones keeps the library's, its layout decided with them (_channels_last)
-    own_convs = bool(convs) and all(_split_tf32_conv(g.b, n) for n in convs)
+    kernel computes faster than cuBLAS, with the work after it fused into its epilogue."""
     for i, n in enumerate(g.nodes):
-        if (n.op in LIBRARY_OPS and g.users[n.id] and not _split_tf32_matmul(g.b, n) and not _grouped_conv(g.b, n)
-                and not (own_convs and n.op == "conv")):
+        if n.op in LIBRARY_OPS and g.users[n.id] and not _split_tf32_matmul(g.b, n) and not _grouped_conv(g.b, n):
             lib = replace(n, op=LIBRARY_OPS[n.op])
             g.nodes[i] = lib
             g.by_id[n.id] = lib
@@ -355,14 +349,9 @@ _CONV_FLOPS = 1e14
 # EfficientNet's MBConv (1.7 GB) at 1.15 TB/s, cuDNN's NHWC one in 0.51 of its time
 _DEPTHWISE_BYTES = 1.15e12
 _DEPTHWISE_NHWC_COST = 0.51
-
-
-def _split_tf32_conv(b: Builder, n: Node) -> bool:
-    """A fp32 convolution cuDNN would compute in IEEE products (few input channels, the task's layout):
-    ours in 3xTF32 on the tensor cores, its epilogue fused, rather than cuDNN's FMA kernel and a
-    pass over its output (_config.conv_default picks the precision)."""
-    return (n.op == "conv" and all(b.dtype(r) == "float32" for r in n.args[:2])
-            and _ieee_in_task_layout(b, n))
+# cuDNN's fp32 convolutions in the task's (NCHW) layout run IEEE products below this many input
+# channels a group, TF32 from it on (H200; the builtin's own convolution follows it: _gen_conv)
+TF32_MIN_CHANNELS = 16
 
 
 def _ieee_in_task_layout(b: Builder, conv: Node) -> bool:
