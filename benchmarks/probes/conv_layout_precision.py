@@ -70,14 +70,14 @@ def _first_conv(model: torch.nn.Module, inputs: list) -> tuple[torch.nn.Module, 
     return seen[0] if seen else None
 
 
-@contextlib.contextmanager
-def _cudnn_tf32(allowed: bool):
-    before = torch.backends.cudnn.allow_tf32
-    torch.backends.cudnn.allow_tf32 = allowed
-    try:
-        yield
-    finally:
-        torch.backends.cudnn.allow_tf32 = before
+def _cudnn_mode(mode: str):
+    """torch's flags as they are ("tf32"), or cuDNN's TF32 switched off as the builtin's drafts switch it
+    off for such a call ("ieee": the same context manager, so the probe measures what they run)."""
+    if mode == "tf32":
+        return contextlib.nullcontext()
+    cudnn = torch.backends.cudnn
+    return cudnn.flags(enabled=cudnn.enabled, benchmark=cudnn.benchmark, deterministic=cudnn.deterministic,
+                       allow_tf32=False)
 
 
 def _kernels(call, device: str) -> list[str]:
@@ -118,7 +118,7 @@ def probe_task(path: Path, device: str, reps: int, whole: bool) -> dict:
         default_out = None
         for layout, (module, arg) in variants.items():
             for mode in ("tf32", "ieee"):
-                with _cudnn_tf32(mode == "tf32" and torch.backends.cudnn.allow_tf32):
+                with _cudnn_mode(mode):
                     out = module(arg)
                     timing = benchmark(module, lambda: (arg,), device=device, reps=reps, warmup=3)
                     kernels = _kernels(lambda: module(arg), device)
