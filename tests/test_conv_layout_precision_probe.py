@@ -80,6 +80,7 @@ def test_a_dry_run_records_every_variant_of_the_first_convolution_and_resumes(tm
             assert variant["error_vs_float64"] < 1e-6, variant
             assert variant["share_past_tolerance_vs_default"] == 0.0
             assert variant["output_channels_last"] is (layout == "nhwc")
+            assert variant["cudnn_allow_tf32"] is (mode == "tf32")  # torch's default, or switched off
     assert records["8_Scale"] == {"status": "no convolution"}
     assert probe.main(argv) == 0  # both tasks recorded: nothing is run again
     assert json.loads(out.read_text())["records"] == records

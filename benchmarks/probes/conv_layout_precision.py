@@ -119,6 +119,7 @@ def probe_task(path: Path, device: str, reps: int, whole: bool) -> dict:
         for layout, (module, arg) in variants.items():
             for mode in ("tf32", "ieee"):
                 with _cudnn_mode(mode):
+                    tf32_flag = torch.backends.cudnn.allow_tf32  # what cuDNN was told, inside the context
                     out = module(arg)
                     timing = benchmark(module, lambda: (arg,), device=device, reps=reps, warmup=3)
                     kernels = _kernels(lambda: module(arg), device)
@@ -126,7 +127,7 @@ def probe_task(path: Path, device: str, reps: int, whole: bool) -> dict:
                     default_out = out  # the task's layout with torch's flags: what the reference runs
                 past = ((out - default_out).abs() > TOLERANCE + TOLERANCE * default_out.abs()).float().mean().item()
                 record[f"{layout}_{mode}"] = {
-                    "ms": timing.median_ms, "iqr_ms": timing.iqr_ms, "kernels": kernels,
+                    "ms": timing.median_ms, "iqr_ms": timing.iqr_ms, "kernels": kernels, "cudnn_allow_tf32": tf32_flag,
                     "error_vs_float64": (out.double() - exact).abs().max().item() / scale,
                     "share_past_tolerance_vs_default": past,
                     "output_channels_last": bool(out.dim() >= 4 and out.is_contiguous(memory_format=_fmt(out))),
