@@ -82,6 +82,13 @@ def _is_shape_tensor(t: Any) -> bool:
 class OpRecorder(TorchDispatchMode):
     """Records aten ops issued while the candidate runs, except inside its own kernels."""
 
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        # torch wraps a mode's handler so that dynamo never compiles inside it, importing torch._dynamo on
+        # the first op (about 1 s of CPU in every fresh worker). Nothing is compiled while this mode is
+        # on: it records the candidate, whose own torch.compile is refused by the static rules.
+        return False
+
     def __init__(self, log: LaunchLog, *, fill_empty: bool = False):
         super().__init__()
         self.log = log
