@@ -11,7 +11,7 @@ For every problem file of the chosen levels:
 Nothing from KernelBench is stored in this repository: the checkout is an
 argument and the shrunk copies go to a scratch directory.
 
-    python benchmarks/kernelbench_coverage.py /work/kb/KernelBench --levels 1 2 --rules strict
+    python benchmarks/kernelbench_coverage.py /work/kb/KernelBench --levels 1 2 --rules strict [--precision bf16]
 """
 
 from __future__ import annotations
@@ -152,7 +152,7 @@ def shrink_source(text: str, base: int = 16) -> str:
 
 
 def evaluate_level(level_dir: Path, work: Path, rules: str, limit: int | None, only: list[str] | None,
-                   timeout_s: float, trials: int = 1) -> list[dict]:
+                   timeout_s: float, trials: int = 1, precision: str = "fp32") -> list[dict]:
     from backends import EvalOptions, Executor
     from evokernel.builtin import analyze, generate
 
@@ -164,13 +164,14 @@ def evaluate_level(level_dir: Path, work: Path, rules: str, limit: int | None, o
     work.mkdir(parents=True, exist_ok=True)
     # one seeded trial (plus the executor's re-run with poisoned outputs): the interpreter
     # runs a shrunk 3-d convolution for minutes, and the GPU run checks all five
-    options = EvalOptions.from_dict({"rules": rules, "timing": False, "baselines": False, "trials": trials})
+    options = EvalOptions.from_dict({"rules": rules, "timing": False, "baselines": False, "trials": trials,
+                                     "precision": precision})
     rows = []
     with Executor(device="cpu", timeout_s=timeout_s) as executor:
         for path in files:
             row = {"task": path.stem}
             t0 = time.perf_counter()
-            full = analyze(path, rules)
+            full = analyze(path, rules, precision)
             row["full_analysis_s"] = round(time.perf_counter() - t0, 3)
             row["full_plan"] = full.family if full else None
             if not full:
@@ -179,7 +180,7 @@ def evaluate_level(level_dir: Path, work: Path, rules: str, limit: int | None, o
                 # one file per size: the task loader caches modules by path and modification time
                 small_path = work / f"{path.stem}_b{base}.py"
                 small_path.write_text(shrink_source(path.read_text(), base))
-                small = analyze(small_path, rules)
+                small = analyze(small_path, rules, precision)
                 if small or not small.reason.startswith("analysis failed"):
                     break
             row["small_plan"] = small.family if small else None
@@ -226,14 +227,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", nargs="*", default=None, help="substrings of file names to keep")
     parser.add_argument("--timeout", type=float, default=900.0)
     parser.add_argument("--trials", type=int, default=1, help="correctness trials per candidate")
+    parser.add_argument("--precision", default="fp32", choices=["fp32", "fp16", "bf16"],
+                        help="run the tasks in this precision (the model and floating inputs cast, as a bench's --precision)")
     parser.add_argument("--out", type=Path, default=None, help="write the rows and the summary as JSON here")
     args = parser.parse_args(argv)
-    report = {"rules": args.rules, "levels": {}}
+    report = {"rules": args.rules, "precision": args.precision, "levels": {}}
     for level in args.levels:
         rows = evaluate_level(args.kernelbench / f"level{level}", args.work / f"level{level}", args.rules,
-                              args.limit, args.only, args.timeout, args.trials)
+                              args.limit, args.only, args.timeout, args.trials, args.precision)
         report["levels"][f"level{level}"] = {"summary": summary(rows), "tasks": rows}
-        print(f"level{level} ({args.rules}): {json.dumps(summary(rows))}", flush=True)
+        print(f"level{level} ({args.rules}, {args.precision}): {json.dumps(summary(rows))}", flush=True)
     if args.out:
         args.out.write_text(json.dumps(report, indent=1))
     return 0
