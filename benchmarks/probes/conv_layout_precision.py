@@ -9,8 +9,7 @@ pipelines of that kind sit at 0.65-0.94x of torch.compile. Channels-last with TF
 the call would keep the reference's accuracy: this measures whether it is also faster, before any
 default changes.
 
-For each chosen task: the model built as the executor builds it (seed 42 before the constructor),
-its first Conv/ConvTranspose module's input captured on the task's inputs, then that module timed
+For each chosen task: the model built with a fixed seed before its constructor, its first Conv/ConvTranspose module's input captured on the task's inputs, then that module timed
 (backends/_timing.py: L2 flushed, median of --reps) in four variants: ``nchw`` and ``nhwc`` (input
 and weight channels-last, the copy of the input timed apart as ``to_nhwc``) by ``tf32`` (flags as
 torch sets them) and ``ieee`` (cudnn.allow_tf32 off). Each variant's output is compared with the
@@ -29,7 +28,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib.util
+import copy
 import json
 import sys
 import time
@@ -41,19 +40,13 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from backends import load_task_module  # noqa: E402
 from backends._timing import benchmark  # noqa: E402
 from probe_common import environment, task_files  # noqa: E402
 
 CONV_TYPES = (torch.nn.Conv1d, torch.nn.Conv2d, torch.nn.Conv3d,
               torch.nn.ConvTranspose1d, torch.nn.ConvTranspose2d, torch.nn.ConvTranspose3d)
 TOLERANCE = 1e-4  # the executor's fp32 default (atol = rtol)
-
-
-def _load(path: Path):
-    spec = importlib.util.spec_from_file_location(f"task_{abs(hash(path))}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _first_conv(model: torch.nn.Module, inputs: list) -> tuple[torch.nn.Module, torch.Tensor] | None:
@@ -91,13 +84,24 @@ def _kernels(call, device: str) -> list[str]:
     return sorted({e.key for e in prof.key_averages() if e.device_time_total > 0})
 
 
+def _channels_last(dim: int) -> torch.memory_format | None:
+    """The channels-last memory format of a tensor of this many dimensions (None below 4)."""
+    return {4: torch.channels_last, 5: torch.channels_last_3d}.get(dim)
+
+
 def _layout(t: torch.Tensor) -> torch.Tensor:
-    fmt = {4: torch.channels_last, 5: torch.channels_last_3d}.get(t.dim())
+    fmt = _channels_last(t.dim())
     return t.contiguous(memory_format=fmt) if fmt is not None else t.contiguous()
 
 
+def _layout_module(conv: torch.nn.Module) -> torch.nn.Module:
+    clone = copy.deepcopy(conv)
+    fmt = _channels_last(clone.weight.dim())
+    return clone.to(memory_format=fmt) if fmt is not None else clone
+
+
 def probe_task(path: Path, device: str, reps: int, whole: bool) -> dict:
-    task = _load(path)
+    task = load_task_module(path)
     torch.manual_seed(42)
     model = task.Model(*task.get_init_inputs()).to(device).eval()
     torch.manual_seed(43)
@@ -130,7 +134,7 @@ def probe_task(path: Path, device: str, reps: int, whole: bool) -> dict:
                     "ms": timing.median_ms, "iqr_ms": timing.iqr_ms, "kernels": kernels, "cudnn_allow_tf32": tf32_flag,
                     "error_vs_float64": (out.double() - exact).abs().max().item() / scale,
                     "share_past_tolerance_vs_default": past,
-                    "output_channels_last": bool(out.dim() >= 4 and out.is_contiguous(memory_format=_fmt(out))),
+                    "output_channels_last": out.dim() >= 4 and out.is_contiguous(memory_format=_channels_last(out.dim())),
                 }
                 del out
         record["to_nhwc_ms"] = benchmark(_layout, lambda: (x,), device=device, reps=reps, warmup=3).median_ms
@@ -140,18 +144,6 @@ def probe_task(path: Path, device: str, reps: int, whole: bool) -> dict:
             record["compile_ms"] = benchmark(compiled, lambda: tuple(inputs), device=device, reps=reps,
                                              warmup=3).median_ms
     return record
-
-
-def _fmt(t: torch.Tensor):
-    return torch.channels_last if t.dim() == 4 else torch.channels_last_3d
-
-
-def _layout_module(conv: torch.nn.Module) -> torch.nn.Module:
-    import copy
-    clone = copy.deepcopy(conv)
-    if clone.weight.dim() >= 4:
-        clone.to(memory_format=_fmt(clone.weight))
-    return clone
 
 
 def main(argv: list[str] | None = None) -> int:
