@@ -638,6 +638,7 @@ def _time(result, ref_model, new_model, task, device, options, backend, cache, t
     result.latency_ms, result.latency_iqr_ms, result.latency_samples_ms = t.median_ms, t.iqr_ms, t.samples_ms
     result.latency_source = LatencySource.MEASURED_GPU
     result.timing_method = t.method
+    compiled = None  # the reference under torch.compile, while its output is still to be checked
     if options.baselines:
         key = (str(Path(task_path).resolve()), options.size, str(options.kernelbench_seeding), str(device),
                options.precision)
@@ -656,6 +657,7 @@ def _time(result, ref_model, new_model, task, device, options, backend, cache, t
                         tc = benchmark(compiled, make_args, device=device, reps=options.reps, warmup=options.warmup, flush_l2=options.flush_l2)
                     base["compile_ms"] = tc.median_ms
                 except Exception as exc:  # no compiler toolchain is not the candidate's failure
+                    compiled = None
                     if _caused_by(exc, _OutOfTime):  # dynamo wraps what its backend raised
                         result.warnings.append("torch.compile baseline left out: not compiled and timed within "
                                                f"{options.compile_baseline_timeout_s:g} s")
@@ -675,13 +677,58 @@ def _time(result, ref_model, new_model, task, device, options, backend, cache, t
         task.get_inputs, device, recheck_seed, host_stream=host, precision=options.precision))
     expected = _reference(ref_model, fresh, "the re-check after timing", device)
     exact = _exact(oracle, fresh, expected, "the re-check after timing")
+    conditioning = oracle.conditioning(fresh, expected, exact)
+    if compiled is not None:
+        # checked before the candidate's re-check, which may reject it: the baseline is the task's, cached
+        with harness(), log.quieted():
+            check = compiled_output_check(compiled, fresh, expected, tolerance, exact, conditioning,
+                                          time_limit_s=options.compile_baseline_timeout_s)
+        cache.baselines[key].update(check.baseline_fields())
+        result.baselines = Baselines(**cache.baselines[key])
+        result.retire_worker = result.retire_worker or check.out_of_time
+        del compiled
     got = _run_guarded(new_model, fresh, log, "re-check after timing", cand_file, expected)
     _roofline_flag(result, fresh, got, device)
-    cmp = compare(expected, got, tolerance, exact, oracle.conditioning(fresh, expected, exact))
+    cmp = compare(expected, got, tolerance, exact, conditioning)
     if not cmp.ok:
         raise _Reject(Verdict.WRONG_RESULT, "wrong result on the re-check after timing", cmp.feedback, **oracle.facts(cmp))
     for name, value in oracle.facts(cmp).items():
         setattr(result, name, value)
+
+
+@dataclasses.dataclass(frozen=True)
+class CompiledCheck:
+    """torch.compile's output on the re-check inputs, judged as a candidate's is (Baselines' fields)."""
+
+    compile_correct: bool | None
+    compile_check: str
+    out_of_time: bool = False  # stopped by the time limit: inductor's state is not trusted further
+
+    def baseline_fields(self) -> dict[str, Any]:
+        return {"compile_correct": self.compile_correct, "compile_check": self.compile_check}
+
+
+def compiled_output_check(compiled: Callable[..., Any], inputs: list[Any], expected: Any,
+                          tolerance: tuple[float, float] | None, exact: Any,
+                          conditioning: Callable[[], Any] | None, *, time_limit_s: float = 0.0) -> CompiledCheck:
+    """Run `compiled` (the reference under torch.compile) on `inputs`, within `time_limit_s` (0: no
+    limit), and compare its output with the reference's by the candidate's rules. Never raises: a
+    failure to run is recorded as not checked."""
+    try:
+        with torch.no_grad(), _time_limit(time_limit_s):
+            got = compiled(*_clone(inputs))
+    except Exception as exc:  # the check is a note on the baseline, never the candidate's verdict
+        if _caused_by(exc, _OutOfTime):
+            return CompiledCheck(None, f"not checked: torch.compile's run took more than {time_limit_s:g} s", True)
+        first = str(exc).splitlines()[0][:160] if str(exc) else ""
+        return CompiledCheck(None, f"not checked: {type(exc).__name__}: {first}")
+    try:
+        cmp = compare(expected, got, tolerance, exact, conditioning)
+    except Exception as exc:
+        return CompiledCheck(None, f"not checked: comparing its output failed: {type(exc).__name__}: {str(exc)[:160]}")
+    if cmp.ok:
+        return CompiledCheck(True, f"within the check (max abs error {cmp.max_abs_error:.2g})")
+    return CompiledCheck(False, " ".join(cmp.feedback.split())[:240])
 
 
 class _OutOfTime(Exception):
@@ -781,7 +828,8 @@ def _ok_feedback(result: EvalResult, oracle: Oracle) -> str:
     if result.speedup_eager is not None:
         parts.append(f"Eager {result.baselines.eager_ms:.4f} ms: speedup {result.speedup_eager:.2f}x.")
     if result.speedup_compile is not None:
-        parts.append(f"torch.compile {result.baselines.compile_ms:.4f} ms: speedup {result.speedup_compile:.2f}x.")
+        parts.append(f"torch.compile {result.baselines.compile_ms:.4f} ms: speedup {result.speedup_compile:.2f}x"
+                     + (" (torch.compile's own output fails this check)." if result.baselines.compile_correct is False else "."))
     for k in result.kernels[:4]:
         if k.summary():
             parts.append(f"Kernel {k.name}: {k.summary()}.")

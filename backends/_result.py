@@ -111,6 +111,11 @@ class Baselines:
 
     eager_ms: float | None = None
     compile_ms: float | None = None
+    # torch.compile's own output held to the candidate's check (the same tolerance and float64
+    # oracle, on the re-check inputs): a speedup over a compiler whose result would be rejected
+    # is not a like-for-like one. None where it was not checked.
+    compile_correct: bool | None = None
+    compile_check: str = ""  # one line: what the check found
 
     def speedup(self, name: str, latency_ms: float | None) -> float | None:
         base = getattr(self, f"{name}_ms")
@@ -118,7 +123,12 @@ class Baselines:
 
     def present(self) -> dict[str, float]:
         """{'eager_ms': ..., 'compile_ms': ...} for the baselines that were timed."""
-        return {k: v for k, v in dataclasses.asdict(self).items() if v is not None}
+        return {k: v for k, v in (("eager_ms", self.eager_ms), ("compile_ms", self.compile_ms)) if v is not None}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any] | None) -> "Baselines":
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in (d or {}).items() if k in names})
 
 
 @dataclasses.dataclass
@@ -264,7 +274,7 @@ class EvalResult:
         kwargs = {k: v for k, v in d.items() if k in fields}
         kwargs["status"] = Verdict(kwargs["status"])
         legacy = d.get("compile") if isinstance(d.get("compile"), dict) else {}
-        kwargs["baselines"] = Baselines(**{k: v for k, v in (d.get("baselines") or {}).items() if k in ("eager_ms", "compile_ms")})
+        kwargs["baselines"] = Baselines.from_dict(d.get("baselines"))
         kwargs["kernels"] = [KernelFacts.from_dict(k) for k in (d.get("kernels") or legacy.get("kernels") or []) if isinstance(k, dict)]
         roof = d.get("roofline")
         if isinstance(roof, dict):

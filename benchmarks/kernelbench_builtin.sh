@@ -202,6 +202,10 @@ for level, tag, goal in (("1", "", "strict: >= 97 correct, geomean over eager >=
             failed.setdefault(t.get("last_status") or (t.get("statuses") or ["none"])[-1], []).append(t.get("name"))
     for status, names in sorted(failed.items()):
         print(f"  {status}: {len(names)}: {', '.join(str(n) for n in names[:30])}")
+    if m.get("compile_checked_tasks"):
+        wrong = m.get("compile_wrong_tasks") or []
+        print(f"  torch.compile's own output fails the same check on {len(wrong)} of {m['compile_checked_tasks']} "
+              f"checked: {', '.join(wrong[:30]) or 'none'}")
     slow = sorted((t for t in correct if t.get("speedup_eager")), key=lambda t: t["speedup_eager"])[:12]
     print("  slowest vs eager:", ", ".join(f"{t['name']} {t['speedup_eager']:.2f}x" for t in slow))
 EOF

@@ -238,7 +238,8 @@ def test_task_row_names_the_best_kernels_slowest_kernel():
 def test_tasks_below_half_of_torch_compile_are_named_with_their_slowest_kernel():
     slow = outcome("slow", best=4.0, eager=3.0, compile_ms=1.0)
     slow.slowest_kernel, slow.slowest_kernel_share = "_conv_gemm_kernel", 0.93
+    slow.compile_correct = False  # and whether torch.compile's own output passed the same check
     tasks = suite() + [slow, outcome("half", best=2.0, eager=1.0, compile_ms=1.0)]  # exactly 0.5x: not below
     below = compute_metrics(tasks)["below_half_of_compile"]
     assert below == [{"task": "slow", "speedup_compile": 0.25, "slowest_kernel": "_conv_gemm_kernel",
-                      "slowest_kernel_share": 0.93}]
+                      "slowest_kernel_share": 0.93, "compile_correct": False}]

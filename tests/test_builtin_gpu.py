@@ -83,3 +83,18 @@ def test_convolution_matches_cudnn_at_its_precision(tmp_path, tf32):
     finally:
         torch.backends.cudnn.allow_tf32 = previous
     assert result.ok, result.message
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_the_executor_holds_torch_compile_to_the_candidates_check():
+    """The torch.compile baseline's own output is checked on the re-check inputs and recorded beside its
+    time; an elementwise reference compiles to something within the check."""
+    from backends import EvalOptions, Executor
+
+    task = TASKS / "ew_bias_gelu.py"
+    source = generate(analyze(task), default_config(analyze(task)))
+    with Executor(device="cuda", timeout_s=300) as executor:
+        result = executor.evaluate(task, source, options=EvalOptions(reps=3, warmup=1))
+    assert result.feasible, result.message
+    assert result.baselines.compile_ms is not None
+    assert result.baselines.compile_correct is True, result.baselines.compile_check

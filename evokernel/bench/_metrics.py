@@ -69,6 +69,8 @@ def task_row(outcome: Any) -> dict[str, Any]:
         "latency_source": LatencySource(outcome.latency_source).value,
         "eager_ms": outcome.eager_ms,
         "compile_ms": outcome.compile_ms,
+        "compile_correct": getattr(outcome, "compile_correct", None),
+        "compile_check": getattr(outcome, "compile_check", ""),
         "speedup_eager": outcome.speedup_eager,
         "speedup_compile": outcome.speedup_compile,
         "speedup_over_first": outcome.speedup_over_first,
@@ -153,7 +155,12 @@ def compute_metrics(outcomes: Sequence[Any], *, device: str | None = None, is_ll
                    for s in [_speedup(o, "compile")] if s is not None and s < 0.5), key=lambda so: so[0])
     m["below_half_of_compile"] = [
         {"task": o.name, "speedup_compile": s, "slowest_kernel": o.slowest_kernel or None,
-         "slowest_kernel_share": o.slowest_kernel_share} for s, o in slow]
+         "slowest_kernel_share": o.slowest_kernel_share, "compile_correct": getattr(o, "compile_correct", None)}
+        for s, o in slow]
+    # torch.compile held to the candidates' check: where its own output fails it, the speedup over it
+    # compares against a result this executor would reject (TF32 convolutions, reordered reductions)
+    m["compile_wrong_tasks"] = [o.name for o in outcomes if getattr(o, "compile_correct", None) is False]
+    m["compile_checked_tasks"] = sum(getattr(o, "compile_correct", None) is not None for o in outcomes)
     over_first = [o.speedup_over_first for o in correct if o.speedup_over_first is not None]
     m["median_speedup_over_first"] = median(over_first)
     m["geomean_speedup_over_first"] = geomean(over_first)

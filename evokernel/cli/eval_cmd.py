@@ -199,6 +199,8 @@ def _render(result, pair: _Pair) -> None:
         table.add_row("latency", f"{result.latency_ms:.4f} ms (IQR {result.latency_iqr_ms or 0:.4f}, {result.latency_source})")
     for name, ms in result.baselines.present().items():
         table.add_row(name.replace("_ms", ""), f"{ms:.4f} ms (speedup {ms / result.latency_ms:.2f}x)" if result.latency_ms else f"{ms:.4f} ms")
+    if result.baselines.compile_check:
+        table.add_row("torch.compile's output", result.baselines.compile_check)
     print_result_table(table, result)
 
 

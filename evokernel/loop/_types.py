@@ -91,6 +91,8 @@ class Attempt:
             **({"slowest_kernel": self.slowest_kernel, "slowest_kernel_share": self.slowest_kernel_share}
                if self.slowest_kernel else {}),
             **self.baselines.present(),
+            **({"compile_correct": self.baselines.compile_correct}
+               if self.baselines.compile_correct is not None else {}),
             **({"device": self.device} if self.device else {}),
         }
 
@@ -109,6 +111,8 @@ class TaskOutcome:
     latency_source: LatencySource = LatencySource.NONE
     eager_ms: float | None = None
     compile_ms: float | None = None
+    compile_correct: bool | None = None  # torch.compile's own output passed the candidate's check (None: not checked)
+    compile_check: str = ""  # what that check found, in one line
     stage: str = "draft"
     stopped: str | None = None  # why the policy stopped early
     statuses: list[str] = dataclasses.field(default_factory=list)
@@ -143,6 +147,7 @@ class TaskOutcome:
         self.correct = True
         self.stage = "refine"
         self.eager_ms, self.compile_ms = known.eager_ms, known.compile_ms
+        self.compile_correct, self.compile_check = known.compile_correct, known.compile_check
 
     def restore(self, store: Any, run_id: int) -> "Item | None":
         """Account for the steps run `run_id` committed for this task, as they were recorded (a
@@ -169,6 +174,8 @@ class TaskOutcome:
             self.compile_ok_attempts += 1
         self.degenerate = attempt.degenerate or self.degenerate
         self.stress_tested = self.stress_tested or bool(attempt.stress_trials)
+        if attempt.baselines.compile_correct is not None:  # the task's baseline, whatever the candidate's verdict
+            self.compile_correct, self.compile_check = attempt.baselines.compile_correct, attempt.baselines.compile_check
         if not attempt.feasible:
             return
         self.correct = True
