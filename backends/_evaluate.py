@@ -66,18 +66,35 @@ class InputSet:
 
 
 class Progress:
-    """Tells the parent which side runs now ("harness" or "candidate"), on change only."""
+    """Tells the parent which side runs now ("harness" or "candidate"), on change only, and keeps
+    the seconds spent under each step's name (or the side's, between named steps): where an
+    evaluation's time goes, which is where a benchmark's device time goes."""
 
     def __init__(self, send: Callable[[dict[str, Any]], None] | None = None, device: torch.device | None = None):
         self.send = send
         self.device = device or torch.device("cpu")
         self.phase: str | None = None
         self.plan: Any = None  # the MemoryPlan of this evaluation, once made
+        self.seconds: dict[str, float] = {}
+        self._label, self._since = "", time.perf_counter()
 
-    def __call__(self, phase: str, **extra: Any) -> None:
+    def __call__(self, phase: str, *, label: str = "", **extra: Any) -> None:
+        """`extra` goes to the parent; `label` only names this stretch's seconds (the step's name by default)."""
         if (phase != self.phase or extra) and self.send is not None:
             self.send({"phase": phase, **extra})
         self.phase = phase
+        self._mark(label or str(extra.get("step") or phase))
+
+    def _mark(self, label: str) -> None:
+        now = time.perf_counter()
+        if self._label:
+            self.seconds[self._label] = self.seconds.get(self._label, 0.0) + now - self._since
+        self._label, self._since = label, now
+
+    def step_seconds(self) -> dict[str, float]:
+        """Seconds per step so far (the current one closed), rounded to milliseconds."""
+        self._mark("")
+        return {k: round(v, 3) for k, v in self.seconds.items()}
 
 
 _progress = Progress()
@@ -201,6 +218,7 @@ def evaluate(
     if options.precision != "fp32" and result.feedback:
         result.feedback += f" ({precision_note(options.precision)})"
     result.seconds = time.perf_counter() - t0
+    result.step_seconds = _progress.step_seconds()
     result.device = str(device)
     if not result.launches:
         result.launches = list(log.launches)[:20]
@@ -239,7 +257,7 @@ def _evaluate(task_path, source, backend, log, device, options, workdir, cache, 
     ref_model = _task_step("building the reference model", build_reference)
     oracle = Oracle(ref_model, device)  # its float64 copy, built at first use
     _seed(options.seed)
-    _progress("candidate")
+    _progress("candidate", label="building the candidate model")
     try:
         new_model = module.ModelNew(*init_inputs)
         if isinstance(new_model, torch.nn.Module):
@@ -269,6 +287,7 @@ def _evaluate(task_path, source, backend, log, device, options, workdir, cache, 
             lambda xs: _reference(ref_model, xs, "stress inputs", device), seen,
             [s.draw_probe for s in sets if s.label.startswith("trial")], seed=options.seed, max_sets=options.stress_trials,
             exact=oracle.exact))
+        _progress("harness", label="stress inputs: checking the candidate")
         extra = [InputSet(label, draw) for label, draw in stress.sets]
         if extra:
             e_max, e_means, _ = _check_trials(extra, ref_model, new_model, device, log, cand_file, tolerance, None, oracle)
@@ -282,6 +301,7 @@ def _evaluate(task_path, source, backend, log, device, options, workdir, cache, 
         raise
 
     # 4. what the toolchain says (registers, shared memory; Triton's sm_90 compile on CPU)
+    _progress("harness", label="the toolchain's compile check")
     report = backend.compile_check(module, log)
     if not report.ok:
         raise _Reject(Verdict.COMPILE_ERROR, report.message, report.message, max_abs_error=max_err)
@@ -319,7 +339,7 @@ def _import_candidate(source: str, workdir: Path, log: LaunchLog) -> tuple[Any, 
     cand_file = cand_dir / "candidate.py"
     cand_file.write_text(source)
     log.clear()
-    _progress("candidate")
+    _progress("candidate", label="importing the candidate")
     try:
         return import_file(cand_file, f"evokernel_candidate_{digest}"), cand_file
     except BaseException as exc:
@@ -503,7 +523,7 @@ def _own_share(result, model, input_set, backend, log, device, options, cand_fil
     def names() -> set[str]:
         return set(own(log)) if callable(own) else {e["name"] for e in log.launches}
 
-    _progress("candidate")
+    _progress("candidate", label="profiling the candidate's kernels")
     try:
         report = _share.measure(call, names, device)
     except Exception as exc:  # the profiler itself failing says nothing about the candidate
@@ -543,7 +563,7 @@ def _run_guarded(model, inputs, log: LaunchLog, label: str, cand_file: Path, exp
     # Fill the allocator's free blocks with garbage so a kernel that skips
     # elements cannot pick up correct values left behind by the reference.
     _poison_free_memory(expected)
-    _progress("candidate")
+    _progress("candidate", label=f"running the candidate on {label}")
     trace = _off_gpu.trace(str(cand_file))
     try:
         args = _clone(inputs)
@@ -767,7 +787,7 @@ def _time_limit(seconds: float) -> Iterator[None]:
 
 def _timed_candidate(model, make_args, device, options, cand_file, *, reps=None, warmup=None):
     """The candidate's timed runs; a failure there is the candidate's (out of memory included)."""
-    _progress("candidate")
+    _progress("candidate", label="timing the candidate")
     try:
         return benchmark(model, make_args, device=device, reps=options.reps if reps is None else reps,
                          warmup=options.warmup if warmup is None else warmup, flush_l2=options.flush_l2)

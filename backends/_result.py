@@ -215,6 +215,9 @@ class EvalResult:
     trials: int = 0
     device: str = ""
     seconds: float = 0.0
+    # Where those seconds went, by the executor's step names ("timing the eager baseline",
+    # "candidate", ...): the seconds from the evaluation's start to its first named step are not in it.
+    step_seconds: dict[str, float] = dataclasses.field(default_factory=dict)
     worker_reused: bool = False
     # The worker that produced this result must not serve another candidate
     # (a CUDA error poisons the context; an allocator may be left broken).

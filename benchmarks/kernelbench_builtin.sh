@@ -206,6 +206,10 @@ for level, tag, goal in (("1", "", "strict: >= 97 correct, geomean over eager >=
         wrong = m.get("compile_wrong_tasks") or []
         print(f"  torch.compile's own output fails the same check on {len(wrong)} of {m['compile_checked_tasks']} "
               f"checked: {', '.join(wrong[:30]) or 'none'}")
+    spent = m.get("evaluation_seconds") or {}
+    if spent.get("by_step"):
+        print(f"  executor time {spent['total']:.0f} s, most in: "
+              + ", ".join(f"{k} {v:.0f} s" for k, v in list(spent["by_step"].items())[:6]))
     slow = sorted((t for t in correct if t.get("speedup_eager")), key=lambda t: t["speedup_eager"])[:12]
     print("  slowest vs eager:", ", ".join(f"{t['name']} {t['speedup_eager']:.2f}x" for t in slow))
 EOF

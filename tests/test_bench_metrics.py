@@ -18,8 +18,9 @@ from evokernel.bench import (
     speed_comparability,
     task_row,
 )
+from backends import EvalResult, LatencySource, Verdict
 from evokernel.bench import _runner
-from evokernel.loop import MemoryNote, Proposal, StartPointView, StepContext, TaskOutcome
+from evokernel.loop import Attempt, MemoryNote, Proposal, StartPointView, StepContext, TaskOutcome
 
 
 def outcome(name, *, correct=True, best=None, first=None, eager=None, compile_ms=None, first_at=1, attempts=3,
@@ -243,3 +244,20 @@ def test_tasks_below_half_of_torch_compile_are_named_with_their_slowest_kernel()
     below = compute_metrics(tasks)["below_half_of_compile"]
     assert below == [{"task": "slow", "speedup_compile": 0.25, "slowest_kernel": "_conv_gemm_kernel",
                       "slowest_kernel_share": 0.93, "compile_correct": False}]
+
+
+def test_evaluation_seconds_sum_each_step_over_attempts_with_trial_numbers_folded():
+    def timed(step, seconds, steps):
+        result = EvalResult(Verdict.OK, latency_ms=1.0, latency_source=LatencySource.MEASURED_GPU, seconds=seconds,
+                            step_seconds=steps)
+        return Attempt.from_result(EvalResult.from_dict(result.to_dict()), step=step, stage="draft")
+
+    a = TaskOutcome(name="a", task_key="a-0", path="a.py")
+    a.record(timed(1, 10.0, {"timing the candidate": 2.0, "running the candidate on trial 1": 3.0,
+                             "running the candidate on trial 2": 1.0}))
+    b = TaskOutcome(name="b", task_key="b-0", path="b.py")
+    b.record(timed(1, 5.0, {"timing the candidate": 1.5}))
+    spent = compute_metrics([a, b])["evaluation_seconds"]
+    assert spent["total"] == 15.0
+    assert spent["by_step"] == {"running the candidate on trial N": 4.0, "timing the candidate": 3.5}
+    assert list(spent["by_step"]) == ["running the candidate on trial N", "timing the candidate"]  # largest first

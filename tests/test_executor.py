@@ -35,6 +35,11 @@ def test_honest_kernel_passes(executor, name):
     assert result.latency_ms is not None and result.latency_ms > 0
     assert result.launches, "the executor must record the candidate's launches"
     assert result.kernels and result.kernels[0].registers, "the sm_90 compile must report registers"
+    # where the evaluation's time went, by step: the steps every honest evaluation takes, within its seconds
+    steps = result.step_seconds
+    assert {"importing the task", "building the reference model", "importing the candidate",
+            "timing the candidate"} <= set(steps), sorted(steps)
+    assert all(v >= 0 for v in steps.values()) and sum(steps.values()) <= result.seconds + 1e-3
 
 
 @pytest.mark.parametrize("name", sorted(HACKS))

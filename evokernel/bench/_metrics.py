@@ -19,6 +19,7 @@ Conventions, so that numbers from different runs mean the same thing:
 from __future__ import annotations
 
 import math
+import re
 import statistics
 from typing import Any, Iterable, Sequence
 
@@ -112,6 +113,21 @@ def speed_comparability(outcomes: Sequence[Any], device: str | None = None) -> t
     return True, None
 
 
+def evaluation_seconds(outcomes: Sequence[Any], top: int = 12) -> dict[str, Any]:
+    """Where the executor's time went over every attempt: the total, and the `top` steps by
+    their summed seconds (input-set and trial numbers folded, so "running the candidate on
+    trial 3" counts as "running the candidate on trial N")."""
+    total, by_step = 0.0, {}
+    for o in outcomes:
+        for a in getattr(o, "history", ()):
+            total += getattr(a, "seconds", 0.0) or 0.0
+            for name, sec in (getattr(a, "step_seconds", None) or {}).items():
+                key = re.sub(r"\b\d+\b", "N", name)
+                by_step[key] = by_step.get(key, 0.0) + sec
+    ranked = sorted(by_step.items(), key=lambda kv: -kv[1])[:top]
+    return {"total": round(total, 1), "by_step": {k: round(v, 1) for k, v in ranked}}
+
+
 def compute_metrics(outcomes: Sequence[Any], *, device: str | None = None, is_llm: bool = False) -> dict[str, Any]:
     """Suite-level metrics from per-task outcomes (`TaskOutcome` or anything shaped like it)."""
     n = len(outcomes)
@@ -161,6 +177,7 @@ def compute_metrics(outcomes: Sequence[Any], *, device: str | None = None, is_ll
     # compares against a result this executor would reject (TF32 convolutions, reordered reductions)
     m["compile_wrong_tasks"] = [o.name for o in outcomes if getattr(o, "compile_correct", None) is False]
     m["compile_checked_tasks"] = sum(getattr(o, "compile_correct", None) is not None for o in outcomes)
+    m["evaluation_seconds"] = evaluation_seconds(outcomes)
     over_first = [o.speedup_over_first for o in correct if o.speedup_over_first is not None]
     m["median_speedup_over_first"] = median(over_first)
     m["geomean_speedup_over_first"] = geomean(over_first)

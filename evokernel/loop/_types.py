@@ -44,6 +44,8 @@ class Attempt:
     degenerate: str = ""  # why the task's outputs cannot tell a kernel from a no-op, when no stress trial helped
     stress_trials: tuple[str, ...] = ()  # the stress trials the candidate had to pass
     device: str = ""  # where it was evaluated ("cuda:1"; "" where not known)
+    seconds: float = 0.0  # the evaluation's wall time in the worker ...
+    step_seconds: dict[str, float] = dataclasses.field(default_factory=dict)  # ... by the executor's steps
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "latency_source", LatencySource(self.latency_source))  # given as its label
@@ -72,6 +74,7 @@ class Attempt:
             tokens_in=tokens_in, tokens_out=tokens_out, cost_usd=cost_usd, own_kernel_share=result.own_kernel_share,
             slowest_kernel=result.slowest_kernel, slowest_kernel_share=result.slowest_kernel_share,
             degenerate=result.degenerate, stress_trials=tuple(result.stress_trials), device=result.device,
+            seconds=result.seconds, step_seconds=dict(result.step_seconds),
         )
 
     @classmethod
@@ -94,6 +97,7 @@ class Attempt:
             **({"compile_correct": self.baselines.compile_correct}
                if self.baselines.compile_correct is not None else {}),
             **({"device": self.device} if self.device else {}),
+            **({"seconds": round(self.seconds, 3)} if self.seconds else {}),
         }
 
 
