@@ -238,7 +238,7 @@ def sdpa_impl(ctx, q: Ref, k: Ref, v: Ref, mask: Ref | None, causal: bool, scale
         keep = ctx.b.pw("le", ctx.b.pw("sub", ctx.b.iota(1, plane), ctx.b.iota(0, plane)), _const(0))
         scores = ctx.b.pw("where", keep, scores, _const(-math.inf))
     if mask is not None:
-        if ctx.b.dtype(mask) == "bool":
+        if ctx.b.is_bool(mask):
             scores = ctx.b.pw("where", mask, scores, _const(-math.inf))
         else:
             scores = ctx.b.pw("add", scores, mask)

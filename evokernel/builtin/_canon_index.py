@@ -34,7 +34,7 @@ def is_tensor_index(index) -> bool:
 def _index_ref(ctx, value) -> Ref:
     ref = ctx.ref(value)
     dtype = ctx.b.dtype(ref)
-    if dtype == "bool":
+    if ctx.b.is_bool(ref):
         raise Reject("indexing by a boolean mask: the result's shape depends on the mask's values")
     if dtype not in _INDEX_DTYPES:
         raise Reject(f"indexing by a {dtype} tensor (integer indices are supported)")

@@ -38,7 +38,7 @@ def _tensor(ctx, value, what: str) -> Ref:
 def _index(ctx, value, op: str) -> Ref:
     ref = _tensor(ctx, value, f"the index of {op}")
     dtype = ctx.b.dtype(ref)
-    if dtype == "bool":
+    if ctx.b.is_bool(ref):
         raise Reject(f"{op} by a boolean mask: the result's shape depends on the mask's values")
     if dtype not in ("int64", "int32"):
         raise Reject(f"{op} with a {dtype} index (int64 indices are supported)")
