@@ -433,7 +433,12 @@ def _to(ctx, args, kwargs):
     x = args[0]
     dtype = kwargs.get("dtype")
     if any(isinstance(v, PyVal) and v.source.endswith(".dtype") for v in list(args[1:]) + list(kwargs.values())):
-        raise Reject("a cast to a dtype known only at run time (.to(x.dtype)) is not supported")
+        # .to(x.dtype): the dtype torch gave the result while tracing, the one it has at run time (the
+        # plan is traced in the precision the executor runs, as factories' dtype=x.dtype are)
+        if ctx.spec is None:
+            raise Reject("a cast to another tensor's dtype (.to(x.dtype)) without a traced result")
+        dtype = getattr(torch, ctx.spec.dtype)
+        return x if isinstance(x, Ref) and ctx.b.dtype(x) == ctx.spec.dtype else _cast_to(ctx, x, dtype)
     for extra in args[1:]:
         if isinstance(extra, torch.dtype):
             dtype = extra
