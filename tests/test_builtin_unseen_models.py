@@ -2,7 +2,9 @@
 refused or got wrong, each on a small model run end to end on the CPU: a slice write
 (``out[..., a:b] = v``); attention masks computed by a comparison (bool in torch, 0/1 floats
 in the builder: once added to the scores instead of masking them); nn.TransformerEncoder with
-a key padding mask, and ``.to(x.dtype)``."""
+a key padding mask, and ``.to(x.dtype)``; nn.EmbeddingBag with offsets and per-sample weights,
+and a row reduction over a dim that only an arange gives (its launcher once sized the rows
+from the tensor operands alone)."""
 
 import textwrap
 
@@ -164,3 +166,38 @@ def test_an_encoder_that_may_run_nested_tensors_under_a_padding_mask_says_why(tm
     path = _task(tmp_path, "nested_encoder", text)
     plan = analyze(path, "strict")
     assert isinstance(plan, Unsupported) and "enable_nested_tensor=True" in plan.reason, plan
+
+
+# Bags of varying length: offsets (an empty bag among them), per-sample weights, mean and sum;
+# and the bag of each element counted by hand, a reduction over a dim only the arange has
+EMBEDDING_BAGS = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.sum_bag = nn.EmbeddingBag(20, 4, mode="sum")
+        self.mean_bag = nn.EmbeddingBag(20, 4, mode="mean")
+
+    def forward(self, ids, offsets, weights):
+        bag = (offsets[None, :] <= torch.arange(ids.size(0), device=ids.device)[:, None]).float().sum(1) - 1
+        fixed = self.mean_bag(ids.view(3, 3)).sum(0)  # three bags of three
+        return torch.cat([self.sum_bag(ids, offsets, per_sample_weights=weights) + fixed, self.mean_bag(ids, offsets),
+                          bag[:5, None]], dim=1)
+
+
+def get_inputs():
+    return [torch.randint(0, 20, (9,)), torch.tensor([0, 1, 3, 3, 6]), torch.rand(9) + 0.1]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+@pytest.mark.parametrize("rules", ["strict", "kernelbench"])
+def test_embedding_bags_of_varying_length_are_correct(cpu_executor, tmp_path, rules):
+    result = _evaluate(cpu_executor, _task(tmp_path, "embedding_bags", EMBEDDING_BAGS), rules)
+    assert ok(result), explain(result)
