@@ -39,10 +39,10 @@ class Model(nn.Module):
 
 
 def get_inputs():
-    lengths = torch.arange(BATCH) % HISTORY + 1  # bags of 1..HISTORY items: fixed, so every draw has one shape
-    offsets = torch.cat([torch.zeros(1, dtype=torch.long), lengths.cumsum(0)[:-1]])
-    history = torch.randint(0, ITEMS, (int(lengths.sum()),))
-    recency = torch.rand(int(lengths.sum())) + 0.1
+    lengths = [b % HISTORY + 1 for b in range(BATCH)]  # bags of 1..HISTORY items: fixed, so every draw has one shape
+    offsets = torch.tensor([sum(lengths[:b]) for b in range(BATCH)], dtype=torch.long)
+    history = torch.randint(0, ITEMS, (sum(lengths),))
+    recency = torch.rand(sum(lengths)) + 0.1
     item = torch.randint(0, ITEMS, (BATCH,))
     tags = torch.randint(0, TAGS, (BATCH, TAGS_PER_ITEM))
     return [history, offsets, recency, item, tags]
