@@ -153,11 +153,9 @@ def _index_add(ctx, args, kwargs):
 
 
 def embedding_bag(ctx, module, weight: Ref, args, kwargs) -> Ref:
-    """nn.EmbeddingBag's forward (mode "sum" or "mean"): fixed-length bags (a 2-D input) or
-    bags given by offsets (a 1-D input), with optional per-sample weights."""
+    """nn.EmbeddingBag's forward: fixed-length bags (a 2-D input; mode sum, mean or max) or
+    bags given by offsets (a 1-D input; sum or mean), with optional per-sample weights (sum)."""
     a = _bind(args, kwargs, ["input", "offsets", "per_sample_weights"], {"offsets": None, "per_sample_weights": None})
-    if module.mode not in ("sum", "mean"):
-        raise Reject(f"nn.EmbeddingBag with mode={module.mode!r} is not supported (sum and mean are)")
     if module.padding_idx is not None:
         raise Reject("nn.EmbeddingBag with padding_idx (left out of each bag) is not supported")
     if ctx.spec is None:
@@ -170,10 +168,12 @@ def embedding_bag(ctx, module, weight: Ref, args, kwargs) -> Ref:
         scale = _tensor(ctx, a["per_sample_weights"], "per_sample_weights")
         rows = b.pw("mul", rows, _leaf_view(ctx, scale, ".unsqueeze(-1)", shape + (1,)))
     if len(shape) == 2:  # fixed-length bags: a reduction over each row of ids
-        total = b.reduce("sum", rows, (1,), False)
+        total = b.reduce("max" if module.mode == "max" else "sum", rows, (1,), False)
         return b.pw("div", total, Ref("const", float(shape[1]))) if module.mode == "mean" else total
     if len(shape) != 1 or a["offsets"] is None:
         raise Reject("nn.EmbeddingBag takes a 2-D input, or a 1-D input with offsets")
+    if module.mode == "max":
+        raise Reject("nn.EmbeddingBag with mode='max' and offsets (bags of varying length) is not supported")
     bags, n = ctx.spec.shape[0], shape[0]
     offsets = _tensor(ctx, a["offsets"], "nn.EmbeddingBag's offsets")
     # bag of element i: the offsets at or before i, less one (with include_last_offset the last
