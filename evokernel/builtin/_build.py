@@ -117,11 +117,17 @@ def promote(dtypes) -> str:
     return max(floats, key=lambda d: _FLOAT_RANK[d])
 
 
+_COMPARISONS = frozenset({"gt", "ge", "lt", "le", "eq", "ne"})
+
+
 class Builder:
     def __init__(self) -> None:
         self.leaves: dict[str, Leaf] = {}  # by source
         self.nodes: list[Node] = []
         self.dtypes: dict[int, str] = {}  # per node: the dtype torch gives the value
+        # nodes torch types bool (comparisons, logical ops): computed as 0.0/1.0 floats, so their
+        # dtypes say float32, but a mask's meaning depends on it (attention: keep or add)
+        self.booleans: set[int] = set()
         self._names: set[str] = set()
         self._memo: dict = {}
 
@@ -161,6 +167,16 @@ class Builder:
         if ref.kind == "leaf":
             return self.leaf_by_name(ref.value).spec.dtype
         return None
+
+    def is_bool(self, ref: Ref) -> bool:
+        """Whether torch's value is a bool tensor (an input of dtype bool or a computed mask)."""
+        if ref.kind != "node":
+            return self.dtype(ref) == "bool"
+        node = self.nodes[ref.value]
+        # comparisons are bool in torch wherever they were built (also rebuilt at another shape by
+        # a view pushed into them); a view of a mask is a mask
+        return (ref.value in self.booleans or node.op in _COMPARISONS
+                or (node.op == "view" and self.is_bool(node.args[0])))
 
     # -- primitives -------------------------------------------------------
     def _add(self, op: str, args: tuple[Ref, ...], attrs: dict, shape: tuple[int, ...],

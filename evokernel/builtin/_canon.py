@@ -21,7 +21,7 @@ from ._canon_complex import COMPLEX_HANDLERS, Complex, ComplexLeaf, complex_view
 from ._canon_index import INDEX_HANDLERS, embedding_rows, indexed, is_tensor_index
 from ._canon_nn import NN_HANDLERS, call_nn_module
 from ._canon_resample import RESAMPLE_HANDLERS, resample_module
-from ._canon_route import ROUTE_HANDLERS, shape_from_values
+from ._canon_route import ROUTE_HANDLERS, embedding_bag, shape_from_values
 from ._canon_rnn import CELL_HANDLERS, rnn_module
 from ._canon_select import pushed_pick
 from ._canon_util import (RSIZE, _affine, _any_leaf_source, _bind, _dims, _layer_norm_impl, _norm_dims, _norm_of, _row_max,
@@ -433,7 +433,12 @@ def _to(ctx, args, kwargs):
     x = args[0]
     dtype = kwargs.get("dtype")
     if any(isinstance(v, PyVal) and v.source.endswith(".dtype") for v in list(args[1:]) + list(kwargs.values())):
-        raise Reject("a cast to a dtype known only at run time (.to(x.dtype)) is not supported")
+        # .to(x.dtype): the dtype torch gave the result while tracing, the one it has at run time (the
+        # plan is traced in the precision the executor runs, as factories' dtype=x.dtype are)
+        if ctx.spec is None:
+            raise Reject("a cast to another tensor's dtype (.to(x.dtype)) without a traced result")
+        dtype = getattr(torch, ctx.spec.dtype)
+        return x if isinstance(x, Ref) and ctx.b.dtype(x) == ctx.spec.dtype else _cast_to(ctx, x, dtype)
     for extra in args[1:]:
         if isinstance(extra, torch.dtype):
             dtype = extra
@@ -919,14 +924,7 @@ def call_module(ctx: Context, module: nn.Module, path: str, args, kwargs):
     if isinstance(module, nn.GLU):
         return _glu(ctx, [x, module.dim], {})
     if isinstance(module, nn.EmbeddingBag):
-        # fixed-length bags (a 2-d input): the rows, reduced over each bag
-        if len(args) > 1 or kwargs or x is None or len(ctx.b.shape(ctx.ref(x))) != 2:
-            raise Reject("nn.EmbeddingBag with offsets or per-sample weights (bags of varying length) is not supported")
-        if module.padding_idx is not None:
-            raise Reject("nn.EmbeddingBag with padding_idx (left out of each bag) is not supported")
-        shape = tuple(ctx.b.shape(ctx.ref(x))) + (module.embedding_dim,)
-        rows = embedding_rows(Context(ctx.b, TensorSpec(shape, ctx.spec.dtype)), x, param("weight"), module.max_norm)
-        return _reduction(module.mode)(ctx, [rows, 1, False], {})
+        return embedding_bag(ctx, module, param("weight"), args, kwargs)
     if isinstance(module, nn.Embedding):
         return embedding_rows(ctx, x, param("weight"), module.max_norm)
     if hasattr(nn, "RMSNorm") and isinstance(module, nn.RMSNorm):

@@ -238,7 +238,7 @@ def sdpa_impl(ctx, q: Ref, k: Ref, v: Ref, mask: Ref | None, causal: bool, scale
         keep = ctx.b.pw("le", ctx.b.pw("sub", ctx.b.iota(1, plane), ctx.b.iota(0, plane)), _const(0))
         scores = ctx.b.pw("where", keep, scores, _const(-math.inf))
     if mask is not None:
-        if ctx.b.dtype(mask) == "bool":
+        if ctx.b.is_bool(mask):
             scores = ctx.b.pw("where", mask, scores, _const(-math.inf))
         else:
             scores = ctx.b.pw("add", scores, mask)
@@ -274,7 +274,7 @@ def _packed_heads(ctx, packed: Ref, batch_first: bool, heads: int, parts: int = 
 
 def _mask_additive(ctx, mask: Ref) -> Ref:
     """MultiheadAttention's masks: bool True means "may not attend" (-inf); floats are added."""
-    if ctx.b.dtype(mask) == "bool":
+    if ctx.b.is_bool(mask):
         return ctx.b.pw("where", mask, _const(-math.inf), _const(0.0))
     return mask
 
@@ -435,12 +435,14 @@ def attention_module(ctx, module: nn.Module, param, args, kwargs):
     if isinstance(module, nn.TransformerEncoder):
         a = _bind(args, kwargs, ["src", "mask", "src_key_padding_mask", "is_causal"],
                   {"mask": None, "src_key_padding_mask": None, "is_causal": False})
-        if a["src_key_padding_mask"] is not None:
-            # torch's fast path turns padded positions into zeros (nested tensors) in eval mode
-            raise Reject("TransformerEncoder with src_key_padding_mask is not supported")
+        if a["src_key_padding_mask"] is not None and getattr(module, "use_nested_tensor", False):
+            # in eval mode torch may run the layers on a nested tensor and return zeros at padded
+            # positions, depending on the mask's values and on autograd: not one function of the inputs
+            raise Reject("TransformerEncoder with src_key_padding_mask and enable_nested_tensor=True (padded outputs "
+                         "zeroed or not depending on the mask's values) is not supported")
         x = a["src"]
-        for i, layer in enumerate(module.layers):
-            x = encoder_layer_impl(ctx, layer, _submodule(param, f"layers.{i}"), x, a["mask"])
+        for i, layer in enumerate(module.layers):  # without nested tensors each layer masks the keys itself
+            x = encoder_layer_impl(ctx, layer, _submodule(param, f"layers.{i}"), x, a["mask"], a["src_key_padding_mask"])
         return x if module.norm is None else _layer_norm(ctx, module.norm, param, "norm", x)
     if isinstance(module, (nn.TransformerDecoderLayer, nn.TransformerDecoder)):
         a = _bind(args, kwargs, _DECODER_ARGS, {n: None for n in _DECODER_ARGS[2:]})

@@ -1,6 +1,8 @@
 """Reads at computed positions: ``x[idx]`` (an integer tensor indexing one dim, the dims
 before it taken whole), ``index_select`` and ``gather``; and ``torch.roll``, a rotation
-of whole slices (two narrow views joined by torch.cat, a copy in forward, per rolled dim).
+of whole slices (two narrow views joined by torch.cat, a copy in forward, per rolled dim);
+and ``x[slices] = v`` (_capture's setitem_value): the region written replaced by ``v``, the
+rest of ``x`` kept, joined the same way (torch.cat of narrow views, per sliced dim).
 
 Each becomes one "gather" node (the scheduler gives it a kernel of its own, _gen_gather):
 ``mode`` "select" replaces dim ``dim`` of the source by the index tensor's dims (advanced
@@ -15,7 +17,7 @@ import math
 
 from ._build import ComputedView, Reject
 from ._canon_nn import _leaf_view
-from ._canon_util import _bind, _static
+from ._canon_util import _bind, _static, materialized
 from ._ir import Ref
 
 __all__ = ["INDEX_HANDLERS", "embedding_rows", "indexed", "is_tensor_index"]
@@ -32,7 +34,7 @@ def is_tensor_index(index) -> bool:
 def _index_ref(ctx, value) -> Ref:
     ref = ctx.ref(value)
     dtype = ctx.b.dtype(ref)
-    if dtype == "bool":
+    if ctx.b.is_bool(ref):
         raise Reject("indexing by a boolean mask: the result's shape depends on the mask's values")
     if dtype not in _INDEX_DTYPES:
         raise Reject(f"indexing by a {dtype} tensor (integer indices are supported)")
@@ -134,5 +136,77 @@ def _torch_embedding(ctx, args, kwargs):  # torch.embedding(weight, indices, ...
     return embedding_rows(ctx, a["indices"], a["weight"])
 
 
-INDEX_HANDLERS = {"index_select": _index_select, "gather": _torch_gather, "roll": _roll,
+def _write_bounds(index, shape: tuple[int, ...]) -> list[tuple[int, int, bool]]:
+    """(start, stop, is an integer) per dim of ``x[index] = v``'s region; slices of step 1 only."""
+    items = list(index) if isinstance(index, tuple) else [index]
+    if any(i is None for i in items):
+        raise Reject("x[index] = v with None (a new axis) in the index is not supported")
+    if Ellipsis in items:
+        at = items.index(Ellipsis)
+        items[at:at + 1] = [slice(None)] * (len(shape) - len(items) + 1)
+    items += [slice(None)] * (len(shape) - len(items))
+    if len(items) != len(shape):
+        raise Reject(f"x[index] = v indexes {len(items)} dims of a rank-{len(shape)} tensor")
+    bounds = []
+    for item, n in zip(items, shape):
+        item = _static(item, "the index of x[index] = v")
+        if isinstance(item, bool) or not isinstance(item, (int, slice)):
+            raise Reject(f"x[index] = v with a {type(item).__name__} in the index (slices and integers are supported)")
+        if isinstance(item, int):
+            k = item % n
+            bounds.append((k, k + 1, True))
+            continue
+        start, stop, step = item.indices(n)
+        if step != 1:
+            raise Reject("x[index] = v with a strided slice is not supported")
+        bounds.append((start, max(start, stop), False))
+    return bounds
+
+
+def _replaced(ctx, base: Ref, bounds: list[tuple[int, int]], value: Ref, shape: tuple[int, ...]) -> Ref:
+    """``base`` (of ``shape``) with the region ``bounds`` replaced by ``value`` (the region's shape):
+    along the first dim the region does not cover, the part before it, the region's slab
+    (replaced recursively) and the part after it, joined by torch.cat."""
+    dim = next((d for d, (start, stop) in enumerate(bounds) if (start, stop) != (0, shape[d])), None)
+    if dim is None:
+        return value
+    start, stop = bounds[dim]
+
+    def narrow(at: int, length: int) -> Ref:
+        return _leaf_view(ctx, base, f".narrow({dim}, {at}, {length})", shape[:dim] + (length,) + shape[dim + 1:])
+
+    slab_shape = shape[:dim] + (stop - start,) + shape[dim + 1:]
+    inner = bounds[:dim] + [(0, stop - start)] + bounds[dim + 1:]
+    parts = [narrow(0, start)] if start else []
+    parts.append(_replaced(ctx, narrow(start, stop - start), inner, value, slab_shape))
+    if stop < shape[dim]:
+        parts.append(narrow(stop, shape[dim] - stop))
+    return ctx.b.cat(tuple(materialized(ctx, p) for p in parts), dim, shape)
+
+
+def _setitem_value(ctx, args, kwargs):
+    """``x[index] = v`` with slices and integers: the written tensor as a value."""
+    a = _bind(args, kwargs, ["base", "index", "value"])
+    if is_tensor_index((a["index"],) if not isinstance(a["index"], tuple) else a["index"]):
+        raise Reject("x[index] = v with a tensor index (index_put) is not supported; slices and integers are")
+    base = ctx.ref(a["base"])
+    shape = tuple(ctx.b.shape(base))
+    bounds = _write_bounds(a["index"], shape)
+    if any(start == stop for start, stop, _ in bounds):  # an empty region: nothing written
+        return base if base.kind == "node" else ctx.b.pw("identity", base)
+    value, dtype = ctx.ref(a["value"]), ctx.b.dtype(base)
+    if ctx.b.dtype(value) not in (None, dtype):
+        value = ctx.b.pw("cast", value, dtype=dtype)
+    # v broadcasts against the region without its integer-indexed dims, as torch's write does
+    kept = tuple(stop - start for start, stop, is_int in bounds if not is_int)
+    if tuple(ctx.b.shape(value)) != kept:
+        value = ctx.b.pw("add", value, ctx.b.full(0.0, kept, dtype))
+    for d, (_, _, is_int) in enumerate(bounds):
+        if is_int:
+            now = tuple(ctx.b.shape(value))
+            value = _leaf_view(ctx, value, f".unsqueeze({d})", now[:d] + (1,) + now[d:])
+    return _replaced(ctx, base, [(start, stop) for start, stop, _ in bounds], value, shape)
+
+
+INDEX_HANDLERS = {"setitem_value": _setitem_value, "index_select": _index_select, "gather": _torch_gather, "roll": _roll,
                   "f_embedding": _f_embedding, "embedding": _torch_embedding}

@@ -10,6 +10,10 @@ tensor (or, for a constant base such as ``torch.zeros_like`` of a computed value
 constant, without storing it first) and each element of the walked tensor (the index for
 scatter, the source for index_add) is stored, or added atomically, at its position.
 
+nn.EmbeddingBag is a gather of its rows and, for bags of varying length (a 1-D input and
+offsets), an index_add of them into their bags (each element's bag: how many offsets are at
+or before its position, less one), divided by the bag's size for mode="mean".
+
 Routing whose shapes depend on the values (``nonzero``, ``torch.where(mask)``, boolean
 masks) has no static-shape kernel: rejected with the op named.
 """
@@ -17,10 +21,12 @@ masks) has no static-shape kernel: rejected with the op named.
 from __future__ import annotations
 
 from ._build import FLOAT_DTYPES, Reject, ValuesTuple
+from ._canon_index import embedding_rows
+from ._canon_nn import _leaf_view
 from ._canon_util import _bind, _static
-from ._ir import Ref
+from ._ir import Ref, TensorSpec
 
-__all__ = ["ROUTE_HANDLERS", "MAX_TOPK", "shape_from_values"]
+__all__ = ["ROUTE_HANDLERS", "MAX_TOPK", "embedding_bag", "shape_from_values"]
 
 # topk makes one pass over the row per value it picks: past this many, a sort would pay
 MAX_TOPK = 256
@@ -38,7 +44,7 @@ def _tensor(ctx, value, what: str) -> Ref:
 def _index(ctx, value, op: str) -> Ref:
     ref = _tensor(ctx, value, f"the index of {op}")
     dtype = ctx.b.dtype(ref)
-    if dtype == "bool":
+    if ctx.b.is_bool(ref):
         raise Reject(f"{op} by a boolean mask: the result's shape depends on the mask's values")
     if dtype not in ("int64", "int32"):
         raise Reject(f"{op} with a {dtype} index (int64 indices are supported)")
@@ -144,6 +150,45 @@ def _index_add(ctx, args, kwargs):
     if not ctx.is_tensor(a["source"]):
         raise Reject("index_add of a non-tensor source")
     return _write(ctx, "index_add", a["input"], a["dim"], a["index"], a["source"], True, "source", a["alpha"])
+
+
+def embedding_bag(ctx, module, weight: Ref, args, kwargs) -> Ref:
+    """nn.EmbeddingBag's forward: fixed-length bags (a 2-D input; mode sum, mean or max) or
+    bags given by offsets (a 1-D input; sum or mean), with optional per-sample weights (sum)."""
+    a = _bind(args, kwargs, ["input", "offsets", "per_sample_weights"], {"offsets": None, "per_sample_weights": None})
+    if module.padding_idx is not None:
+        raise Reject("nn.EmbeddingBag with padding_idx (left out of each bag) is not supported")
+    if ctx.spec is None:
+        raise Reject("nn.EmbeddingBag without a traced shape")
+    b, ids = ctx.b, _tensor(ctx, a["input"], "nn.EmbeddingBag's input")
+    dim, dtype = module.embedding_dim, ctx.spec.dtype
+    shape = tuple(b.shape(ids))
+    rows = embedding_rows(type(ctx)(b, TensorSpec(shape + (dim,), dtype)), ids, weight, module.max_norm)
+    if a["per_sample_weights"] is not None:  # torch allows them with mode="sum" only
+        scale = _tensor(ctx, a["per_sample_weights"], "per_sample_weights")
+        rows = b.pw("mul", rows, _leaf_view(ctx, scale, ".unsqueeze(-1)", shape + (1,)))
+    if len(shape) == 2:  # fixed-length bags: a reduction over each row of ids
+        total = b.reduce("max" if module.mode == "max" else "sum", rows, (1,), False)
+        return b.pw("div", total, Ref("const", float(shape[1]))) if module.mode == "mean" else total
+    if len(shape) != 1 or a["offsets"] is None:
+        raise Reject("nn.EmbeddingBag takes a 2-D input, or a 1-D input with offsets")
+    if module.mode == "max":
+        raise Reject("nn.EmbeddingBag with mode='max' and offsets (bags of varying length) is not supported")
+    bags, n = ctx.spec.shape[0], shape[0]
+    offsets = _tensor(ctx, a["offsets"], "nn.EmbeddingBag's offsets")
+    # bag of element i: the offsets at or before i, less one (with include_last_offset the last
+    # offset is the input's length, never at or before an element)
+    starts = _leaf_view(ctx, offsets, ".view(1, -1)", (1, b.shape(offsets)[0]))
+    before = b.pw("le", starts, b.iota(0, (n, 1)))
+    bag = b.pw("sub", b.reduce("sum", before, (1,), False), Ref("const", 1.0))
+    sums = _write(type(ctx)(b, TensorSpec((bags, dim), dtype)), "index_add", b.full(0.0, (bags, dim), dtype), 0,
+                  b.pw("cast", bag, dtype="int64"), rows, True, "source")
+    if module.mode == "sum":
+        return sums
+    # a bag's size: its elements counted; an empty bag's mean is 0, as torch's
+    members = b.pw("eq", b.pw("sub", b.reduce("sum", before, (1,), True), Ref("const", 1.0)), b.iota(1, (1, bags)))
+    size = b.reduce("sum", members, (0,), False)
+    return b.pw("div", sums, _leaf_view(ctx, b.pw("maximum", size, Ref("const", 1.0)), ".unsqueeze(-1)", (bags, 1)))
 
 
 def shape_from_values(op: str) -> Reject:

@@ -15,7 +15,8 @@ the existing handlers lower it unchanged once three differences are undone:
 - parameters, buffers and tensor attributes are read back as ``self.<path>``
   (by identity with the model's tensors, or by dynamo's flattened name);
 - in-place ops are made functional: later uses of the tensor an op mutates read
-  the op's result, and ``dst.copy_(src)`` is ``src``.
+  the op's result, and ``dst.copy_(src)`` is ``src``; ``dst[index] = src`` (operator.setitem,
+  which returns None) becomes a call of ``setitem_value``, which returns the written tensor.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from torch.utils._pytree import tree_unflatten
 from ._build import Reject
 from ._einops import lower_einops
 
-__all__ = ["capture", "functionalize"]
+__all__ = ["capture", "functionalize", "setitem_value"]
 
 # Python's in-place operators (``out += identity``): they mutate their first operand.
 _INPLACE_OPERATORS = {operator.iadd, operator.isub, operator.imul, operator.itruediv, operator.ifloordiv,
@@ -39,6 +40,14 @@ _INPLACE_OPERATORS = {operator.iadd, operator.isub, operator.imul, operator.itru
 _VIEWS = {"view", "reshape", "transpose", "permute", "t", "unsqueeze", "squeeze", "flatten", "expand",
           "expand_as", "view_as", "reshape_as", "swapaxes", "swapdims", "movedim", "unflatten", "narrow",
           "select", "getitem", "split", "chunk", "unbind", "as_strided", "diagonal", "unfold", "detach"}
+
+
+def setitem_value(base: torch.Tensor, index, value) -> torch.Tensor:
+    """``base[index] = value`` as a value: a copy of ``base`` with the write made (the graph's
+    later readers of ``base`` read this instead, see functionalize)."""
+    out = base.clone()
+    out[index] = value
+    return out
 
 
 def capture(model: nn.Module, inputs: list, names: list[str]) -> torch.fx.GraphModule:
@@ -243,6 +252,8 @@ def _mutated(node: torch.fx.Node) -> bool:
         name = str(node.target)
         return name.endswith("_") and not name.startswith("_")
     if node.op == "call_function":
+        if node.target is setitem_value:
+            return True
         if node.target in _INPLACE_OPERATORS:
             return isinstance(node.args[0], torch.fx.Node) and _is_tensor(node.args[0])
         name = getattr(node.target, "__name__", "")
@@ -255,12 +266,15 @@ def _is_tensor(node: torch.fx.Node) -> bool:
 
 
 def _op_name(node: torch.fx.Node) -> str:
+    if node.target is setitem_value:
+        return "x[index] = v (setitem)"
     name = str(node.target) if node.op == "call_method" else getattr(node.target, "__name__", str(node.target))
     return name.rstrip("_")
 
 
 def functionalize(graph: torch.fx.Graph) -> None:
     """Later readers of a tensor an op mutated read the op's result instead."""
+    _setitem_as_value(graph)
     order = {node: k for k, node in enumerate(graph.nodes)}
     for node in list(graph.nodes):
         if not _mutated(node) or not isinstance(node.args[0], torch.fx.Node):
@@ -273,6 +287,18 @@ def functionalize(graph: torch.fx.Graph) -> None:
         target.replace_all_uses_with(node, delete_user_cb=later)
         if _op_name(node) == "copy":
             _copy_as_value(graph, node)
+
+
+def _setitem_as_value(graph: torch.fx.Graph) -> None:
+    """``dst[index] = src`` on a tensor: a node whose value is the written tensor, with
+    dst's shape and dtype (dynamo records None for the statement)."""
+    for node in graph.nodes:
+        if (node.op == "call_function" and node.target is operator.setitem
+                and isinstance(node.args[0], torch.fx.Node) and _is_tensor(node.args[0])):
+            node.target = setitem_value
+            example = node.args[0].meta.get("example_value")
+            if isinstance(example, torch.Tensor):
+                node.meta["example_value"] = example
 
 
 def _copy_as_value(graph: torch.fx.Graph, node: torch.fx.Node) -> None:

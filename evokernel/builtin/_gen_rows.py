@@ -196,6 +196,19 @@ def _row_output(plan: Plan) -> bool:
     return domain_map(list(plan.nodes), group.full_shape, keep)[plan.output.value] == "row"
 
 
+def _made_before_reduce(plan: Plan) -> list[Node]:
+    """The index values and constants (iota, full) that reductions of the plan read."""
+    by_id = {n.id: n for n in plan.nodes}
+    seen, stack = set(), [a.value for n in plan.nodes if n.op == "reduce" for a in n.args if a.kind == "node"]
+    while stack:
+        k = stack.pop()
+        if k in seen or k not in by_id:
+            continue
+        seen.add(k)
+        stack.extend(a.value for a in by_id[k].args if a.kind == "node")
+    return [by_id[k] for k in sorted(seen) if by_id[k].op in ("iota", "full")]
+
+
 def _iota_region(plan: Plan, node: Node) -> str:
     """Where an index value's dim lies in the (outer, N, inner) split."""
     group = plan.reduce
@@ -689,7 +702,10 @@ def generate_rows(plan: Plan, config: Config, tag: str = "") -> StageCode:
 
     entry = f"fused_rows{tag}"
     l = [f"def {entry}({', '.join(names + scalars)}):"]
-    l.append(f"    full = _broadcast_shapes({', '.join(f'{n}.shape' for n in full_leaves)})")
+    # an index or a constant before the reduction has its own shape: a dim only an arange gives
+    # (``(starts[None, :] <= torch.arange(n)[:, None]).sum(1)``) is part of the reduced tensor's
+    shapes = [f"{n}.shape" for n in full_leaves] + sorted({repr(tuple(n.shape)) for n in _made_before_reduce(plan)})
+    l.append(f"    full = _broadcast_shapes({', '.join(shapes)})")
     if group.stop == group.rank:
         # a trailing group: count from the end, so any number of leading dims works
         l.append(f"    g0, g1 = len(full) - {group.stop - group.start}, len(full)")

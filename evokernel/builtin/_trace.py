@@ -250,6 +250,8 @@ def _analyze(module: types.ModuleType, rules: str = "strict", precision: str = "
         elif node.op == "call_module":
             env[node] = call_module(ctx, gm.get_submodule(str(node.target)), str(node.target), args, kwargs)
         value = env.get(node)
+        if spec is not None and spec.dtype == "bool" and isinstance(value, Ref) and value.kind == "node":
+            b.booleans.add(value.value)
         if (spec is not None and spec.dtype.startswith(("int", "uint")) and isinstance(value, Ref)
                 and value.kind == "node" and b.dtype(value) != spec.dtype):
             # integer arithmetic computes in float (see _canon._INTS): the value keeps torch's integer

@@ -1,0 +1,203 @@
+"""Constructs of whole models outside the bundled suites that the builtin front end once
+refused or got wrong, each on a small model run end to end on the CPU: a slice write
+(``out[..., a:b] = v``); attention masks computed by a comparison (bool in torch, 0/1 floats
+in the builder: once added to the scores instead of masking them); nn.TransformerEncoder with
+a key padding mask, and ``.to(x.dtype)``; nn.EmbeddingBag with offsets and per-sample weights,
+and a row reduction over a dim that only an arange gives (its launcher once sized the rows
+from the tensor operands alone)."""
+
+import textwrap
+
+import pytest
+
+from builtin_case import explain, ok
+from evokernel.builtin import Unsupported, analyze, generate
+
+
+def _task(tmp_path, name: str, text: str):
+    path = tmp_path / f"{name}.py"
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def _evaluate(executor, path, rules: str):
+    from backends import EvalOptions
+
+    plan = analyze(path, rules)
+    assert not isinstance(plan, Unsupported), plan.reason
+    options = EvalOptions.from_dict({"rules": rules, "timing": False, "baselines": False, "trials": 1})
+    return executor.evaluate(path, generate(plan), backend="triton", options=options)
+
+
+# ShiftViT's token shift: channel groups rolled and written into a copy by slice; an integer
+# index, a negative slice and a scalar write besides
+SLICE_WRITES = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(8, 8)
+
+    def forward(self, x, y):
+        out = x.clone()
+        out[..., 0:2] = torch.roll(x[..., 0:2], shifts=1, dims=1)
+        out[..., 2:4] = torch.roll(x[..., 2:4], shifts=-1, dims=2)
+        out[:, 1] = y
+        out[:, :, -2:, 5] = 0.5
+        return self.proj(out)
+
+
+def get_inputs():
+    return [torch.randn(2, 3, 5, 8), torch.randn(2, 5, 8)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+@pytest.mark.parametrize("rules", ["strict", "kernelbench"])
+def test_slice_writes_into_a_copy_are_correct(cpu_executor, tmp_path, rules):
+    result = _evaluate(cpu_executor, _task(tmp_path, "slice_writes", SLICE_WRITES), rules)
+    assert ok(result), explain(result)
+
+
+@pytest.mark.parametrize("write, needle", [("out[idx] = 1.0", "tensor index"), ("out[:, ::2] = 1.0", "strided slice"),
+                                           ("out.view(-1)[:3] = 1.0", "through a view")])
+def test_an_unsupported_slice_write_says_why_in_one_line(tmp_path, write, needle):
+    path = _task(tmp_path, "bad_write", f"""
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x, idx):
+        out = x.clone()
+        {write}
+        return out * 2
+
+
+def get_inputs():
+    return [torch.randn(4, 6), torch.tensor([0, 2])]
+
+
+def get_init_inputs():
+    return []
+""")
+    plan = analyze(path, "strict")
+    assert isinstance(plan, Unsupported) and "\n" not in plan.reason and needle in plan.reason, plan
+
+
+# Masks computed in forward by comparisons: bool in torch (True keeps a score for SDPA, True
+# hides a key for MultiheadAttention), 0.0/1.0 in the builder's arithmetic
+COMPUTED_MASKS = '''
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.attn = nn.MultiheadAttention(8, 2, batch_first=True)
+        with torch.no_grad():
+            self.attn.in_proj_bias.normal_(0.0, 0.1)
+
+    def forward(self, q, k, v, lengths):
+        keep = torch.arange(k.size(2), device=k.device)[None, :] < lengths[:, None]
+        x = F.scaled_dot_product_attention(q, k, v, attn_mask=keep[:, None, None, :])
+        tokens = x.transpose(1, 2).reshape(x.size(0), x.size(2), -1)
+        return self.attn(tokens, tokens, tokens, key_padding_mask=~keep[:, :tokens.size(1)], need_weights=False)[0]
+
+
+def get_inputs():
+    return [torch.randn(3, 2, 6, 4), torch.randn(3, 2, 6, 4), torch.randn(3, 2, 6, 4), torch.tensor([6, 3, 1])]
+
+
+def get_init_inputs():
+    return []
+'''
+
+# A pre-norm nn.TransformerEncoder under a key padding mask derived from a 0/1 integer
+# attention mask, then masked mean pooling with the mask cast by .to(hidden.dtype)
+MASKED_ENCODER = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        layer = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True, norm_first=True)
+        self.encoder = nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
+        with torch.no_grad():
+            for m in self.modules():
+                if isinstance(m, nn.MultiheadAttention):
+                    m.in_proj_bias.normal_(0.0, 0.1)
+
+    def forward(self, x, attention_mask):
+        hidden = self.encoder(x, src_key_padding_mask=attention_mask == 0)
+        weights = attention_mask.unsqueeze(-1).to(hidden.dtype)
+        return (hidden * weights).sum(1) / weights.sum(1)
+
+
+def get_inputs():
+    return [torch.randn(3, 5, 8), (torch.arange(5)[None, :] < torch.tensor([5, 3, 1])[:, None]).long()]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+@pytest.mark.parametrize("name, text", [("computed_masks", COMPUTED_MASKS), ("masked_encoder", MASKED_ENCODER)])
+def test_masks_computed_in_forward_mask_the_scores(cpu_executor, tmp_path, name, text):
+    result = _evaluate(cpu_executor, _task(tmp_path, name, text), "kernelbench")
+    assert ok(result), explain(result)
+
+
+def test_an_encoder_that_may_run_nested_tensors_under_a_padding_mask_says_why(tmp_path):
+    # torch itself keeps nested tensors off for pre-norm layers: a post-norm encoder may use them
+    text = MASKED_ENCODER.replace("enable_nested_tensor=False", "enable_nested_tensor=True").replace(
+        "norm_first=True", "norm_first=False")
+    path = _task(tmp_path, "nested_encoder", text)
+    plan = analyze(path, "strict")
+    assert isinstance(plan, Unsupported) and "enable_nested_tensor=True" in plan.reason, plan
+
+
+# Bags of varying length: offsets (an empty bag among them), per-sample weights, mean and sum;
+# and the bag of each element counted by hand, a reduction over a dim only the arange has
+EMBEDDING_BAGS = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.sum_bag = nn.EmbeddingBag(20, 4, mode="sum")
+        self.mean_bag = nn.EmbeddingBag(20, 4, mode="mean")
+
+    def forward(self, ids, offsets, weights):
+        bag = (offsets[None, :] <= torch.arange(ids.size(0), device=ids.device)[:, None]).float().sum(1) - 1
+        fixed = self.mean_bag(ids.view(3, 3)).sum(0)  # three bags of three
+        return torch.cat([self.sum_bag(ids, offsets, per_sample_weights=weights) + fixed, self.mean_bag(ids, offsets),
+                          bag[:5, None]], dim=1)
+
+
+def get_inputs():
+    return [torch.randint(0, 20, (9,)), torch.tensor([0, 1, 3, 3, 6]), torch.rand(9) + 0.1]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+@pytest.mark.parametrize("rules", ["strict", "kernelbench"])
+def test_embedding_bags_of_varying_length_are_correct(cpu_executor, tmp_path, rules):
+    result = _evaluate(cpu_executor, _task(tmp_path, "embedding_bags", EMBEDDING_BAGS), rules)
+    assert ok(result), explain(result)
