@@ -4,7 +4,7 @@ refused or got wrong, each on a small model run end to end on the CPU: a slice w
 in the builder: once added to the scores instead of masking them); nn.TransformerEncoder with
 a key padding mask, and ``.to(x.dtype)``; nn.EmbeddingBag with offsets and per-sample weights,
 and a row reduction over a dim that only an arange gives (its launcher once sized the rows
-from the tensor operands alone)."""
+from the tensor operands alone); Tensor.repeat and torch.tile, once refused."""
 
 import textwrap
 
@@ -200,4 +200,39 @@ def get_init_inputs():
 @pytest.mark.parametrize("rules", ["strict", "kernelbench"])
 def test_embedding_bags_of_varying_length_are_correct(cpu_executor, tmp_path, rules):
     result = _evaluate(cpu_executor, _task(tmp_path, "embedding_bags", EMBEDDING_BAGS), rules)
+    assert ok(result), explain(result)
+
+
+# Tensor.repeat and torch.tile, of an input and of a computed value, with a new leading dim and
+# sizes given as a tuple; checked against torch's tiling order (element k * n + j is element j)
+TILED = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(6, 6)
+
+    def forward(self, x, c):
+        h = torch.relu(self.proj(x))                    # (2, 3, 6)
+        a = h.repeat(1, 2, 1)                           # (2, 6, 6)
+        b = torch.tile(c, (2, 1)) * 2.0                 # (6, 6): an input tiled, rows 0-2 again as 3-5
+        d = c.repeat((2, 1, 1)).sum(0)                  # a new leading dim, reduced
+        return a + b + d.repeat(2, 1)
+
+
+def get_inputs():
+    return [torch.randn(2, 3, 6), torch.randn(3, 6)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+@pytest.mark.parametrize("rules", ["kernelbench", "strict"])
+def test_repeat_and_tile_copy_in_torchs_tiling_order(cpu_executor, tmp_path, rules):
+    result = _evaluate(cpu_executor, _task(tmp_path, "tiled", TILED), rules)
     assert ok(result), explain(result)

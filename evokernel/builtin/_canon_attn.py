@@ -106,6 +106,47 @@ def _repeat_interleave(ctx, args, kwargs):
     return repeat_heads(ctx, x, repeats, int(_static(a["dim"], "dim")))
 
 
+def tiled(ctx, ref: Ref, sizes: tuple[int, ...]) -> Ref:
+    """``ref.repeat(*sizes)``: the whole tensor ``sizes[i]`` times along each dim (the sizes beyond
+    its rank as new leading dims), a copy made in forward: per tiled dim a new dim before it,
+    expanded and flattened into it, so element k * n + j of the result is element j of the input."""
+    shape = tuple(ctx.b.shape(ref))
+    lead = len(sizes) - len(shape)
+    if lead < 0:
+        raise Reject(f"repeat: {len(sizes)} sizes for a tensor of {len(shape)} dims")
+    cur = (1,) * lead + shape
+    suffix = f".reshape({', '.join(map(str, cur))})" if lead else ""
+    for d, times in enumerate(sizes):
+        if times != 1:
+            wide = cur[:d] + (times,) + cur[d:]
+            suffix += f".unsqueeze({d}).expand({', '.join(map(str, wide))}).flatten({d}, {d + 1})"
+            cur = cur[:d] + (cur[d] * times,) + cur[d + 1:]
+    return _view(ctx, ref, suffix, cur) if suffix else ref
+
+
+def _repeat_sizes(values, what: str) -> tuple[int, ...]:
+    sizes = tuple(_static(v, what) for v in values)
+    if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)):  # x.repeat((2, 1)), torch.tile(x, (2, 1))
+        sizes = tuple(_static(v, what) for v in sizes[0])
+    if not sizes or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in sizes):
+        raise Reject(f"{what}: only constant positive integer sizes are supported")
+    return sizes
+
+
+def _repeat(ctx, args, kwargs):
+    if not args:
+        raise Reject("repeat without a tensor")
+    return tiled(ctx, ctx.ref(args[0]), _repeat_sizes(tuple(args[1:]) or (kwargs.get("repeats"),), "repeat"))
+
+
+def _tile(ctx, args, kwargs):
+    a = _bind(args, kwargs, ["input", "dims"])
+    x = ctx.ref(a["input"])
+    sizes = _repeat_sizes((a["dims"],), "tile")
+    rank = len(ctx.b.shape(x))
+    return tiled(ctx, x, (1,) * (rank - len(sizes)) + sizes)  # tile pads the sizes with leading ones
+
+
 def pieces(ctx, x, sizes: list[int], dim: int) -> tuple:
     """Views of consecutive slices of ``x`` along ``dim`` (split and chunk)."""
     shape = tuple(ctx.b.shape(ctx.ref(x)) if not isinstance(x, ComputedView) else x.shape)
@@ -249,7 +290,7 @@ def sdpa_impl(ctx, q: Ref, k: Ref, v: Ref, mask: Ref | None, causal: bool, scale
 
 
 ATTN_HANDLERS = {"scaled_dot_product_attention": _sdpa, "repeat_interleave": _repeat_interleave, "split": _split, "chunk": _chunk, "pad": _pad,
-                 "stack": _stack}
+                 "stack": _stack, "repeat": _repeat, "tile": _tile}
 
 
 # ---------------------------------------------------------------- multi-head attention
