@@ -87,6 +87,24 @@ def run_cases(executor, cases: list[Case], directory: Path, rules: str = "strict
     return out
 
 
+def write_task(directory: Path, name: str, text: str) -> Path:
+    """A whole task file (model, get_inputs, get_init_inputs) written as `name`.py."""
+    path = directory / f"{name}.py"
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def evaluate_task(executor, path: Path, rules: str):
+    """The builtin's default draft of `path` through the executor: correctness only, one trial."""
+    from backends import EvalOptions
+    from evokernel.builtin import Unsupported, analyze, generate
+
+    plan = analyze(path, rules)
+    assert not isinstance(plan, Unsupported), plan.reason
+    options = EvalOptions.from_dict({"rules": rules, "timing": False, "baselines": False, "trials": 1})
+    return executor.evaluate(path, generate(plan), backend="triton", options=options)
+
+
 def explain(result) -> str:
     return getattr(result, "reason", None) or f"{result.status}: {result.message}\n{result.feedback}"
 

@@ -8,7 +8,7 @@ import textwrap
 import pytest
 import torch
 
-from builtin_case import explain, ok
+from builtin_case import evaluate_task, explain, ok, write_task
 from evokernel.builtin import Unsupported, analyze, generate
 
 # A tiny ResNet: a module-level helper, a block class and a helper method build the layers.
@@ -138,30 +138,15 @@ def get_init_inputs():
 '''
 
 
-def _task(tmp_path, name: str, text: str):
-    path = tmp_path / f"{name}.py"
-    path.write_text(textwrap.dedent(text))
-    return path
-
-
-def _evaluate(executor, path, rules: str):
-    from backends import EvalOptions
-
-    plan = analyze(path, rules)
-    assert not isinstance(plan, Unsupported), plan.reason
-    options = EvalOptions.from_dict({"rules": rules, "timing": False, "baselines": False, "trials": 1})
-    return executor.evaluate(path, generate(plan), backend="triton", options=options)
-
-
 # strict: four convolutions of our own on the interpreter (tens of seconds): end to end, marked slow
 @pytest.mark.parametrize("rules", [pytest.param("strict", marks=pytest.mark.slow), "kernelbench"])
 def test_a_model_built_from_its_own_classes_and_helpers_is_correct(cpu_executor, tmp_path, rules):
-    result = _evaluate(cpu_executor, _task(tmp_path, "tiny_resnet", RESNET), rules)
+    result = evaluate_task(cpu_executor, write_task(tmp_path, "tiny_resnet", RESNET), rules)
     assert ok(result), explain(result)
 
 
 def test_the_candidate_carries_the_builders_but_no_reference_forward(tmp_path):
-    source = generate(analyze(_task(tmp_path, "tiny_resnet", RESNET), "strict"))
+    source = generate(analyze(write_task(tmp_path, "tiny_resnet", RESNET), "strict"))
     assert "def conv_bn(" in source and "class Block(nn.Module)" in source and "def _make_stage(self" in source
     assert "WIDTH = 4" in source and "expansion = 1" in source and "    growth = 2" in source
     assert source.count("def forward(") == 1  # ModelNew's: Block's is not carried
@@ -170,7 +155,7 @@ def test_the_candidate_carries_the_builders_but_no_reference_forward(tmp_path):
 def test_a_carried_module_builds_the_same_parameters_under_the_same_names(tmp_path):
     from backends._task import import_file
 
-    path = _task(tmp_path, "tiny_resnet", RESNET)
+    path = write_task(tmp_path, "tiny_resnet", RESNET)
     (tmp_path / "cand.py").write_text(generate(analyze(path, "strict")))
     reference, candidate = import_file(path, "ref_resnet"), import_file(tmp_path / "cand.py", "cand_resnet")
     torch.manual_seed(0)
@@ -185,13 +170,13 @@ def test_a_carried_module_builds_the_same_parameters_under_the_same_names(tmp_pa
 
 
 def test_a_forward_sliced_by_its_input_size_is_captured_and_correct(cpu_executor, tmp_path):
-    path = _task(tmp_path, "sliced", SLICED)
+    path = write_task(tmp_path, "sliced", SLICED)
     from backends._task import import_file
 
     module = import_file(path, "sliced_ref")
     with pytest.raises(Exception):  # the case this front end exists for
         torch.fx.symbolic_trace(module.Model(*module.get_init_inputs()))
-    result = _evaluate(cpu_executor, path, "strict")
+    result = evaluate_task(cpu_executor, path, "strict")
     assert ok(result), explain(result)
 
 
@@ -221,7 +206,7 @@ def test_a_captured_graph_calls_each_torch_nn_module_as_torch_fx_would():
 
 def test_an_optional_parameter_get_inputs_leaves_out_keeps_its_default(cpu_executor, tmp_path):
     """Traced as a proxy, `if hidden is None` would take the branch the reference never takes."""
-    path = _task(tmp_path, "optional", '''
+    path = write_task(tmp_path, "optional", '''
         import torch
         import torch.nn as nn
 
@@ -240,14 +225,14 @@ def test_an_optional_parameter_get_inputs_leaves_out_keeps_its_default(cpu_execu
         def get_init_inputs():
             return []
         ''')
-    result = _evaluate(cpu_executor, path, "strict")
+    result = evaluate_task(cpu_executor, path, "strict")
     assert ok(result), explain(result)
 
 
 def test_a_carried_forward_is_never_run_and_the_static_rules_agree(cpu_executor, tmp_path):
     from backends._static import static_findings
 
-    path = _task(tmp_path, "guarded", GUARDED)
+    path = write_task(tmp_path, "guarded", GUARDED)
     source = generate(analyze(path, "strict"))
     assert "def describe(" not in source and "def _initial(" in source
     assert static_findings(source, "strict") == []
@@ -257,7 +242,7 @@ def test_a_carried_forward_is_never_run_and_the_static_rules_agree(cpu_executor,
                               "    def forward(self, x):\n        return torch.sigmoid(x) * self.weight", 1)
     assert restored != source
     assert [f.rule for f in static_findings(restored, "strict")] == ["torch-compute"]
-    result = _evaluate(cpu_executor, path, "strict")
+    result = evaluate_task(cpu_executor, path, "strict")
     assert ok(result), explain(result)
 
 
@@ -296,7 +281,7 @@ CAPTURED_FORWARDS = {
 @pytest.mark.parametrize("name", list(CAPTURED_FORWARDS))
 def test_an_unsupported_forward_says_why_in_one_line(tmp_path, name):
     body, needle = CAPTURED_FORWARDS[name]
-    path = _task(tmp_path, name, f"""
+    path = write_task(tmp_path, name, f"""
 import torch
 import torch.nn as nn
 
@@ -319,5 +304,5 @@ def get_init_inputs():
 
 def test_a_carried_helper_named_like_a_generated_one_is_refused(tmp_path):
     text = RESNET.replace("conv_bn", "_prod")  # _prod: a shape helper every candidate defines
-    plan = analyze(_task(tmp_path, "clash", text), "strict")
+    plan = analyze(write_task(tmp_path, "clash", text), "strict")
     assert isinstance(plan, Unsupported) and "_prod has the name of a generated helper" in plan.reason

@@ -6,27 +6,10 @@ a key padding mask, and ``.to(x.dtype)``; nn.EmbeddingBag with offsets and per-s
 and a row reduction over a dim that only an arange gives (its launcher once sized the rows
 from the tensor operands alone); Tensor.repeat and torch.tile, once refused."""
 
-import textwrap
-
 import pytest
 
-from builtin_case import explain, ok
-from evokernel.builtin import Unsupported, analyze, generate
-
-
-def _task(tmp_path, name: str, text: str):
-    path = tmp_path / f"{name}.py"
-    path.write_text(textwrap.dedent(text))
-    return path
-
-
-def _evaluate(executor, path, rules: str):
-    from backends import EvalOptions
-
-    plan = analyze(path, rules)
-    assert not isinstance(plan, Unsupported), plan.reason
-    options = EvalOptions.from_dict({"rules": rules, "timing": False, "baselines": False, "trials": 1})
-    return executor.evaluate(path, generate(plan), backend="triton", options=options)
+from builtin_case import evaluate_task, explain, ok, write_task
+from evokernel.builtin import Unsupported, analyze
 
 
 # ShiftViT's token shift: channel groups rolled and written into a copy by slice; an integer
@@ -61,14 +44,14 @@ def get_init_inputs():
 
 @pytest.mark.parametrize("rules", ["strict", "kernelbench"])
 def test_slice_writes_into_a_copy_are_correct(cpu_executor, tmp_path, rules):
-    result = _evaluate(cpu_executor, _task(tmp_path, "slice_writes", SLICE_WRITES), rules)
+    result = evaluate_task(cpu_executor, write_task(tmp_path, "slice_writes", SLICE_WRITES), rules)
     assert ok(result), explain(result)
 
 
 @pytest.mark.parametrize("write, needle", [("out[idx] = 1.0", "tensor index"), ("out[:, ::2] = 1.0", "strided slice"),
                                            ("out.view(-1)[:3] = 1.0", "through a view")])
 def test_an_unsupported_slice_write_says_why_in_one_line(tmp_path, write, needle):
-    path = _task(tmp_path, "bad_write", f"""
+    path = write_task(tmp_path, "bad_write", f"""
 import torch
 import torch.nn as nn
 
@@ -155,7 +138,7 @@ def get_init_inputs():
 
 @pytest.mark.parametrize("name, text", [("computed_masks", COMPUTED_MASKS), ("masked_encoder", MASKED_ENCODER)])
 def test_masks_computed_in_forward_mask_the_scores(cpu_executor, tmp_path, name, text):
-    result = _evaluate(cpu_executor, _task(tmp_path, name, text), "kernelbench")
+    result = evaluate_task(cpu_executor, write_task(tmp_path, name, text), "kernelbench")
     assert ok(result), explain(result)
 
 
@@ -163,7 +146,7 @@ def test_an_encoder_that_may_run_nested_tensors_under_a_padding_mask_says_why(tm
     # torch itself keeps nested tensors off for pre-norm layers: a post-norm encoder may use them
     text = MASKED_ENCODER.replace("enable_nested_tensor=False", "enable_nested_tensor=True").replace(
         "norm_first=True", "norm_first=False")
-    path = _task(tmp_path, "nested_encoder", text)
+    path = write_task(tmp_path, "nested_encoder", text)
     plan = analyze(path, "strict")
     assert isinstance(plan, Unsupported) and "enable_nested_tensor=True" in plan.reason, plan
 
@@ -199,7 +182,7 @@ def get_init_inputs():
 
 @pytest.mark.parametrize("rules", ["strict", "kernelbench"])
 def test_embedding_bags_of_varying_length_are_correct(cpu_executor, tmp_path, rules):
-    result = _evaluate(cpu_executor, _task(tmp_path, "embedding_bags", EMBEDDING_BAGS), rules)
+    result = evaluate_task(cpu_executor, write_task(tmp_path, "embedding_bags", EMBEDDING_BAGS), rules)
     assert ok(result), explain(result)
 
 
@@ -234,5 +217,5 @@ def get_init_inputs():
 
 @pytest.mark.parametrize("rules", ["kernelbench", "strict"])
 def test_repeat_and_tile_copy_in_torchs_tiling_order(cpu_executor, tmp_path, rules):
-    result = _evaluate(cpu_executor, _task(tmp_path, "tiled", TILED), rules)
+    result = evaluate_task(cpu_executor, write_task(tmp_path, "tiled", TILED), rules)
     assert ok(result), explain(result)
