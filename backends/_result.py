@@ -105,6 +105,12 @@ class KernelFacts:
                    shared_bytes=whole(d.get("shared_bytes")), num_warps=whole(d.get("num_warps")))
 
 
+def known_fields(cls: type, d: dict[str, Any]) -> dict[str, Any]:
+    """The entries of `d` that are fields of the dataclass `cls` (a stored record may hold more, or fewer)."""
+    names = {f.name for f in dataclasses.fields(cls)}
+    return {k: v for k, v in d.items() if k in names}
+
+
 @dataclasses.dataclass
 class Baselines:
     """PyTorch timed on the same inputs, in the same worker and the same way (GPU only)."""
@@ -127,8 +133,7 @@ class Baselines:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any] | None) -> "Baselines":
-        names = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in (d or {}).items() if k in names})
+        return cls(**known_fields(cls, d or {}))
 
 
 @dataclasses.dataclass
@@ -273,8 +278,7 @@ class EvalResult:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "EvalResult":
-        fields = {f.name for f in dataclasses.fields(cls)}
-        kwargs = {k: v for k, v in d.items() if k in fields}
+        kwargs = known_fields(cls, d)
         kwargs["status"] = Verdict(kwargs["status"])
         legacy = d.get("compile") if isinstance(d.get("compile"), dict) else {}
         kwargs["baselines"] = Baselines.from_dict(d.get("baselines"))
@@ -287,8 +291,7 @@ class EvalResult:
                                           legacy["achieved_gbps"], legacy.get("input_read_floor_ms"))
         mem = d.get("memory")
         if isinstance(mem, dict):
-            names = {f.name for f in dataclasses.fields(MemoryPlan)}
-            kwargs["memory"] = MemoryPlan(**{k: v for k, v in mem.items() if k in names})
+            kwargs["memory"] = MemoryPlan(**known_fields(MemoryPlan, mem))
         if "timing_method" not in d and legacy.get("timing_method"):
             kwargs["timing_method"] = legacy["timing_method"]
         if "compile_seconds" not in d and legacy.get("seconds"):
