@@ -180,13 +180,14 @@ def embedding_bag(ctx, module, weight: Ref, args, kwargs) -> Ref:
     # offset is the input's length, never at or before an element)
     starts = _leaf_view(ctx, offsets, ".view(1, -1)", (1, b.shape(offsets)[0]))
     before = b.pw("le", starts, b.iota(0, (n, 1)))
-    bag = b.pw("sub", b.reduce("sum", before, (1,), False), Ref("const", 1.0))
+    bag_column = b.pw("sub", b.reduce("sum", before, (1,), True), Ref("const", 1.0))  # (n, 1)
+    bag = _leaf_view(ctx, bag_column, ".view(-1)", (n,))
     sums = _write(type(ctx)(b, TensorSpec((bags, dim), dtype)), "index_add", b.full(0.0, (bags, dim), dtype), 0,
                   b.pw("cast", bag, dtype="int64"), rows, True, "source")
     if module.mode == "sum":
         return sums
     # a bag's size: its elements counted; an empty bag's mean is 0, as torch's
-    members = b.pw("eq", b.pw("sub", b.reduce("sum", before, (1,), True), Ref("const", 1.0)), b.iota(1, (1, bags)))
+    members = b.pw("eq", bag_column, b.iota(1, (1, bags)))
     size = b.reduce("sum", members, (0,), False)
     return b.pw("div", sums, _leaf_view(ctx, b.pw("maximum", size, Ref("const", 1.0)), ".unsqueeze(-1)", (bags, 1)))
 
