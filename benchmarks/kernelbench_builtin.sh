@@ -206,6 +206,9 @@ for level, tag, goal in (("1", "", "strict: >= 97 correct, geomean over eager >=
         wrong = m.get("compile_wrong_tasks") or []
         print(f"  torch.compile's own output fails the same check on {len(wrong)} of {m['compile_checked_tasks']} "
               f"checked: {', '.join(wrong[:30]) or 'none'}")
+        if m.get("geomean_speedup_compile_checked"):
+            print(f"  geomean over torch.compile where its output passes the check: "
+                  f"{m['geomean_speedup_compile_checked']:.2f}x over {m['n_speedup_compile_checked']} tasks")
     spent = m.get("evaluation_seconds") or {}
     if spent.get("by_step"):
         print(f"  executor time {spent['total']:.0f} s, most in: "

@@ -71,3 +71,10 @@ def test_the_check_survives_a_results_round_trip_and_reaches_the_suite_metrics()
     metrics = compute_metrics([wrong, right], device="cuda:0")
     assert metrics["compile_wrong_tasks"] == ["conv_task"]
     assert metrics["compile_checked_tasks"] == 2
+    # the like-for-like figure counts only correct tasks whose torch.compile output passed the check
+    tf32_beaten = TaskOutcome("conv_fast", "k3", "conv_fast.py")
+    tf32_beaten.record(Attempt.from_result(EvalResult(Verdict.OK, latency_ms=0.25, latency_source=LatencySource.MEASURED_GPU,
+                                                      baselines=Baselines(2.0, 1.0, False, "TF32")), step=1, stage="draft"))
+    metrics = compute_metrics([wrong, right, tf32_beaten], device="cuda:0")
+    assert metrics["geomean_speedup_compile"] == 2.0  # sqrt(1.0 * 4.0) over both correct tasks
+    assert (metrics["geomean_speedup_compile_checked"], metrics["n_speedup_compile_checked"]) == (1.0, 1)
