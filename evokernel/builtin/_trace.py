@@ -21,7 +21,7 @@ from ._build import Builder, ComputedView, PyVal, Reject
 from ._canon import Context, call_function, call_method, call_module
 from ._canon_complex import ComplexLeaf
 from ._capture import capture, functionalize
-from ._ir import Node, Plan, Ref, TensorSpec, Unsupported
+from ._ir import Node, Plan, Ref, Returned, ReturnedTensor, TensorSpec, Unsupported
 from ._reroll import Rerolled
 from ._schedule import classify, domain_map, schedule, source_of
 from ._source import read_model_source
@@ -100,7 +100,8 @@ def _spec_of(value) -> TensorSpec:
 
 
 def _node_spec(node) -> TensorSpec | None:
-    meta = node.meta.get("tensor_meta")
+    """The tensor an fx node computes (or ``node`` is: its traced metadata), None where unknown."""
+    meta = node.meta.get("tensor_meta") if isinstance(node, torch.fx.Node) else node
     if meta is None or not hasattr(meta, "shape"):
         return None
     return TensorSpec(tuple(meta.shape), str(meta.dtype).replace("torch.", ""))
@@ -286,6 +287,7 @@ class _Output:
     views: tuple[str, ...]  # view calls applied to base's buffer, naming extra as @1, @2...
     extra: tuple[Ref, ...]
     spec: TensorSpec  # base's shape, the returned tensor's dtype
+    returned: TensorSpec  # the tensor as torch's trace saw it returned
 
 
 def _lower_output(b: Builder, result, meta: TensorSpec | None) -> _Output:
@@ -311,7 +313,7 @@ def _lower_output(b: Builder, result, meta: TensorSpec | None) -> _Output:
     if not meta.dtype.startswith(("float", "bfloat")) and (
             b.dtypes[result.value] != meta.dtype or b.nodes[result.value].op == "cast"):
         raise Reject(f"output dtype {meta.dtype} is not a floating type")
-    return _Output(result, views, extra, TensorSpec(tuple(base_shape), meta.dtype))
+    return _Output(result, views, extra, TensorSpec(tuple(base_shape), meta.dtype), meta)
 
 
 def _copy_kernel(b: Builder, ref: Ref) -> Ref:
@@ -344,7 +346,7 @@ def _common_fields(module, source, inputs, rules: str) -> dict:
 
 def _make_plan(module, source, b: Builder, result, out_node, inputs, rules: str = "strict") -> Plan:
     if isinstance(result, (tuple, list)):
-        raise Reject("forward returns several outputs; only a single tensor output is supported")
+        return _several_outputs_plan(module, source, b, result, out_node, inputs, rules)
     out = _lower_output(b, result, _node_spec(out_node) if hasattr(out_node, "meta") else None)
     result, views, extra = out.base, out.views, out.extra
     nodes, leaf_names = _reachable(b, result, extra)
@@ -365,3 +367,69 @@ def _make_plan(module, source, b: Builder, result, out_node, inputs, rules: str 
                        **common)
     return Plan(family="pipeline", leaves=leaves, nodes=tuple(nodes), output=result, out_spec=out.spec,
                 fixed_out_dtype=any(n.op == "cast" for n in nodes), stages=tuple(stages), main=main, **common)
+
+
+def _several_outputs_plan(module, source, b: Builder, result, out_node, inputs, rules: str) -> Plan:
+    """A pipeline for a forward that returns a tuple or list of tensors (nested or not): every
+    returned value is a stored buffer, which forward returns with the reference's views of it in
+    the reference's structure. A value returned twice, or returned and viewed, is one buffer."""
+    lowered: list[_Output] = []
+    tree = _lower_returned(b, result, out_node, lowered, "")
+    nodes, leaf_names, stages, main, buffers = _schedule_outputs(b, lowered, rules)
+    plain = next((i for i, out in enumerate(lowered) if not out.views), None)
+    if all(s.family == "host" for s in stages) and plain is not None:
+        lowered[plain] = replace(lowered[plain], base=_copy_kernel(b, lowered[plain].base))
+        nodes, _, stages, main, buffers = _schedule_outputs(b, lowered, rules)
+    tensors = [ReturnedTensor(buffers[out.base.value].source, _views_in_forward(b, out, buffers), out.returned)
+               for out in lowered]
+    first = lowered[0]
+    return Plan(family="pipeline", leaves=tuple(leaf for leaf in b.leaves.values() if leaf.name in leaf_names),
+                nodes=tuple(nodes), output=first.base, out_spec=first.spec,
+                fixed_out_dtype=any(n.op == "cast" for n in nodes), stages=tuple(stages), main=main,
+                returns=_returned(tree, tensors), **_common_fields(module, source, inputs, rules))
+
+
+def _lower_returned(b: Builder, value, arg, lowered: list[_Output], where: str) -> tuple | list:
+    """A returned tuple or list with each tensor in it lowered (appended to ``lowered``) and
+    replaced by its position there, nesting kept. ``arg``: the output node's matching part (fx
+    nodes, or the traced metadata of a node that returned the whole sequence); ``where``: the
+    sequence's position in what forward returns ("" for all of it, "[1]" for its second item)."""
+    if type(value) is not tuple and not isinstance(value, list):  # fx keeps a namedtuple's type
+        raise Reject(f"forward returns a {type(value).__name__}{f' at {where}' if where else ''}; "
+                     "only tensors, and tuples and lists of them, are supported")
+    if not value:
+        raise Reject(f"forward returns an empty {'list' if isinstance(value, list) else 'tuple'}"
+                     f"{f' at {where}' if where else ''}")
+    if isinstance(arg, torch.fx.Node):
+        arg = arg.meta.get("tensor_meta")
+    if not isinstance(arg, (tuple, list)) or hasattr(arg, "shape") or len(arg) != len(value):
+        raise Reject("could not determine the outputs' shapes and dtypes")
+    items: list = []
+    for i, (item, part) in enumerate(zip(value, arg)):
+        at = f"{where}[{i}]"
+        if isinstance(item, (tuple, list)):
+            items.append(_lower_returned(b, item, part, lowered, at))
+            continue
+        try:
+            lowered.append(_lower_output(b, item, _node_spec(part)))
+        except Reject as exc:
+            raise Reject(f"{exc} (forward's output {at})") from None
+        items.append(len(lowered) - 1)
+    return items if isinstance(value, list) else tuple(items)
+
+
+def _schedule_outputs(b: Builder, lowered: list[_Output], rules: str):
+    """(nodes, leaf names, stages, main stage, buffers) of a graph computing every lowered output,
+    each one's value stored (a stage's last: see schedule's keep)."""
+    bases = tuple(dict.fromkeys(out.base for out in lowered))
+    extra = tuple(e for out in lowered for e in out.extra)
+    keep = tuple(dict.fromkeys(ref.value for ref in (*bases, *extra) if ref.kind == "node"))
+    nodes, leaf_names = _reachable(b, bases[0], (*bases[1:], *extra))
+    stages, main, buffers = schedule(b, nodes, bases[0], rules, keep=keep)
+    return nodes, leaf_names, stages, main, buffers
+
+
+def _returned(tree: tuple | list, tensors: list[ReturnedTensor]) -> Returned:
+    """The Returned record of a tree from _lower_returned, its positions replaced by ``tensors``."""
+    items = tuple(_returned(item, tensors) if isinstance(item, (tuple, list)) else tensors[item] for item in tree)
+    return Returned(items, is_list=isinstance(tree, list))
