@@ -8,7 +8,7 @@ import pytest
 
 from backends import EvalOptions, Verdict
 from builtin_case import check_in_interpreter, evaluate_task, explain, ok, write_task
-from evokernel.builtin import Unsupported, analyze, describe, generate
+from evokernel.builtin import Unsupported, analyze, check_in_subprocess, describe, generate
 
 HEAD = "import torch\nimport torch.nn as nn\n\n\n"
 TAIL = "\n\ndef get_init_inputs():\n    return []\n"
@@ -207,6 +207,13 @@ def test_a_wrong_second_output_is_rejected(cpu_executor, tmp_path):
     result = cpu_executor.evaluate(task, candidate, backend="triton", options=options)
     assert result.status == Verdict.WRONG_RESULT, explain(result)
     assert "output 1" in result.message, result.message
+
+
+def test_the_builtins_own_check_compares_every_output_in_its_structure(tmp_path):
+    """check_candidate (the generator's quick local check) walks the reference's tuples and lists."""
+    jobs = [{"task": str(write_task(tmp_path, name, MODELS[name]))} for name in ("lstm_state", "shared_and_integer")]
+    for job, result in zip(jobs, check_in_subprocess(jobs), strict=True):
+        assert result.ok, (job, result)
 
 
 def test_the_plan_describes_every_output(tmp_path):
