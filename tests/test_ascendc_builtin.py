@@ -11,11 +11,13 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from evokernel.ascendc import AscendCBuiltinPolicy, AscendCConfig, config_from_triton, generate, neighbours
+from evokernel.ascendc import (AscendCBuiltinPolicy, AscendCConfig, TemplateError, config_from_triton, covers, generate,
+                               neighbours)
 from evokernel.builtin import analyze
 from evokernel.cli import app
 from evokernel.loop import MemoryNote, StartPointView, StepContext
 
+from builtin_case import write_task
 from session_tmp import session_basetemp
 
 NPU = Path(__file__).resolve().parents[1] / "benchmarks" / "npu"
@@ -67,6 +69,31 @@ def test_matmul_templates_write_a_cube_kernel_and_an_epilogue():
 def test_stops_honestly_outside_the_templates(task, why):
     proposal = AscendCBuiltinPolicy().propose(_ctx(task))
     assert proposal.stop and proposal.source is None and why in proposal.error
+
+
+def test_a_forward_returning_several_tensors_is_outside_the_templates(tmp_path):
+    """The templates' forward returns one tensor: a plan of several outputs is refused, not truncated."""
+    path = write_task(tmp_path, "two_outputs", """
+        import torch
+        import torch.nn as nn
+
+
+        class Model(nn.Module):
+            def forward(self, x):
+                return torch.relu(x), x.sum(1)
+
+
+        def get_inputs():
+            return [torch.randn(4, 6)]
+
+
+        def get_init_inputs():
+            return []
+        """)
+    plan = analyze(str(path))
+    assert "several tensors" in covers(plan)
+    with pytest.raises(TemplateError, match="several tensors"):
+        generate(plan, AscendCConfig("elementwise"))
 
 
 def test_a_triton_memory_of_the_same_family_sets_the_first_tile():

@@ -72,7 +72,7 @@ def _task(tmp_path, body: str, inputs: str, init: str = "[]", name: str = "t") -
     ("def forward(self, x):\n    return x.sum(dim=(0, 2))\n", "[torch.randn(3, 4, 5)]", "non-adjacent"),
     ("def forward(self, x):\n    return torch.cumsum(x.flip(0), 1)\n", "[torch.randn(3, 4)]", "flip"),
     ("def forward(self, x):\n    return x.flip(0) * 2\n", "[torch.randn(3, 4)]", "flip"),
-    ("def forward(self, x):\n    return x, x * 2\n", "[torch.randn(4)]", "several outputs"),
+    ("def forward(self, x):\n    return x * 2, x.shape[0]\n", "[torch.randn(4)]", "(forward's output [1])"),
     ("def forward(self, x):\n    if x.sum() > 0:\n        return x\n    return -x\n", "[torch.randn(4)]",
      "could not trace"),
     ("def forward(self, x):\n    return x * 2\n", "[torch.randint(0, 4, (4,))]", "int64"),

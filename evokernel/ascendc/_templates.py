@@ -86,12 +86,17 @@ def _tiling(cfg, rows, cols, esize):
 '''
 
 
+SEVERAL_OUTPUTS = "forward returns several tensors; the templates' forward returns one"
+
+
 def _stages(plan: Plan) -> tuple[Plan, ...]:
     return tuple(plan.stages) if plan.family == "pipeline" else (plan,)
 
 
 def covers(plan: Plan) -> str | None:
     """None when the templates cover the plan (every stage of a pipeline), else the reason they do not."""
+    if plan.returns is not None:
+        return SEVERAL_OUTPUTS
     for stage in _stages(plan):
         try:
             if stage.family == "matmul":
@@ -306,6 +311,8 @@ def matmul_stage(plan: Plan, config: AscendCConfig, tag: str) -> list[StageCode]
 
 def generate(plan: Plan, config: AscendCConfig) -> str:
     """The candidate file; raises TemplateError outside the templates' coverage."""
+    if plan.returns is not None:
+        raise TemplateError(SEVERAL_OUTPUTS)
     stages = _stages(plan)
     main = plan.main if plan.family == "pipeline" else 0
     codes: list[list[StageCode]] = []

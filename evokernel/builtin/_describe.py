@@ -82,7 +82,10 @@ def describe(plan: Plan) -> str:
                      f"{'last dim' if g.stop == g.rank else 'strided'})")
     inputs = ", ".join(f"{leaf.source} {leaf.spec.text()}" for leaf in plan.leaves)
     lines.append(f"operands: {inputs}")
-    lines.append(f"output: {plan.out_spec.text()}")
+    if plan.returns is None:
+        lines.append(f"output: {plan.out_spec.text()}")
+    else:
+        lines.append(f"outputs: {', '.join(t.spec.text() for t in plan.returns.tensors())}")
     if plan.family == "pipeline":
         lines.append(f"stages: {len(plan.stages)}, configured: stage {plan.main} ({plan.main_stage.family})")
     return "\n".join(lines)

@@ -12,12 +12,13 @@ from backends import parse_python
 
 from ._build import FLOAT_DTYPES
 from ._canon import VIEW_METHODS
-from ._ir import Node, Plan, Ref
+from ._ir import Node, Plan, Ref, Returned
 from ._kernel_share import share_identical_kernels
 from ._pointwise import literal, pointwise_expr
 
 __all__ = ["Emitter", "StageCode", "assemble", "header", "model_class", "scalar_sources", "strided", "unravel",
-           "wrap_params", "BROADCAST_SHAPES", "HELPERS", "TF32_ROUND", "out_dtype_expr", "stage_args", "load_other", "to_f32"]
+           "wrap_params", "BROADCAST_SHAPES", "HELPERS", "TF32_ROUND", "out_dtype_expr", "stage_args", "load_other", "to_f32",
+           "returned_expression"]
 
 
 @dataclass(frozen=True)
@@ -136,12 +137,26 @@ def stage_args(plan: Plan) -> list[str]:
 
 
 def _returned(call: str, plan: Plan) -> str:
-    """What forward returns: the last stage's result with the reference's views on it, made
-    contiguous (a copy, recorded by a launch plan) when a view reorders dims."""
-    views = call + "".join(plan.out_views)
-    if any(v.startswith((".transpose", ".permute", ".t(", ".T", ".mT", ".swap", ".movedim")) for v in plan.out_views):
-        return f"_contiguous({views})"
-    return views
+    """What forward returns: the last stage's result with the reference's views on it."""
+    return _viewed(call, plan.out_views)
+
+
+def _viewed(tensor: str, views: tuple[str, ...]) -> str:
+    """A returned tensor with the reference's views on it, made contiguous (a copy, recorded by
+    a launch plan) when a view reorders dims."""
+    text = tensor + "".join(views)
+    if any(v.startswith((".transpose", ".permute", ".t(", ".T", ".mT", ".swap", ".movedim")) for v in views):
+        return f"_contiguous({text})"
+    return text
+
+
+def returned_expression(returned: Returned) -> str:
+    """forward's returned tuple or list of several tensors, nested as the reference's."""
+    items = [returned_expression(item) if isinstance(item, Returned) else _viewed(item.buffer, item.views)
+             for item in returned.items]
+    if returned.is_list:
+        return f"[{', '.join(items)}]"
+    return f"({', '.join(items)},)" if len(items) == 1 else f"({', '.join(items)})"
 
 
 # A tensor forward reads from a submodule: "self" and its hops (".name", "[i]"), up to the

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from ._config import Config, default_config
-from ._emit import StageCode, assemble, stage_args
+from ._emit import StageCode, assemble, returned_expression, stage_args
 from ._families import family
 from ._ir import Plan, Unsupported
 
@@ -42,6 +42,12 @@ def generate(plan: Plan, config: Config | None = None) -> str:
     reads = [", ".join(stage_args(stage)) for stage in stages]
     last = len(stages) - 1
     buffers = [s.buffer for s in stages[:last]]
+    # several tensors returned: every stage's result is a buffer, and forward's return reads them as a
+    # stage after the last would (no returned buffer is deleted, nor written into a cat in place)
+    returned = None if plan.returns is None else returned_expression(plan.returns)
+    if returned is not None:
+        reads.append(returned)
+        buffers.append(stages[last].buffer)
     known = set(buffers)
     # the stages that name each buffer in their arguments, in one pass (whole names: buf1 is not buf12)
     readers: dict[str, list[int]] = {name: [] for name in known}
@@ -55,6 +61,7 @@ def generate(plan: Plan, config: Config | None = None) -> str:
     order = [k for k in range(len(stages)) if k not in parts]
     position = {k: i for i, k in enumerate(order)}
     position.update({k: position[c] for k, c in parts.items()})
+    position[len(stages)] = len(order)  # the return, when it reads buffers
     # the last stage (in launch order) that names each buffer in its arguments
     written = {stages[k].buffer for k in parts}  # never a variable of forward: no del
     last_reader = {name: max(position[k] for k in ks) for name, ks in readers.items() if ks and name not in written}
@@ -62,19 +69,22 @@ def generate(plan: Plan, config: Config | None = None) -> str:
     for i, k in enumerate(order):
         stage, code = stages[k], codes[k]
         own = [j for j in sorted(parts) if parts[j] == k]
+        returns_this = k == last and returned is None  # forward returns the last stage's result
         if own:
             calls += _cat_in_place(stage, k, {stages[j].buffer: (codes[j], reads[j]) for j in own})
-            if k == last:
+            if returns_this:
                 calls.append(stage.buffer)
         else:
             call = f"{code.entry}({reads[k]})"
-            calls.append(call if k == last else f"{stage.buffer} = {call}")
+            calls.append(call if returns_this else f"{stage.buffer} = {call}")
         if k < last:
             # A buffer no later stage reads is dropped here, as eager drops its temporaries: forward as
             # written (its first calls) then peaks near eager's memory, not at the sum of its buffers.
             done = [name for name in buffers if last_reader.get(name) == i]
             if done:
                 calls.append(f"del {', '.join(done)}")
+    if returned is not None:
+        calls.append(returned)
     text = f"pipeline of {len(stages)} stages ({', '.join(s.family for s in stages)}); " \
            f"stage {plan.main}: {config.text()}"
     return assemble(plan, text, codes, calls)

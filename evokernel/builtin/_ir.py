@@ -21,6 +21,8 @@ __all__ = [
     "Leaf",
     "Node",
     "ReduceGroup",
+    "ReturnedTensor",
+    "Returned",
     "Plan",
     "Unsupported",
     "ANCHORS",
@@ -82,6 +84,32 @@ class ReduceGroup:
 
 
 @dataclass(frozen=True)
+class ReturnedTensor:
+    """One tensor of several that forward returns: the buffer holding it and the reference's
+    views of that buffer (an LSTM's h_n is a slice of its packed result)."""
+
+    buffer: str  # forward's expression of the buffer: a stage's result, or a view of one
+    views: tuple[str, ...]  # view calls applied to it, e.g. ".t()"
+    spec: TensorSpec  # the tensor as the reference returns it
+
+
+@dataclass(frozen=True)
+class Returned:
+    """What a forward returning several tensors returns: a tuple or a list of tensors and of
+    such sequences, nested as the reference nests them (an LSTM's ``(out, (h, c))``)."""
+
+    items: tuple["ReturnedTensor | Returned", ...]
+    is_list: bool = False  # a list, else a tuple
+
+    def tensors(self) -> tuple[ReturnedTensor, ...]:
+        """The returned tensors in order, nested sequences flattened."""
+        out: list[ReturnedTensor] = []
+        for item in self.items:
+            out.extend(item.tensors() if isinstance(item, Returned) else (item,))
+        return tuple(out)
+
+
+@dataclass(frozen=True)
 class Plan:
     family: str
     name: str  # the task's name (file stem) for reports and retrieval keys
@@ -103,6 +131,9 @@ class Plan:
     main: int = 0  # family "pipeline": the stage the configuration is for
     buffer: str = ""  # a stage: the name of the tensor it returns in forward
     rules: str = "strict"  # the rule set the plan was scheduled for
+    # several tensors returned (a pipeline): what forward returns, output and out_spec then its first
+    # tensor's; None where forward returns the last stage's result with out_views
+    returns: Returned | None = None
 
     def node(self, node_id: int) -> Node:
         for node in self.nodes:

@@ -270,7 +270,7 @@ def schedule(b: Builder, nodes: list[Node], output: Ref, rules: str = "strict",
     """Stage plans in launch order (each a single-kernel or host plan; leaves and
     nodes rewritten so operands from earlier stages are buffer leaves), the index
     of the main stage, and the buffer (as a leaf) of every stored node. ``keep``:
-    nodes that must be stored (the output's views name them)."""
+    nodes that must be stored (the output's views name them, or forward returns them too)."""
     from ._gen_attention import fuse_attention
 
     # matmul, score chain, softmax, matmul: one attention kernel, the scores never stored
@@ -279,7 +279,8 @@ def schedule(b: Builder, nodes: list[Node], output: Ref, rules: str = "strict",
     if rules == "kernelbench":
         _to_library(g)
         _channels_last(g)
-    forced: set[int] = set()
+    # a cut after each kept node: a stored value is the last its kernel computes (its buffer)
+    forced: set[int] = set(keep)
     for _ in range(len(nodes) + 1):
         groups = _group(g, forced)
         bad = _live_out_problems(g, groups)

@@ -52,11 +52,42 @@ def check_candidate(task, source: str, seed: int = 0, tolerance: tuple[float, fl
         with torch.no_grad():
             expected = ref_model(*[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs])
             got = new_model(*[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs])
-    if not isinstance(got, torch.Tensor):
-        return CheckResult(False, float("inf"), f"output is {type(got).__name__}, not a tensor")
+    pairs = _tensor_pairs(got, expected, "output")
+    if isinstance(pairs, str):
+        return CheckResult(False, float("inf"), pairs)
+    worst = 0.0
+    for where, got, expected in pairs:
+        result = _check_tensor(task, where, got, expected, tolerance)
+        if not result.ok:
+            return result
+        worst = max(worst, result.max_abs_error)
+    return CheckResult(True, worst, "ok")
+
+
+def _tensor_pairs(got, expected, where: str) -> list[tuple[str, torch.Tensor, torch.Tensor]] | str:
+    """(where, candidate's, reference's) for each tensor the reference returns, in order, or what
+    differs in the structure holding them (a tuple or list, nested, where forward returns several)."""
+    if not isinstance(expected, (tuple, list)):
+        if not isinstance(got, torch.Tensor):
+            return f"{where} is {type(got).__name__}, not a tensor"
+        return [(where, got, expected)]
+    if type(got) is not type(expected) or len(got) != len(expected):
+        size = f" of {len(got)}" if isinstance(got, (tuple, list)) else ""
+        return f"{where} is a {type(got).__name__}{size}, expected a {type(expected).__name__} of {len(expected)}"
+    pairs: list[tuple[str, torch.Tensor, torch.Tensor]] = []
+    for i, (g, e) in enumerate(zip(got, expected)):
+        inner = _tensor_pairs(g, e, f"{where}[{i}]")
+        if isinstance(inner, str):
+            return inner
+        pairs.extend(inner)
+    return pairs
+
+
+def _check_tensor(task, where: str, got: torch.Tensor, expected: torch.Tensor,
+                  tolerance: tuple[float, float] | None) -> CheckResult:
     if got.shape != expected.shape or got.dtype != expected.dtype:
         return CheckResult(False, float("inf"),
-                           f"output {tuple(got.shape)} {got.dtype}, expected {tuple(expected.shape)} {expected.dtype}")
+                           f"{where} {tuple(got.shape)} {got.dtype}, expected {tuple(expected.shape)} {expected.dtype}")
     if tolerance is None:
         tolerance = getattr(task, "TOLERANCE", None) or (
             (1e-4, 1e-4) if expected.dtype in (torch.float32, torch.float64) else (1e-2, 1e-2))

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from backends import cast_model, cast_values, parse_python
 
@@ -21,7 +21,7 @@ from ._build import Builder, ComputedView, PyVal, Reject
 from ._canon import Context, call_function, call_method, call_module
 from ._canon_complex import ComplexLeaf
 from ._capture import capture, functionalize
-from ._ir import Node, Plan, Ref, TensorSpec, Unsupported
+from ._ir import Node, Plan, Ref, Returned, ReturnedTensor, TensorSpec, Unsupported
 from ._reroll import Rerolled
 from ._schedule import classify, domain_map, schedule, source_of
 from ._source import read_model_source
@@ -100,7 +100,8 @@ def _spec_of(value) -> TensorSpec:
 
 
 def _node_spec(node) -> TensorSpec | None:
-    meta = node.meta.get("tensor_meta")
+    """The tensor an fx node computes (or ``node`` is: its traced metadata), None where unknown."""
+    meta = node.meta.get("tensor_meta") if isinstance(node, torch.fx.Node) else node
     if meta is None or not hasattr(meta, "shape"):
         return None
     return TensorSpec(tuple(meta.shape), str(meta.dtype).replace("torch.", ""))
@@ -277,9 +278,20 @@ def _reachable(b: Builder, root: Ref, extra: tuple[Ref, ...] = ()) -> tuple[list
     return [n for n in b.nodes if n.id in seen], leaves
 
 
-def _make_plan(module, source, b: Builder, result, out_node, inputs, rules: str = "strict") -> Plan:
-    if isinstance(result, (tuple, list)):
-        raise Reject("forward returns several outputs; only a single tensor output is supported")
+@dataclass(frozen=True)
+class _Output:
+    """One tensor forward returns, lowered: the value its kernel computes and the reference's
+    views of that value (applied in forward)."""
+
+    base: Ref
+    views: tuple[str, ...]  # view calls applied to base's buffer, naming extra as @1, @2...
+    extra: tuple[Ref, ...]
+    spec: TensorSpec  # base's shape, the returned tensor's dtype
+    returned: TensorSpec  # the tensor as torch's trace saw it returned
+
+
+def _lower_output(b: Builder, result, meta: TensorSpec | None) -> _Output:
+    """A returned value as an _Output; ``meta`` is the tensor torch's trace saw there."""
     views: tuple[str, ...] = ()
     extra: tuple[Ref, ...] = ()
     if isinstance(result, Ref) and result.kind == "node" and b.nodes[result.value].op == "view":
@@ -291,47 +303,133 @@ def _make_plan(module, source, b: Builder, result, out_node, inputs, rules: str 
         raise Reject("forward does not return a tensor computed from its inputs")
     if result.kind == "leaf":  # forward returns an input (or a view of one): a copy kernel
         result = b.pw("identity", result)
-    out_spec_meta = _node_spec(out_node) if hasattr(out_node, "meta") else None
-    if out_spec_meta is None:
+    if meta is None:
         raise Reject("could not determine the output's shape and dtype")
     base_shape = b.shape(result)
-    if not views and tuple(base_shape) != tuple(out_spec_meta.shape):
-        raise Reject(f"internal shape inference gave {base_shape}, torch gave {out_spec_meta.shape}")
+    if not views and tuple(base_shape) != tuple(meta.shape):
+        raise Reject(f"internal shape inference gave {base_shape}, torch gave {meta.shape}")
     # an integer output only from ops that make integers (argmax, an index read): integer
     # arithmetic is computed in float, exact for ids and positions, not for every int64
-    if not out_spec_meta.dtype.startswith(("float", "bfloat")) and (
-            b.dtypes[result.value] != out_spec_meta.dtype or b.nodes[result.value].op == "cast"):
-        raise Reject(f"output dtype {out_spec_meta.dtype} is not a floating type")
-    nodes, leaf_names = _reachable(b, result, extra)
-    leaves = tuple(leaf for leaf in b.leaves.values() if leaf.name in leaf_names)
+    if not meta.dtype.startswith(("float", "bfloat")) and (
+            b.dtypes[result.value] != meta.dtype or b.nodes[result.value].op == "cast"):
+        raise Reject(f"output dtype {meta.dtype} is not a floating type")
+    return _Output(result, views, extra, TensorSpec(tuple(base_shape), meta.dtype), meta)
+
+
+def _copy_kernel(b: Builder, ref: Ref) -> Ref:
+    """A kernel of ours that copies ``ref``: where host stages alone compute the outputs (a lone
+    topk or gather), it is the stage a configuration tunes."""
+    dtype = b.dtypes[ref.value]
+    return b.pw("identity", ref) if dtype.startswith(("float", "bfloat")) else b.pw("cast", ref, dtype=dtype)
+
+
+def _views_in_forward(b: Builder, out: _Output, buffers) -> tuple[str, ...]:
+    """An output's views as forward writes them: the values they name (@1, @2...) read from their buffers."""
+    views = out.views
+    for j, ref in enumerate(out.extra, 1):
+        views = tuple(view.replace(f"@{j}", source_of(b, ref, buffers)) for view in views)
+    return views
+
+
+def _common_fields(module, source, inputs, rules: str) -> dict:
+    """The Plan fields of the task itself, the same for a one-kernel plan and a pipeline."""
     name = getattr(module, "__file__", None)
-    common = dict(
+    return dict(
         name=Path(name).stem if name else module.__name__,
         forward_args=source.forward_args,
         init_source=source.init_source,
         preamble=source.preamble,
-        out_views=views,
         input_specs=tuple(_spec_of(x) if isinstance(x, torch.Tensor) else repr(x) for x in inputs),
         rules=rules,
     )
+
+
+def _make_plan(module, source, b: Builder, result, out_node, inputs, rules: str = "strict") -> Plan:
+    if isinstance(result, (tuple, list)):
+        return _several_outputs_plan(module, source, b, result, out_node, inputs, rules)
+    out = _lower_output(b, result, _node_spec(out_node) if hasattr(out_node, "meta") else None)
+    result, views, extra = out.base, out.views, out.extra
+    nodes, leaf_names = _reachable(b, result, extra)
+    leaves = tuple(leaf for leaf in b.leaves.values() if leaf.name in leaf_names)
+    common = _common_fields(module, source, inputs, rules)
     keep = tuple(e.value for e in extra if e.kind == "node")
     stages, main, buffers = schedule(b, nodes, result, rules, keep=keep)
     if all(s.family == "host" for s in stages) and not views:
-        # host stages take no configuration (a lone topk or gather): a copy kernel of the result is the one tuned
-        dtype = b.dtypes[result.value]
-        result = b.pw("identity", result) if dtype.startswith(("float", "bfloat")) else b.pw("cast", result, dtype=dtype)
+        result = _copy_kernel(b, result)
         nodes = _reachable(b, result, extra)[0]
         stages, main, buffers = schedule(b, nodes, result, rules, keep=keep)
-    if extra:
-        text = "".join(views)
-        for j, ref in enumerate(extra, 1):
-            text = text.replace(f"@{j}", source_of(b, ref, buffers))
-        common["out_views"] = (text,)
+    # views that name values: forward's text of them, as one view
+    common["out_views"] = ("".join(_views_in_forward(b, out, buffers)),) if extra else views
     if len(stages) == 1 and stages[0].family != "host":
         # one kernel: the plan is that kernel's, over the original leaves
         only = stages[0]
-        return replace(only, leaves=leaves, out_spec=TensorSpec(tuple(base_shape), out_spec_meta.dtype),
-                       fixed_out_dtype=only.fixed_out_dtype, buffer="", **common)
-    return Plan(family="pipeline", leaves=leaves, nodes=tuple(nodes), output=result,
-                out_spec=TensorSpec(tuple(base_shape), out_spec_meta.dtype),
+        return replace(only, leaves=leaves, out_spec=out.spec, fixed_out_dtype=only.fixed_out_dtype, buffer="",
+                       **common)
+    return Plan(family="pipeline", leaves=leaves, nodes=tuple(nodes), output=result, out_spec=out.spec,
                 fixed_out_dtype=any(n.op == "cast" for n in nodes), stages=tuple(stages), main=main, **common)
+
+
+def _several_outputs_plan(module, source, b: Builder, result, out_node, inputs, rules: str) -> Plan:
+    """A pipeline for a forward that returns a tuple or list of tensors (nested or not): every
+    returned value is a stored buffer, which forward returns with the reference's views of it in
+    the reference's structure. A value returned twice, or returned and viewed, is one buffer."""
+    lowered: list[_Output] = []
+    tree = _lower_returned(b, result, out_node, lowered, "")
+    nodes, leaf_names, stages, main, buffers = _schedule_outputs(b, lowered, rules)
+    plain = next((i for i, out in enumerate(lowered) if not out.views), None)
+    if all(s.family == "host" for s in stages) and plain is not None:
+        lowered[plain] = replace(lowered[plain], base=_copy_kernel(b, lowered[plain].base))
+        nodes, _, stages, main, buffers = _schedule_outputs(b, lowered, rules)
+    tensors = [ReturnedTensor(buffers[out.base.value].source, _views_in_forward(b, out, buffers), out.returned)
+               for out in lowered]
+    first = lowered[0]
+    return Plan(family="pipeline", leaves=tuple(leaf for leaf in b.leaves.values() if leaf.name in leaf_names),
+                nodes=tuple(nodes), output=first.base, out_spec=first.spec,
+                fixed_out_dtype=any(n.op == "cast" for n in nodes), stages=tuple(stages), main=main,
+                returns=_returned(tree, tensors), **_common_fields(module, source, inputs, rules))
+
+
+def _lower_returned(b: Builder, value, arg, lowered: list[_Output], where: str) -> tuple | list:
+    """A returned tuple or list with each tensor in it lowered (appended to ``lowered``) and
+    replaced by its position there, nesting kept. ``arg``: the output node's matching part (fx
+    nodes, or the traced metadata of a node that returned the whole sequence); ``where``: the
+    sequence's position in what forward returns ("" for all of it, "[1]" for its second item)."""
+    if type(value) is not tuple and not isinstance(value, list):  # fx keeps a namedtuple's type
+        raise Reject(f"forward returns a {type(value).__name__}{f' at {where}' if where else ''}; "
+                     "only tensors, and tuples and lists of them, are supported")
+    if not value:
+        raise Reject(f"forward returns an empty {'list' if isinstance(value, list) else 'tuple'}"
+                     f"{f' at {where}' if where else ''}")
+    if isinstance(arg, torch.fx.Node):
+        arg = arg.meta.get("tensor_meta")
+    if not isinstance(arg, (tuple, list)) or hasattr(arg, "shape") or len(arg) != len(value):
+        raise Reject("could not determine the outputs' shapes and dtypes")
+    items: list = []
+    for i, (item, part) in enumerate(zip(value, arg)):
+        at = f"{where}[{i}]"
+        if isinstance(item, (tuple, list)):
+            items.append(_lower_returned(b, item, part, lowered, at))
+            continue
+        try:
+            lowered.append(_lower_output(b, item, _node_spec(part)))
+        except Reject as exc:
+            raise Reject(f"{exc} (forward's output {at})") from None
+        items.append(len(lowered) - 1)
+    return items if isinstance(value, list) else tuple(items)
+
+
+def _schedule_outputs(b: Builder, lowered: list[_Output], rules: str):
+    """(nodes, leaf names, stages, main stage, buffers) of a graph computing every lowered output,
+    each one's value stored (a stage's last: see schedule's keep)."""
+    bases = tuple(dict.fromkeys(out.base for out in lowered))
+    extra = tuple(e for out in lowered for e in out.extra)
+    keep = tuple(dict.fromkeys(ref.value for ref in (*bases, *extra) if ref.kind == "node"))
+    nodes, leaf_names = _reachable(b, bases[0], (*bases[1:], *extra))
+    stages, main, buffers = schedule(b, nodes, bases[0], rules, keep=keep)
+    return nodes, leaf_names, stages, main, buffers
+
+
+def _returned(tree: tuple | list, tensors: list[ReturnedTensor]) -> Returned:
+    """The Returned record of a tree from _lower_returned, its positions replaced by ``tensors``."""
+    items = tuple(_returned(item, tensors) if isinstance(item, (tuple, list)) else tensors[item] for item in tree)
+    return Returned(items, is_list=isinstance(tree, list))
