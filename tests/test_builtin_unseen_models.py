@@ -219,3 +219,45 @@ def get_init_inputs():
 def test_repeat_and_tile_copy_in_torchs_tiling_order(cpu_executor, tmp_path, rules):
     result = evaluate_task(cpu_executor, write_task(tmp_path, "tiled", TILED), rules)
     assert ok(result), explain(result)
+
+
+# RWKV's token shift: nn.ZeroPad2d((0, 0, 1, -1)) crops the last token and pads a zero one
+# first, of a computed value and of an input; ConstantPad1d with a value
+PAD_MODULES = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(6, 6)
+        self.time_shift = nn.ZeroPad2d((0, 0, 1, -1))
+        self.pad = nn.ConstantPad1d((2, 1), 0.5)
+
+    def forward(self, x):
+        h = self.proj(x)
+        return self.pad(self.time_shift(h) * h + self.time_shift(x))
+
+
+def get_inputs():
+    return [torch.randn(2, 5, 6)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+@pytest.mark.parametrize("rules", ["kernelbench", "strict"])
+def test_padding_modules_crop_and_pad(cpu_executor, tmp_path, rules):
+    result = evaluate_task(cpu_executor, write_task(tmp_path, "pad_modules", PAD_MODULES), rules)
+    assert ok(result), explain(result)
+
+
+def test_a_reflection_pad_module_says_its_mode_in_one_line(tmp_path):
+    path = write_task(tmp_path, "reflect_pad", PAD_MODULES.replace("nn.ConstantPad1d((2, 1), 0.5)",
+                                                                    "nn.ReflectionPad1d((2, 1))"))
+    plan = analyze(path, "strict")
+    assert isinstance(plan, Unsupported) and "\n" not in plan.reason and "mode='reflect'" in plan.reason, plan
+

@@ -874,6 +874,11 @@ def module_param(ctx: Context, module: nn.Module, path: str, name: str) -> Ref |
     return ctx.b.leaf(source, spec, f"{path.replace('.', '_')}_{name.replace('.', '_')}")
 
 
+# the padding modules (ZeroPad*d are ConstantPad*d) and the F.pad mode each applies
+_PAD_MODES = {nn.modules.padding._ConstantPadNd: "constant", nn.modules.padding._ReflectionPadNd: "reflect",
+              nn.modules.padding._ReplicationPadNd: "replicate", nn.modules.padding._CircularPadNd: "circular"}
+
+
 def call_module(ctx: Context, module: nn.Module, path: str, args, kwargs):
     """Lower a leaf module call; parameters are read through self.<path>."""
     x = args[0] if args else kwargs.get("input")
@@ -923,6 +928,9 @@ def call_module(ctx: Context, module: nn.Module, path: str, args, kwargs):
         return _channel_shuffle(ctx, [x, module.groups], {})
     if isinstance(module, nn.GLU):
         return _glu(ctx, [x, module.dim], {})
+    for cls, mode in _PAD_MODES.items():  # ZeroPad2d((0, 0, 1, -1)) is RWKV's token shift: a crop and a pad
+        if isinstance(module, cls):
+            return ATTN_HANDLERS["pad"](ctx, [x, module.padding, mode, getattr(module, "value", None)], {})
     if isinstance(module, nn.EmbeddingBag):
         return embedding_bag(ctx, module, param("weight"), args, kwargs)
     if isinstance(module, nn.Embedding):
