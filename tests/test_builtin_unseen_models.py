@@ -261,3 +261,43 @@ def test_a_reflection_pad_module_says_its_mode_in_one_line(tmp_path):
     plan = analyze(path, "strict")
     assert isinstance(plan, Unsupported) and "\n" not in plan.reason and "mode='reflect'" in plan.reason, plan
 
+
+# Masks combined with &, |, ^ (Qwen2's sliding window: causal and near), a float cast to bool
+# (RetNet's tril(ones).bool()), logical_and/or of values where nonzero is true
+MASK_LOGIC = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x, scores):
+        idx = torch.arange(x.size(1), device=x.device)
+        distance = idx[:, None] - idx[None, :]
+        window = (distance >= 0) & (distance < 3)
+        either = (distance == 0) | (distance > 4)
+        keep = torch.tril(torch.ones(6, 6, device=x.device)).bool()
+        out = scores.masked_fill(~(window & keep), -1.0) + (window ^ either).float()
+        return out + 2 * torch.logical_and(scores, x).float() + (x > 0).logical_or(scores < -0.5).float()
+
+
+def get_inputs():
+    return [torch.randn(2, 6, 6).masked_fill(torch.rand(2, 6, 6) < 0.3, 0.0), torch.randn(2, 6, 6)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+@pytest.mark.parametrize("rules", ["kernelbench", "strict"])
+def test_masks_combine_with_and_or_xor_and_casts_to_bool(cpu_executor, tmp_path, rules):
+    result = evaluate_task(cpu_executor, write_task(tmp_path, "mask_logic", MASK_LOGIC), rules)
+    assert ok(result), explain(result)
+
+
+def test_a_bitwise_and_of_integers_says_why_in_one_line(tmp_path):
+    path = write_task(tmp_path, "int_and", MASK_LOGIC.replace("(distance >= 0) & (distance < 3)",
+                                                              "(distance & 3) > 0"))
+    plan = analyze(path, "strict")
+    assert isinstance(plan, Unsupported) and "\n" not in plan.reason and "bitwise_and" in plan.reason, plan
+

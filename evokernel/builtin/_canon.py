@@ -75,7 +75,7 @@ _IDENTITY = {"clone", "contiguous", "detach", "identity", "alias"}
 _COMPARE = {"gt": "gt", "greater": "gt", "ge": "ge", "greater_equal": "ge", "lt": "lt", "less": "lt",
             "le": "le", "less_equal": "le", "eq": "eq", "ne": "ne", "not_equal": "ne"}
 _CASTS = {"float": "float32", "half": "float16", "bfloat16": "bfloat16", "double": "float64", "long": "int64",
-          "int": "int32", "short": "int16"}
+          "int": "int32", "short": "int16", "bool": "bool"}
 # integers are computed as exact floats (ids, positions, buckets: far below 2**24) and truncated
 # toward zero where cast, as torch truncates; only where a buffer holds one is it stored as an integer
 _INTS = (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8)
@@ -94,6 +94,28 @@ def _logical_not(ctx, args, kwargs):
     if ctx.spec is None or ctx.spec.dtype != "bool":
         raise Reject("~ (bitwise not) of a non-boolean tensor is not supported")
     return ctx.b.pw("eq", ctx.ref(a["input"]), Ref("const", 0.0))
+
+
+# and, or and xor of masks held as 0/1 values: (the primitive computing it, torch's operator)
+_LOGICAL = {"and": ("mul", "&"), "or": ("maximum", "|"), "xor": ("ne", "^")}
+
+
+def _logical(kind: str, bitwise: bool):
+    """logical_and/or/xor of any values (nonzero is true) and &, |, ^ (bitwise_*) of bool masks:
+    a bitwise operation of integers has no 0/1 form and says so."""
+    def handler(ctx, args, kwargs):
+        a = _bind(args, kwargs, ["input", "other"])
+        x, y = ctx.ref(a["input"]), ctx.ref(a["other"])
+        if bitwise:
+            for operand in (x, y):
+                if not (ctx.b.is_bool(operand) or (operand.kind == "const" and operand.value in (0.0, 1.0))):
+                    raise Reject(f"bitwise_{kind} (the {symbol} operator) of a non-boolean tensor is not "
+                                 "supported (of bool masks it is)")
+        else:
+            x, y = (ctx.b.pw("ne", v, Ref("const", 0.0)) for v in (x, y))
+        return ctx.b.pw(primitive, x, y)
+    primitive, symbol = _LOGICAL[kind]
+    return handler
 
 
 def _identity(ctx, args, kwargs):
@@ -422,8 +444,10 @@ def _where(ctx, args, kwargs):
 
 
 def _cast_to(ctx, x, dtype):
+    if dtype is torch.bool:  # a mask: 1 where the value is nonzero (masks are 0/1 values, see _logical)
+        return ctx.b.pw("ne", ctx.ref(x), Ref("const", 0.0))
     if isinstance(dtype, torch.dtype):
-        if dtype in (torch.bool, torch.complex64, torch.complex128) or not (dtype.is_floating_point or dtype in _INTS):
+        if dtype in (torch.complex64, torch.complex128) or not (dtype.is_floating_point or dtype in _INTS):
             raise Reject(f"cast to {dtype} is not supported")
         return ctx.b.pw("cast", ctx.ref(x), dtype=str(dtype).replace("torch.", ""))
     return x if isinstance(x, (Ref, ComputedView)) else ctx.ref(x)  # a device move: nothing to do
@@ -609,6 +633,8 @@ HANDLERS = {
     **{name: _binary(op) for name, op in _COMPARE.items()},
     **{name: _caster(dtype) for name, dtype in _CASTS.items()},
     "invert": _logical_not, "bitwise_not": _logical_not, "logical_not": _logical_not,
+    **{f"logical_{kind}": _logical(kind, bitwise=False) for kind in _LOGICAL},
+    **{f"bitwise_{kind}": _logical(kind, bitwise=True) for kind in _LOGICAL},
     "add": _add, "sub": _sub, "subtract": _sub, "rsub": _rsub,
     "mul": _binary("mul"), "multiply": _binary("mul"),
     "div": _div, "divide": _div, "true_divide": _div, "floor_divide": _binary("floordiv"),
@@ -634,6 +660,8 @@ _OPERATORS = {
     operator.floordiv: "floor_divide", operator.neg: "neg", operator.pow: "pow", operator.abs: "abs",
     operator.matmul: "matmul", operator.gt: "gt", operator.ge: "ge", operator.lt: "lt",
     operator.le: "le", operator.eq: "eq", operator.ne: "ne", operator.invert: "invert",
+    operator.and_: "bitwise_and", operator.iand: "bitwise_and", operator.or_: "bitwise_or",
+    operator.ior: "bitwise_or", operator.xor: "bitwise_xor", operator.ixor: "bitwise_xor",
 }
 _PY_BINOPS = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truediv: "/",
               operator.floordiv: "//", operator.mod: "%", operator.pow: "**"}
