@@ -301,3 +301,32 @@ def test_a_bitwise_and_of_integers_says_why_in_one_line(tmp_path):
     plan = analyze(path, "strict")
     assert isinstance(plan, Unsupported) and "\n" not in plan.reason and "bitwise_and" in plan.reason, plan
 
+
+# RetNet's decay mask: exp(inf * negative) and nan_to_num; isnan, isinf, isfinite beside it
+NON_FINITE = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        y = torch.log(x)  # nan below 0, -inf at 0
+        z = 1.0 / x       # +inf at +0
+        out = torch.nan_to_num(y, nan=0.5, neginf=-9.0) + torch.nan_to_num(z, posinf=7.0, neginf=-7.0)
+        return out + torch.isnan(y).float() + 3 * torch.isinf(z).float() + 5 * torch.isfinite(y).float()
+
+
+def get_inputs():
+    return [torch.randn(4, 5).masked_fill(torch.rand(4, 5) < 0.3, 0.0)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+@pytest.mark.parametrize("rules", ["kernelbench", "strict"])
+def test_non_finite_values_are_found_and_replaced(cpu_executor, tmp_path, rules):
+    result = evaluate_task(cpu_executor, write_task(tmp_path, "non_finite", NON_FINITE), rules)
+    assert ok(result), explain(result)
+

@@ -245,6 +245,33 @@ def _frac(ctx, args, kwargs):
     return ctx.b.pw("sub", x, ctx.b.pw("trunc", x))
 
 
+def _is_nan(b, x: Ref) -> Ref:
+    return b.pw("ne", x, x)  # NaN alone differs from itself
+
+
+def _isnan(ctx, args, kwargs):
+    return _is_nan(ctx.b, ctx.ref(args[0] if args else kwargs["input"]))
+
+
+def _isinf(ctx, args, kwargs):
+    return ctx.b.pw("eq", ctx.b.pw("abs", ctx.ref(args[0] if args else kwargs["input"])), _c(math.inf))
+
+
+def _isfinite(ctx, args, kwargs):
+    return ctx.b.pw("lt", ctx.b.pw("abs", ctx.ref(args[0] if args else kwargs["input"])), _c(math.inf))
+
+
+def _nan_to_num(ctx, args, kwargs):
+    """NaN to `nan`, +-inf to `posinf`/`neginf`, which default to the dtype's largest finite values."""
+    a = _bind(args, kwargs, ["input", "nan", "posinf", "neginf"], {"nan": 0.0, "posinf": None, "neginf": None})
+    b, x = ctx.b, ctx.ref(a["input"])
+    finfo = torch.finfo(getattr(torch, b.dtype(x) or "float32"))
+    nan, posinf, neginf = (_static(a[k], k) for k in ("nan", "posinf", "neginf"))
+    out = b.pw("where", _is_nan(b, x), _c(nan), x)
+    out = b.pw("where", b.pw("eq", x, _c(math.inf)), _c(finfo.max if posinf is None else posinf), out)
+    return b.pw("where", b.pw("eq", x, _c(-math.inf)), _c(finfo.min if neginf is None else neginf), out)
+
+
 def _hypot(ctx, args, kwargs):
     a = _bind(args, kwargs, ["input", "other"])
     x, y = ctx.ref(a["input"]), ctx.ref(a["other"])
@@ -627,7 +654,8 @@ HANDLERS = {
     "native_channel_shuffle": _channel_shuffle, "round": _round, "remainder": _remainder(True),
     "fmod": _remainder(False), "frac": _frac, "hypot": _hypot, "lerp": _lerp, "addcmul": _addc("mul"),
     "addcdiv": _addc("div"), "outer": _outer, "ger": _outer, "any": _any_all("any"), "all": _any_all("all"),
-    "diff": _diff, "one_hot": _one_hot, "special_expit": _unary("sigmoid"), "expit": _unary("sigmoid"),
+    "diff": _diff, "one_hot": _one_hot, "isnan": _isnan, "isinf": _isinf, "isfinite": _isfinite,
+    "nan_to_num": _nan_to_num, "special_expit": _unary("sigmoid"), "expit": _unary("sigmoid"),
     "new_zeros": _new_factory("zeros"), "new_ones": _new_factory("ones"), "new_full": _new_factory("full"),
     "new_empty": _new_factory("zeros"),
     **{name: _binary(op) for name, op in _COMPARE.items()},
