@@ -4,7 +4,9 @@ refused or got wrong, each on a small model run end to end on the CPU: a slice w
 in the builder: once added to the scores instead of masking them); nn.TransformerEncoder with
 a key padding mask, and ``.to(x.dtype)``; nn.EmbeddingBag with offsets and per-sample weights,
 and a row reduction over a dim that only an arange gives (its launcher once sized the rows
-from the tensor operands alone); Tensor.repeat and torch.tile, once refused."""
+from the tensor operands alone); Tensor.repeat and torch.tile, once refused. From the models
+60-69: padding modules (RWKV's token shift), & | ^ of masks and casts to bool, nan_to_num and
+isnan/isinf/isfinite, a stack of argmax ids as an int64 output (a CRF's Viterbi backtrace)."""
 
 import pytest
 
@@ -330,3 +332,44 @@ def test_non_finite_values_are_found_and_replaced(cpu_executor, tmp_path, rules)
     result = evaluate_task(cpu_executor, write_task(tmp_path, "non_finite", NON_FINITE), rules)
     assert ok(result), explain(result)
 
+
+# A CRF's Viterbi backtrace: argmax ids gathered step by step and stacked, an int64 output
+# (the stack once promoted them to float, refused as a cast output)
+VITERBI_TAGS = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.transitions = nn.Parameter(torch.randn(5, 5))
+
+    def forward(self, emissions):
+        score = emissions[:, 0]
+        history = []
+        for i in range(1, emissions.size(1)):
+            score, indices = (score.unsqueeze(2) + self.transitions + emissions[:, i].unsqueeze(1)).max(dim=1)
+            history.append(indices)
+        best = score.argmax(dim=1)
+        tags = [best]
+        for hist in reversed(history):
+            best = hist.gather(1, best.unsqueeze(1)).squeeze(1)
+            tags.append(best)
+        tags.reverse()
+        return torch.stack(tags, dim=1)
+
+
+def get_inputs():
+    return [torch.randn(3, 4, 5)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+@pytest.mark.parametrize("rules", ["kernelbench", "strict"])
+def test_a_stack_of_argmax_ids_is_an_integer_output(cpu_executor, tmp_path, rules):
+    result = evaluate_task(cpu_executor, write_task(tmp_path, "viterbi_tags", VITERBI_TAGS), rules)
+    assert ok(result), explain(result)
