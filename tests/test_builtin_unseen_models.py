@@ -6,7 +6,8 @@ a key padding mask, and ``.to(x.dtype)``; nn.EmbeddingBag with offsets and per-s
 and a row reduction over a dim that only an arange gives (its launcher once sized the rows
 from the tensor operands alone); Tensor.repeat and torch.tile, once refused. From the models
 60-69: padding modules (RWKV's token shift), & | ^ of masks and casts to bool, nan_to_num and
-isnan/isinf/isfinite, a stack of argmax ids as an int64 output (a CRF's Viterbi backtrace)."""
+isnan/isinf/isfinite, a stack of argmax ids as an int64 output (a CRF's Viterbi backtrace),
+a spatial transformer's affine_grid and grid_sample."""
 
 import pytest
 
@@ -373,3 +374,54 @@ def get_init_inputs():
 def test_a_stack_of_argmax_ids_is_an_integer_output(cpu_executor, tmp_path, rules):
     result = evaluate_task(cpu_executor, write_task(tmp_path, "viterbi_tags", VITERBI_TAGS), rules)
     assert ok(result), explain(result)
+
+
+# A spatial transformer's warp: theta regressed from the input, its grid at another output size,
+# the input (computed) sampled there; positions past the border read zeros or the border
+GRID_WARP = '''
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.loc = nn.Linear(32, 6)
+        with torch.no_grad():
+            self.loc.weight.normal_(0.0, 0.3)
+            self.loc.bias.copy_(torch.tensor([1.2, 0.1, 0.0, -0.2, 0.9, 0.1]))
+
+    def forward(self, x):
+        theta = self.loc(x.flatten(1)).view(-1, 2, 3)
+        grid = F.affine_grid(theta, (x.size(0), 2, 5, 6), align_corners=ALIGN)
+        return F.grid_sample(x * 2.0, grid, mode=MODE, padding_mode=PADDING, align_corners=ALIGN)
+
+
+def get_inputs():
+    return [torch.randn(2, 1, 4, 4).expand(2, 2, 4, 4).contiguous() * torch.tensor([1.0, -0.5]).view(1, 2, 1, 1)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def _grid_warp(mode: str, padding: str, align: bool) -> str:
+    return GRID_WARP.replace("MODE", repr(mode)).replace("PADDING", repr(padding)).replace("ALIGN", repr(align))
+
+
+@pytest.mark.parametrize("mode, padding, align, rules", [("bilinear", "zeros", False, "kernelbench"),
+                                                         ("bilinear", "zeros", False, "strict"),
+                                                         ("bilinear", "border", True, "strict"),
+                                                         ("nearest", "zeros", False, "strict")])
+def test_affine_grid_and_grid_sample_warp_the_input(cpu_executor, tmp_path, mode, padding, align, rules):
+    path = write_task(tmp_path, "grid_warp", _grid_warp(mode, padding, align))
+    result = evaluate_task(cpu_executor, path, rules)
+    assert ok(result), explain(result)
+
+
+def test_a_grid_sample_padding_mode_without_a_form_says_so_in_one_line(tmp_path):
+    path = write_task(tmp_path, "grid_reflect", _grid_warp("bilinear", "reflection", False))
+    plan = analyze(path, "strict")
+    assert isinstance(plan, Unsupported) and "\n" not in plan.reason and "'reflection'" in plan.reason, plan

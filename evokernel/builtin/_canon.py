@@ -25,7 +25,7 @@ from ._canon_route import ROUTE_HANDLERS, embedding_bag, shape_from_values
 from ._canon_rnn import CELL_HANDLERS, rnn_module
 from ._canon_select import pushed_pick
 from ._canon_util import (RSIZE, _affine, _any_leaf_source, _bind, _dims, _layer_norm_impl, _norm_dims, _norm_of, _row_max,
-                          _softmax, _softmax_parts, _static, matmul, transposed)
+                          _softmax, _softmax_parts, _static, matmul, round_half_even, transposed)
 from ._ir import Ref, TensorSpec
 from ._pointwise import POINTWISE
 
@@ -219,15 +219,10 @@ def _c(value: float) -> Ref:
 
 
 def _round(ctx, args, kwargs):
-    """torch.round: halves to the even neighbour (floor(x + 0.5), one less at an odd tie)."""
     a = _bind(args, kwargs, ["input", "decimals"], {"decimals": 0})
     if _static(a["decimals"], "decimals"):
         raise Reject("torch.round with decimals is not supported")
-    b, x = ctx.b, ctx.ref(a["input"])
-    up = b.pw("floor", b.pw("add", x, _c(0.5)))
-    tie = b.pw("eq", b.pw("sub", up, x), _c(0.5))
-    odd = b.pw("ne", b.pw("sub", up, b.pw("mul", b.pw("floor", b.pw("mul", up, _c(0.5))), _c(2))), _c(0))
-    return b.pw("where", b.pw("mul", tie, odd), b.pw("sub", up, _c(1)), up)
+    return round_half_even(ctx.b, ctx.ref(a["input"]))
 
 
 def _remainder(python: bool):
