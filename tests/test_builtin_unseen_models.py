@@ -7,7 +7,7 @@ and a row reduction over a dim that only an arange gives (its launcher once size
 from the tensor operands alone); Tensor.repeat and torch.tile, once refused. From the models
 60-69: padding modules (RWKV's token shift), & | ^ of masks and casts to bool, nan_to_num and
 isnan/isinf/isfinite, a stack of argmax ids as an int64 output (a CRF's Viterbi backtrace),
-a spatial transformer's affine_grid and grid_sample."""
+a spatial transformer's affine_grid and grid_sample, torch.fft.rfft/irfft (Hyena's long convolution)."""
 
 import pytest
 
@@ -425,3 +425,48 @@ def test_a_grid_sample_padding_mode_without_a_form_says_so_in_one_line(tmp_path)
     path = write_task(tmp_path, "grid_reflect", _grid_warp("bilinear", "reflection", False))
     plan = analyze(path, "strict")
     assert isinstance(plan, Unsupported) and "\n" not in plan.reason and "'reflection'" in plan.reason, plan
+
+
+# Hyena's long convolution by FFT: both signals zero-padded to twice the length, the spectra
+# multiplied and scaled, irfft with norm="forward", cropped; an odd-length round trip under
+# norm="ortho" and the default norm beside it
+FFT_CONV = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.k = nn.Parameter(torch.randn(3, 7))
+
+    def forward(self, u):
+        L = u.shape[-1]
+        n = 2 * L
+        k_f = torch.fft.rfft(self.k, n=n) / n
+        u_f = torch.fft.rfft(u, n=n)
+        y = torch.fft.irfft(u_f * k_f, n=n, norm="forward")[..., :L]
+        round_trip = torch.fft.irfft(torch.fft.rfft(u, norm="ortho"), n=L, norm="ortho")
+        return y + 0.5 * round_trip + torch.fft.irfft(torch.fft.rfft(u * 2.0), n=L)
+
+
+def get_inputs():
+    return [torch.randn(2, 3, 7)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+@pytest.mark.parametrize("rules", ["kernelbench", "strict"])
+def test_rfft_and_irfft_convolve_as_torch_does(cpu_executor, tmp_path, rules):
+    result = evaluate_task(cpu_executor, write_task(tmp_path, "fft_conv", FFT_CONV), rules)
+    assert ok(result), explain(result)
+
+
+def test_an_fft_along_another_dim_says_so_in_one_line(tmp_path):
+    path = write_task(tmp_path, "fft_dim", FFT_CONV.replace("torch.fft.irfft(torch.fft.rfft(u * 2.0), n=L)",
+                                                                 "torch.fft.irfft(torch.fft.rfft(u * 2.0, dim=1), n=3, dim=1)"))
+    plan = analyze(path, "strict")
+    assert isinstance(plan, Unsupported) and "\n" not in plan.reason and "other than the last" in plan.reason, plan

@@ -17,7 +17,7 @@ import torch.nn as nn
 
 from ._build import Builder, ComputedView, Flipped, PyVal, Reject, ValuesTuple, py_source
 from ._canon_attn import ATTN_HANDLERS, attention_module
-from ._canon_complex import COMPLEX_HANDLERS, Complex, ComplexLeaf, complex_view, is_complex
+from ._canon_complex import COMPLEX_HANDLERS, REAL_FFT_HANDLERS, Complex, ComplexLeaf, complex_view, is_complex
 from ._canon_index import INDEX_HANDLERS, embedding_rows, indexed, is_tensor_index
 from ._canon_nn import NN_HANDLERS, call_nn_module
 from ._canon_resample import RESAMPLE_HANDLERS, resample_module
@@ -674,7 +674,7 @@ HANDLERS = {
     "normalize": _normalize, "layer_norm": _layer_norm, "rms_norm": _rms_norm,
     "matmul": _matmul, "mm": _matmul, "mv": _matmul, "bmm": _matmul, "linear": _linear, "addmm": _addmm,
     "baddbmm": _addmm, **ATTN_HANDLERS, **INDEX_HANDLERS, **ROUTE_HANDLERS, **CELL_HANDLERS,
-    **RESAMPLE_HANDLERS,
+    **RESAMPLE_HANDLERS, **REAL_FFT_HANDLERS,
 }
 
 _OPERATORS = {
