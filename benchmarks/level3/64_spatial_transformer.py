@@ -26,10 +26,12 @@ class Model(nn.Module):
             nn.Conv2d(1, 8, kernel_size=7), nn.MaxPool2d(2, stride=2), nn.ReLU(True),
             nn.Conv2d(8, 10, kernel_size=5), nn.MaxPool2d(2, stride=2), nn.ReLU(True))
         self.fc_loc = nn.Sequential(nn.Linear(10 * 3 * 3, 32), nn.ReLU(True), nn.Linear(32, 3 * 2))
-        # near the identity, as the tutorial starts it, but not exactly: the warp depends on the input
+        # near the identity, as the tutorial starts it, but not exactly: the warp depends on the input,
+        # and the bias is drawn around the identity so that no kernel can hard-code it
         with torch.no_grad():
             self.fc_loc[2].weight.normal_(0.0, 0.05)
             self.fc_loc[2].bias.copy_(torch.tensor([1, 0, 0, 0, 1, 0], dtype=torch.float))
+            self.fc_loc[2].bias.add_(torch.randn(6) * 0.05)
 
     def stn(self, x):
         xs = self.localization(x)

@@ -32,7 +32,9 @@ class Model(nn.Module):
         self.num_graphs = graphs
         self.convs = nn.ModuleList([GINConv(features if i == 0 else hidden, hidden) for i in range(layers)])
         self.classifier = nn.Linear(hidden * layers, classes)
-        with torch.no_grad():  # running statistics drawn, so no kernel can hard-code them
+        with torch.no_grad():  # running statistics and GIN's eps drawn, so no kernel can hard-code them
+            for conv in self.convs:
+                conv.eps.uniform_(0.0, 0.2)
             for m in self.modules():
                 if isinstance(m, nn.BatchNorm1d):
                     m.running_mean.normal_(0.0, 0.1)
