@@ -392,7 +392,10 @@ class Builder:
         for ref in parts:
             if ref.kind not in ("leaf", "node"):
                 raise Reject("torch.cat of a non-tensor")
-        return self._add("cat", tuple(parts), {"dim": dim}, tuple(shape))
+        # parts of one dtype keep it, as torch.cat does (a stack of argmax ids stays int64: an integer
+        # output); mixed ones promote
+        dtypes = {self.dtype(ref) for ref in parts}
+        return self._add("cat", tuple(parts), {"dim": dim}, tuple(shape), dtypes.pop() if len(dtypes) == 1 else None)
 
 
 # Names the generated kernels and launchers use for their own variables.

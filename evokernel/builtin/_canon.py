@@ -17,7 +17,7 @@ import torch.nn as nn
 
 from ._build import Builder, ComputedView, Flipped, PyVal, Reject, ValuesTuple, py_source
 from ._canon_attn import ATTN_HANDLERS, attention_module
-from ._canon_complex import COMPLEX_HANDLERS, Complex, ComplexLeaf, complex_view, is_complex
+from ._canon_complex import COMPLEX_HANDLERS, REAL_FFT_HANDLERS, Complex, ComplexLeaf, complex_view, is_complex
 from ._canon_index import INDEX_HANDLERS, embedding_rows, indexed, is_tensor_index
 from ._canon_nn import NN_HANDLERS, call_nn_module
 from ._canon_resample import RESAMPLE_HANDLERS, resample_module
@@ -25,7 +25,7 @@ from ._canon_route import ROUTE_HANDLERS, embedding_bag, shape_from_values
 from ._canon_rnn import CELL_HANDLERS, rnn_module
 from ._canon_select import pushed_pick
 from ._canon_util import (RSIZE, _affine, _any_leaf_source, _bind, _dims, _layer_norm_impl, _norm_dims, _norm_of, _row_max,
-                          _softmax, _softmax_parts, _static, matmul, transposed)
+                          _softmax, _softmax_parts, _static, matmul, round_half_even, transposed)
 from ._ir import Ref, TensorSpec
 from ._pointwise import POINTWISE
 
@@ -75,7 +75,7 @@ _IDENTITY = {"clone", "contiguous", "detach", "identity", "alias"}
 _COMPARE = {"gt": "gt", "greater": "gt", "ge": "ge", "greater_equal": "ge", "lt": "lt", "less": "lt",
             "le": "le", "less_equal": "le", "eq": "eq", "ne": "ne", "not_equal": "ne"}
 _CASTS = {"float": "float32", "half": "float16", "bfloat16": "bfloat16", "double": "float64", "long": "int64",
-          "int": "int32", "short": "int16"}
+          "int": "int32", "short": "int16", "bool": "bool"}
 # integers are computed as exact floats (ids, positions, buckets: far below 2**24) and truncated
 # toward zero where cast, as torch truncates; only where a buffer holds one is it stored as an integer
 _INTS = (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8)
@@ -94,6 +94,28 @@ def _logical_not(ctx, args, kwargs):
     if ctx.spec is None or ctx.spec.dtype != "bool":
         raise Reject("~ (bitwise not) of a non-boolean tensor is not supported")
     return ctx.b.pw("eq", ctx.ref(a["input"]), Ref("const", 0.0))
+
+
+# and, or and xor of masks held as 0/1 values: (the primitive computing it, torch's operator)
+_LOGICAL = {"and": ("mul", "&"), "or": ("maximum", "|"), "xor": ("ne", "^")}
+
+
+def _logical(kind: str, bitwise: bool):
+    """logical_and/or/xor of any values (nonzero is true) and &, |, ^ (bitwise_*) of bool masks:
+    a bitwise operation of integers has no 0/1 form and says so."""
+    def handler(ctx, args, kwargs):
+        a = _bind(args, kwargs, ["input", "other"])
+        x, y = ctx.ref(a["input"]), ctx.ref(a["other"])
+        if bitwise:
+            for operand in (x, y):
+                if not (ctx.b.is_bool(operand) or (operand.kind == "const" and operand.value in (0.0, 1.0))):
+                    raise Reject(f"bitwise_{kind} (the {symbol} operator) of a non-boolean tensor is not "
+                                 "supported (of bool masks it is)")
+        else:
+            x, y = (ctx.b.pw("ne", v, Ref("const", 0.0)) for v in (x, y))
+        return ctx.b.pw(primitive, x, y)
+    primitive, symbol = _LOGICAL[kind]
+    return handler
 
 
 def _identity(ctx, args, kwargs):
@@ -197,15 +219,10 @@ def _c(value: float) -> Ref:
 
 
 def _round(ctx, args, kwargs):
-    """torch.round: halves to the even neighbour (floor(x + 0.5), one less at an odd tie)."""
     a = _bind(args, kwargs, ["input", "decimals"], {"decimals": 0})
     if _static(a["decimals"], "decimals"):
         raise Reject("torch.round with decimals is not supported")
-    b, x = ctx.b, ctx.ref(a["input"])
-    up = b.pw("floor", b.pw("add", x, _c(0.5)))
-    tie = b.pw("eq", b.pw("sub", up, x), _c(0.5))
-    odd = b.pw("ne", b.pw("sub", up, b.pw("mul", b.pw("floor", b.pw("mul", up, _c(0.5))), _c(2))), _c(0))
-    return b.pw("where", b.pw("mul", tie, odd), b.pw("sub", up, _c(1)), up)
+    return round_half_even(ctx.b, ctx.ref(a["input"]))
 
 
 def _remainder(python: bool):
@@ -221,6 +238,33 @@ def _remainder(python: bool):
 def _frac(ctx, args, kwargs):
     x = ctx.ref(args[0])
     return ctx.b.pw("sub", x, ctx.b.pw("trunc", x))
+
+
+def _is_nan(b, x: Ref) -> Ref:
+    return b.pw("ne", x, x)  # NaN alone differs from itself
+
+
+def _isnan(ctx, args, kwargs):
+    return _is_nan(ctx.b, ctx.ref(args[0] if args else kwargs["input"]))
+
+
+def _isinf(ctx, args, kwargs):
+    return ctx.b.pw("eq", ctx.b.pw("abs", ctx.ref(args[0] if args else kwargs["input"])), _c(math.inf))
+
+
+def _isfinite(ctx, args, kwargs):
+    return ctx.b.pw("lt", ctx.b.pw("abs", ctx.ref(args[0] if args else kwargs["input"])), _c(math.inf))
+
+
+def _nan_to_num(ctx, args, kwargs):
+    """NaN to `nan`, +-inf to `posinf`/`neginf`, which default to the dtype's largest finite values."""
+    a = _bind(args, kwargs, ["input", "nan", "posinf", "neginf"], {"nan": 0.0, "posinf": None, "neginf": None})
+    b, x = ctx.b, ctx.ref(a["input"])
+    finfo = torch.finfo(getattr(torch, b.dtype(x) or "float32"))
+    nan, posinf, neginf = (_static(a[k], k) for k in ("nan", "posinf", "neginf"))
+    out = b.pw("where", _is_nan(b, x), _c(nan), x)
+    out = b.pw("where", b.pw("eq", x, _c(math.inf)), _c(finfo.max if posinf is None else posinf), out)
+    return b.pw("where", b.pw("eq", x, _c(-math.inf)), _c(finfo.min if neginf is None else neginf), out)
 
 
 def _hypot(ctx, args, kwargs):
@@ -422,8 +466,10 @@ def _where(ctx, args, kwargs):
 
 
 def _cast_to(ctx, x, dtype):
+    if dtype is torch.bool:  # a mask: 1 where the value is nonzero (masks are 0/1 values, see _logical)
+        return ctx.b.pw("ne", ctx.ref(x), Ref("const", 0.0))
     if isinstance(dtype, torch.dtype):
-        if dtype in (torch.bool, torch.complex64, torch.complex128) or not (dtype.is_floating_point or dtype in _INTS):
+        if dtype in (torch.complex64, torch.complex128) or not (dtype.is_floating_point or dtype in _INTS):
             raise Reject(f"cast to {dtype} is not supported")
         return ctx.b.pw("cast", ctx.ref(x), dtype=str(dtype).replace("torch.", ""))
     return x if isinstance(x, (Ref, ComputedView)) else ctx.ref(x)  # a device move: nothing to do
@@ -603,12 +649,15 @@ HANDLERS = {
     "native_channel_shuffle": _channel_shuffle, "round": _round, "remainder": _remainder(True),
     "fmod": _remainder(False), "frac": _frac, "hypot": _hypot, "lerp": _lerp, "addcmul": _addc("mul"),
     "addcdiv": _addc("div"), "outer": _outer, "ger": _outer, "any": _any_all("any"), "all": _any_all("all"),
-    "diff": _diff, "one_hot": _one_hot, "special_expit": _unary("sigmoid"), "expit": _unary("sigmoid"),
+    "diff": _diff, "one_hot": _one_hot, "isnan": _isnan, "isinf": _isinf, "isfinite": _isfinite,
+    "nan_to_num": _nan_to_num, "special_expit": _unary("sigmoid"), "expit": _unary("sigmoid"),
     "new_zeros": _new_factory("zeros"), "new_ones": _new_factory("ones"), "new_full": _new_factory("full"),
     "new_empty": _new_factory("zeros"),
     **{name: _binary(op) for name, op in _COMPARE.items()},
     **{name: _caster(dtype) for name, dtype in _CASTS.items()},
     "invert": _logical_not, "bitwise_not": _logical_not, "logical_not": _logical_not,
+    **{f"logical_{kind}": _logical(kind, bitwise=False) for kind in _LOGICAL},
+    **{f"bitwise_{kind}": _logical(kind, bitwise=True) for kind in _LOGICAL},
     "add": _add, "sub": _sub, "subtract": _sub, "rsub": _rsub,
     "mul": _binary("mul"), "multiply": _binary("mul"),
     "div": _div, "divide": _div, "true_divide": _div, "floor_divide": _binary("floordiv"),
@@ -625,7 +674,7 @@ HANDLERS = {
     "normalize": _normalize, "layer_norm": _layer_norm, "rms_norm": _rms_norm,
     "matmul": _matmul, "mm": _matmul, "mv": _matmul, "bmm": _matmul, "linear": _linear, "addmm": _addmm,
     "baddbmm": _addmm, **ATTN_HANDLERS, **INDEX_HANDLERS, **ROUTE_HANDLERS, **CELL_HANDLERS,
-    **RESAMPLE_HANDLERS,
+    **RESAMPLE_HANDLERS, **REAL_FFT_HANDLERS,
 }
 
 _OPERATORS = {
@@ -634,6 +683,8 @@ _OPERATORS = {
     operator.floordiv: "floor_divide", operator.neg: "neg", operator.pow: "pow", operator.abs: "abs",
     operator.matmul: "matmul", operator.gt: "gt", operator.ge: "ge", operator.lt: "lt",
     operator.le: "le", operator.eq: "eq", operator.ne: "ne", operator.invert: "invert",
+    operator.and_: "bitwise_and", operator.iand: "bitwise_and", operator.or_: "bitwise_or",
+    operator.ior: "bitwise_or", operator.xor: "bitwise_xor", operator.ixor: "bitwise_xor",
 }
 _PY_BINOPS = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truediv: "/",
               operator.floordiv: "//", operator.mod: "%", operator.pow: "**"}
@@ -874,6 +925,11 @@ def module_param(ctx: Context, module: nn.Module, path: str, name: str) -> Ref |
     return ctx.b.leaf(source, spec, f"{path.replace('.', '_')}_{name.replace('.', '_')}")
 
 
+# the padding modules (ZeroPad*d are ConstantPad*d) and the F.pad mode each applies
+_PAD_MODES = {nn.modules.padding._ConstantPadNd: "constant", nn.modules.padding._ReflectionPadNd: "reflect",
+              nn.modules.padding._ReplicationPadNd: "replicate", nn.modules.padding._CircularPadNd: "circular"}
+
+
 def call_module(ctx: Context, module: nn.Module, path: str, args, kwargs):
     """Lower a leaf module call; parameters are read through self.<path>."""
     x = args[0] if args else kwargs.get("input")
@@ -923,6 +979,9 @@ def call_module(ctx: Context, module: nn.Module, path: str, args, kwargs):
         return _channel_shuffle(ctx, [x, module.groups], {})
     if isinstance(module, nn.GLU):
         return _glu(ctx, [x, module.dim], {})
+    for cls, mode in _PAD_MODES.items():  # ZeroPad2d((0, 0, 1, -1)) is RWKV's token shift: a crop and a pad
+        if isinstance(module, cls):
+            return ATTN_HANDLERS["pad"](ctx, [x, module.padding, mode, getattr(module, "value", None)], {})
     if isinstance(module, nn.EmbeddingBag):
         return embedding_bag(ctx, module, param("weight"), args, kwargs)
     if isinstance(module, nn.Embedding):

@@ -92,6 +92,16 @@ class Diag:
     vector: Ref
 
 
+def round_half_even(b, x: Ref) -> Ref:
+    """torch.round (and grid_sample's nearest): halves to the even neighbour (floor(x + 0.5), one
+    less at an odd tie)."""
+    half, one, two, zero = (Ref("const", v) for v in (0.5, 1.0, 2.0, 0.0))
+    up = b.pw("floor", b.pw("add", x, half))
+    tie = b.pw("eq", b.pw("sub", up, x), half)
+    odd = b.pw("ne", b.pw("sub", up, b.pw("mul", b.pw("floor", b.pw("mul", up, half)), two)), zero)
+    return b.pw("where", b.pw("mul", tie, odd), b.pw("sub", up, one), up)
+
+
 def transposed(ctx, ref: Ref, d0: int = -2, d1: int = -1) -> Ref:
     """ref with two dims swapped: a view of an input, or of a computed value's buffer."""
     shape = list(ctx.b.shape(ref))
