@@ -194,6 +194,7 @@ class Scope:
     defs: dict[str, ast.AST]  # module-level functions and classes by name
     reached: dict[str, str]  # name of a reached def -> SETUP or FORWARD
     has_model_new: bool
+    mentions: dict[str, int]  # the tree's `name_mentions`, counted once for every class's construction_methods
 
     def local_names(self) -> set[str]:
         return set(self.defs)
@@ -204,7 +205,7 @@ class Scope:
         for name, ctx in self.reached.items():
             node = self.defs.get(name)
             if isinstance(node, ast.ClassDef):
-                setup = construction_methods(self.tree, node)
+                setup = construction_methods(self.tree, node, self.mentions)
                 for item in node.body:
                     if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
                         out.append((item, SETUP if item.name in setup else _called(ctx)))
@@ -213,16 +214,27 @@ class Scope:
         return out
 
 
-def construction_methods(tree: ast.Module, node: ast.ClassDef) -> set[str]:
-    """The methods that run only while an object is built: the setup methods, and a helper
-    nothing but those calls, as `self._make_layer(...)` (the one mention of its name in the
-    file). Builders carried from a reference (ResNet's `_make_layer`) run as `__init__` does."""
-    methods = {m.name: m for m in node.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))}
+def name_mentions(tree: ast.Module) -> dict[str, int]:
+    """How often each attribute name and string constant occurs in `tree` (what
+    `construction_methods` compares a helper's calls from the setup methods against)."""
     mentions: dict[str, int] = {}
     for n in ast.walk(tree):
         name = n.attr if isinstance(n, ast.Attribute) else n.value if isinstance(n, ast.Constant) else None
         if isinstance(name, str):
             mentions[name] = mentions.get(name, 0) + 1
+    return mentions
+
+
+def construction_methods(tree: ast.Module, node: ast.ClassDef, mentions: dict[str, int] | None = None) -> set[str]:
+    """The methods that run only while an object is built: the setup methods, and a helper
+    nothing but those calls, as `self._make_layer(...)` (the one mention of its name in the
+    file). Builders carried from a reference (ResNet's `_make_layer`) run as `__init__` does.
+    `mentions`: the tree's `name_mentions`, when the caller has counted them already (a
+    generated candidate has dozens of classes and thousands of lines: walking the whole tree
+    again for each class was most of the static check's time)."""
+    methods = {m.name: m for m in node.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    if mentions is None:
+        mentions = name_mentions(tree)
     setup = set(SETUP_METHODS) & set(methods)
     grew = True
     while grew:
@@ -280,6 +292,7 @@ def scope(tree: ast.Module) -> Scope:
                         aliases.setdefault(n.id, []).extend(runs)
 
     reached: dict[str, str] = {}
+    mentions = name_mentions(tree)
     aliases_seen: set[tuple[str, str]] = set()
     work: list[tuple[str, str]] = []
 
@@ -313,13 +326,13 @@ def scope(tree: ast.Module) -> Scope:
         reached[name] = ctx
         if isinstance(node, ast.ClassDef):
             # A class's methods other than construction run when it is called.
-            setup = construction_methods(tree, node)
+            setup = construction_methods(tree, node, mentions)
             for item in node.body:
                 if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     reach_body(item.body, SETUP if item.name in setup else _called(ctx))
         else:
             reach_body(node.body, ctx)
-    return Scope(tree, import_time, defs, reached, has_model_new)
+    return Scope(tree, import_time, defs, reached, has_model_new, mentions)
 
 
 def scoped_strings(source: str) -> str:
