@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import functools
 from typing import TYPE_CHECKING, Any
 
 from ._gpu_path import dotted_name, implied_by_on, is_metadata, metadata_names, requires_off, split_loaded_names, terminates
@@ -631,12 +632,22 @@ def _checked(tree: ast.Module) -> _Checker:
     return checker
 
 
+@functools.lru_cache(maxsize=4)
+def _checked_source(source: str) -> _Checker:
+    """`_checked` of a source text, kept for the next call on the same text: an evaluation asks
+    for its findings (`static_rejection`) and then for its lines off the accelerator
+    (`off_accelerator_lines`), and checking a generated candidate of a few thousand lines takes
+    a few tenths of a second. Callers only read the checker. A SyntaxError is raised again on
+    every call (lru_cache keeps no exceptions)."""
+    return _checked(parse_python(source))
+
+
 def off_accelerator_lines(source: str) -> list[int]:
     """Lines of compute that ModelNew's code only reaches when its inputs are not on the GPU
     (backends/_gpu_path.py): set aside by the static rules; a run that reaches one off the GPU
     never ran the GPU path. [] for a source that does not parse."""
     try:
-        checker = _checked(parse_python(source))
+        checker = _checked_source(source)
     except SyntaxError:
         return []
     return sorted({f.line for f in checker.off_accelerator if f.line})
@@ -648,7 +659,7 @@ def static_findings(source: str, rules: str = DEFAULT_RULES) -> list[StaticFindi
     A syntax error is not a finding: the caller reports it as a compile error.
     A missing ModelNew is the finding `no-modelnew`.
     """
-    checker = _checked(parse_python(source))
+    checker = _checked_source(source)
     # Report each rule once per line, in source order, keeping only what `rules` forbids.
     seen: set[tuple[str, int, str]] = set()
     unique = []
