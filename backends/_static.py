@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import functools
 from typing import TYPE_CHECKING, Any
 
 from ._gpu_path import dotted_name, implied_by_on, is_metadata, metadata_names, requires_off, split_loaded_names, terminates
@@ -194,6 +195,7 @@ class Scope:
     defs: dict[str, ast.AST]  # module-level functions and classes by name
     reached: dict[str, str]  # name of a reached def -> SETUP or FORWARD
     has_model_new: bool
+    mentions: dict[str, int]  # the tree's `name_mentions`, counted once for every class's construction_methods
 
     def local_names(self) -> set[str]:
         return set(self.defs)
@@ -204,7 +206,7 @@ class Scope:
         for name, ctx in self.reached.items():
             node = self.defs.get(name)
             if isinstance(node, ast.ClassDef):
-                setup = construction_methods(self.tree, node)
+                setup = construction_methods(self.tree, node, self.mentions)
                 for item in node.body:
                     if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
                         out.append((item, SETUP if item.name in setup else _called(ctx)))
@@ -213,16 +215,27 @@ class Scope:
         return out
 
 
-def construction_methods(tree: ast.Module, node: ast.ClassDef) -> set[str]:
-    """The methods that run only while an object is built: the setup methods, and a helper
-    nothing but those calls, as `self._make_layer(...)` (the one mention of its name in the
-    file). Builders carried from a reference (ResNet's `_make_layer`) run as `__init__` does."""
-    methods = {m.name: m for m in node.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))}
+def name_mentions(tree: ast.Module) -> dict[str, int]:
+    """How often each attribute name and string constant occurs in `tree` (what
+    `construction_methods` compares a helper's calls from the setup methods against)."""
     mentions: dict[str, int] = {}
     for n in ast.walk(tree):
         name = n.attr if isinstance(n, ast.Attribute) else n.value if isinstance(n, ast.Constant) else None
         if isinstance(name, str):
             mentions[name] = mentions.get(name, 0) + 1
+    return mentions
+
+
+def construction_methods(tree: ast.Module, node: ast.ClassDef, mentions: dict[str, int] | None = None) -> set[str]:
+    """The methods that run only while an object is built: the setup methods, and a helper
+    nothing but those calls, as `self._make_layer(...)` (the one mention of its name in the
+    file). Builders carried from a reference (ResNet's `_make_layer`) run as `__init__` does.
+    `mentions`: the tree's `name_mentions`, when the caller has counted them already (a
+    generated candidate has dozens of classes and thousands of lines: walking the whole tree
+    again for each class was most of the static check's time)."""
+    methods = {m.name: m for m in node.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    if mentions is None:
+        mentions = name_mentions(tree)
     setup = set(SETUP_METHODS) & set(methods)
     grew = True
     while grew:
@@ -280,6 +293,7 @@ def scope(tree: ast.Module) -> Scope:
                         aliases.setdefault(n.id, []).extend(runs)
 
     reached: dict[str, str] = {}
+    mentions = name_mentions(tree)
     aliases_seen: set[tuple[str, str]] = set()
     work: list[tuple[str, str]] = []
 
@@ -313,13 +327,13 @@ def scope(tree: ast.Module) -> Scope:
         reached[name] = ctx
         if isinstance(node, ast.ClassDef):
             # A class's methods other than construction run when it is called.
-            setup = construction_methods(tree, node)
+            setup = construction_methods(tree, node, mentions)
             for item in node.body:
                 if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     reach_body(item.body, SETUP if item.name in setup else _called(ctx))
         else:
             reach_body(node.body, ctx)
-    return Scope(tree, import_time, defs, reached, has_model_new)
+    return Scope(tree, import_time, defs, reached, has_model_new, mentions)
 
 
 def scoped_strings(source: str) -> str:
@@ -618,12 +632,22 @@ def _checked(tree: ast.Module) -> _Checker:
     return checker
 
 
+@functools.lru_cache(maxsize=4)
+def _checked_source(source: str) -> _Checker:
+    """`_checked` of a source text, kept for the next call on the same text: an evaluation asks
+    for its findings (`static_rejection`) and then for its lines off the accelerator
+    (`off_accelerator_lines`), and checking a generated candidate of a few thousand lines takes
+    a few tenths of a second. Callers only read the checker. A SyntaxError is raised again on
+    every call (lru_cache keeps no exceptions)."""
+    return _checked(parse_python(source))
+
+
 def off_accelerator_lines(source: str) -> list[int]:
     """Lines of compute that ModelNew's code only reaches when its inputs are not on the GPU
     (backends/_gpu_path.py): set aside by the static rules; a run that reaches one off the GPU
     never ran the GPU path. [] for a source that does not parse."""
     try:
-        checker = _checked(parse_python(source))
+        checker = _checked_source(source)
     except SyntaxError:
         return []
     return sorted({f.line for f in checker.off_accelerator if f.line})
@@ -635,7 +659,7 @@ def static_findings(source: str, rules: str = DEFAULT_RULES) -> list[StaticFindi
     A syntax error is not a finding: the caller reports it as a compile error.
     A missing ModelNew is the finding `no-modelnew`.
     """
-    checker = _checked(parse_python(source))
+    checker = _checked_source(source)
     # Report each rule once per line, in source order, keeping only what `rules` forbids.
     seen: set[tuple[str, int, str]] = set()
     unique = []
