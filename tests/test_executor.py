@@ -39,7 +39,8 @@ def test_honest_kernel_passes(executor, name):
     steps = result.step_seconds
     assert {"importing the task", "building the reference model", "importing the candidate",
             "timing the candidate"} <= set(steps), sorted(steps)
-    assert all(v >= 0 for v in steps.values()) and sum(steps.values()) <= result.seconds + 1e-3
+    # each step is rounded to the millisecond, so their sum may exceed the total by half a millisecond a step
+    assert all(v >= 0 for v in steps.values()) and sum(steps.values()) <= result.seconds + 5e-4 * len(steps)
 
 
 @pytest.mark.parametrize("name", sorted(HACKS))
