@@ -15,7 +15,7 @@ from evokernel.tasks import bundled_task_names, bundled_task_path
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCHMARKS = ROOT / "benchmarks"
-MINIMUM_COUNTS = {"level1": 40, "level2": 20, "level3": 5, "npu": 40}
+MINIMUM_COUNTS = {"level1": 40, "level2": 20, "level3": 5, "npu": 40, "multi_output": 3}
 CATEGORIES = {
     "elementwise", "reduction", "normalization", "softmax", "matmul", "conv",
     "pooling", "loss", "scan", "attention", "fusion", "network",
