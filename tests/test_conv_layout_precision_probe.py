@@ -84,3 +84,21 @@ def test_a_dry_run_records_every_variant_of_the_first_convolution_and_resumes(tm
     assert records["8_Scale"] == {"status": "no convolution"}
     assert probe.main(argv) == 0  # both tasks recorded: nothing is run again
     assert json.loads(out.read_text())["records"] == records
+
+
+def test_a_bf16_run_casts_the_model_and_inputs_and_times_torchs_flags_alone(tmp_path):
+    level = tmp_path / "kb" / "level2"
+    level.mkdir(parents=True)
+    (level / "7_Linear_Conv2d_ReLU.py").write_text(CONV_TASK)
+    out = tmp_path / "conv-bf16.json"
+    argv = [str(tmp_path / "kb"), "--tasks", "7", "--out", str(out), "--reps", "2", "--device", "cpu",
+            "--precision", "bf16"]
+    assert _probe().main(argv) == 0
+    conv = json.loads(out.read_text())["records"]["7_Linear_Conv2d_ReLU"]
+    assert conv["status"] == "ok" and conv["dtype"] == "bfloat16"  # the Linear's output, cast with the model
+    assert set(k for k in conv if k.startswith(("nchw", "nhwc"))) == {"nchw_tf32", "nhwc_tf32"}
+    for layout in ("nchw", "nhwc"):
+        variant = conv[f"{layout}_tf32"]
+        # bf16 products of bf16 values against float64 on the same values: rounding of the output alone
+        assert 0 < variant["error_vs_float64"] < 2e-2, variant
+        assert variant["output_channels_last"] is (layout == "nhwc")

@@ -18,6 +18,12 @@ default variant's output under the executor's fp32 tolerance (share of elements 
 1e-4), and the cuDNN kernels each launches are named (torch.profiler). With --whole, eager and
 torch.compile of the whole task too.
 
+With --precision fp16 or bf16 the model and its floating inputs are cast as `bench --precision` casts
+them; cuDNN's TF32 switch does not apply to half-precision convolutions, so only torch's flags are
+timed (``nchw_tf32`` and ``nhwc_tf32``, named as in fp32 runs), and the float64 comparison runs on the
+cast values. With --whole the kernels torch.compile's run launches are named too (``compile_kernels``):
+how Inductor lays out the task's convolutions.
+
 A record is written to --out as soon as a task is done; a rerun skips tasks the file holds. Without
 a GPU it runs on the CPU (wall clock, no cuDNN; a dry run of the script). Nothing from KernelBench
 is stored: the checkout is an argument.
@@ -40,7 +46,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from backends import load_task_module  # noqa: E402
+from backends import cast_model, cast_values, load_task_module  # noqa: E402
 from backends._timing import benchmark  # noqa: E402
 from probe_common import environment, task_files  # noqa: E402
 
@@ -100,28 +106,31 @@ def _layout_module(conv: torch.nn.Module) -> torch.nn.Module:
     return clone.to(memory_format=fmt) if fmt is not None else clone
 
 
-def probe_task(path: Path, device: str, reps: int, whole: bool) -> dict:
+def probe_task(path: Path, device: str, reps: int, whole: bool, precision: str = "fp32") -> dict:
     task = load_task_module(path)
     torch.manual_seed(42)
-    model = task.Model(*task.get_init_inputs()).to(device).eval()
+    model = cast_model(task.Model(*cast_values(list(task.get_init_inputs()), precision)), precision).to(device).eval()
     torch.manual_seed(43)
-    inputs = [t.to(device) if isinstance(t, torch.Tensor) else t for t in task.get_inputs()]
+    inputs = [t.to(device) if isinstance(t, torch.Tensor) else t for t in cast_values(list(task.get_inputs()), precision)]
     found = _first_conv(model, inputs)
     if found is None:
         return {"status": "no convolution"}
     conv, x = found
     x = x.detach().clone()
-    record: dict = {"module": repr(conv), "input_shape": list(x.shape), "status": "ok"}
+    record: dict = {"module": repr(conv), "input_shape": list(x.shape), "dtype": str(x.dtype).removeprefix("torch."),
+                    "status": "ok"}
+    dtype = x.dtype
+    modes = ("tf32", "ieee") if dtype == torch.float32 else ("tf32",)  # TF32 is an fp32 switch
     with torch.no_grad():
         exact = conv.double()(x.double())
-        conv.float()
+        conv.to(dtype)
         scale = exact.abs().max().item() or 1.0
         conv_cl = _layout_module(conv)
         x_cl = _layout(x)
         variants = {"nchw": (conv, x), "nhwc": (conv_cl, x_cl)}
         default_out = None
         for layout, (module, arg) in variants.items():
-            for mode in ("tf32", "ieee"):
+            for mode in modes:
                 with _cudnn_mode(mode):
                     tf32_flag = torch.backends.cudnn.allow_tf32  # what cuDNN was told, inside the context
                     out = module(arg)
@@ -143,6 +152,7 @@ def probe_task(path: Path, device: str, reps: int, whole: bool) -> dict:
             compiled = torch.compile(model)
             record["compile_ms"] = benchmark(compiled, lambda: tuple(inputs), device=device, reps=reps,
                                              warmup=3).median_ms
+            record["compile_kernels"] = _kernels(lambda: compiled(*inputs), device)
     return record
 
 
@@ -155,6 +165,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reps", type=int, default=30)
     ap.add_argument("--whole", action="store_true", help="also time eager and torch.compile of the whole task")
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    ap.add_argument("--precision", choices=("fp32", "fp16", "bf16"), default="fp32",
+                    help="the model and floating inputs cast, as bench --precision")
     args = ap.parse_args(argv)
     files = task_files(args.kernelbench / f"level{args.level}", args.tasks)
     doc = json.loads(args.out.read_text()) if args.out.exists() else {"environment": environment(args.device),
@@ -164,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
             continue
         t0 = time.time()
         try:
-            record = probe_task(path, args.device, args.reps, args.whole)
+            record = probe_task(path, args.device, args.reps, args.whole, args.precision)
         except Exception as e:  # failures as data: the next task still runs
             record = {"status": f"error: {type(e).__name__}: {str(e)[:300]}"}
         doc["records"][path.stem] = record
