@@ -142,12 +142,8 @@ def _returned(call: str, plan: Plan) -> str:
 
 
 def _viewed(tensor: str, views: tuple[str, ...]) -> str:
-    """A returned tensor with the reference's views on it, made contiguous (a copy, recorded by
-    a launch plan) when a view reorders dims."""
-    text = tensor + "".join(views)
-    if any(v.startswith((".transpose", ".permute", ".t(", ".T", ".mT", ".swap", ".movedim")) for v in views):
-        return f"_contiguous({text})"
-    return text
+    """A returned tensor with the reference's views on it: the same strides the reference returns."""
+    return tensor + "".join(views)
 
 
 def returned_expression(returned: Returned) -> str:
