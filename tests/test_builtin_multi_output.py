@@ -154,13 +154,20 @@ def test_several_outputs_are_correct(cpu_executor, tmp_path, name, rules):
     assert ok(result), explain(result)
 
 
-# The executor compares leaves, not the structure holding them: the structure is checked here,
-# with the values, on calls that run forward as written (1), record a launch plan (2) and replay it.
-STRUCTURE = """
+# the reference and the candidate built from the same seed (the candidate imported as `mod`)
+BUILT = """
 import torch
 
 task = import_file(Path(TASK), "task")
+torch.manual_seed(0)
+ref = task.Model().eval()
+torch.manual_seed(0)
+new = mod.ModelNew().eval()
+"""
 
+# The executor compares leaves, not the structure holding them: the structure is checked here,
+# with the values, on calls that run forward as written (1), record a launch plan (2) and replay it.
+STRUCTURE = BUILT + """
 
 def structure(value):
     if isinstance(value, torch.Tensor):
@@ -174,10 +181,6 @@ def close(got, want):
     return all(close(g, w) for g, w in zip(got, want))
 
 
-torch.manual_seed(0)
-ref = task.Model().eval()
-torch.manual_seed(0)
-new = mod.ModelNew().eval()
 with torch.no_grad():
     for k in range(4):
         torch.manual_seed(k)
@@ -240,14 +243,7 @@ def get_inputs():
     assert isinstance(plan, Unsupported) and plan.reason == reason, plan
 
 
-VIEWS_CHECK = """
-import torch
-
-task = import_file(Path(TASK), "task")
-torch.manual_seed(0)
-ref = task.Model().eval()
-torch.manual_seed(0)
-new = mod.ModelNew().eval()
+VIEWS_CHECK = BUILT + """
 with torch.no_grad():
     for k in range(3):  # the second call records a launch plan, the third replays it
         torch.manual_seed(k)
