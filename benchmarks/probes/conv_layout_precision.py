@@ -22,7 +22,8 @@ With --precision fp16 or bf16 the model and its floating inputs are cast as `ben
 them; cuDNN's TF32 switch does not apply to half-precision convolutions, so only torch's flags are
 timed (``nchw_tf32`` and ``nhwc_tf32``, named as in fp32 runs), and the float64 comparison runs on the
 cast values. With --whole the kernels torch.compile's run launches are named too (``compile_kernels``):
-how Inductor lays out the task's convolutions.
+how Inductor lays out the task's convolutions; and the input's channels-last copy is timed as
+torch.compile writes it (``to_nhwc_compiled_ms``, beside torch's own ``to_nhwc_ms``).
 
 A record is written to --out as soon as a task is done; a rerun skips tasks the file holds. Without
 a GPU it runs on the CPU (wall clock, no cuDNN; a dry run of the script). Nothing from KernelBench
@@ -153,6 +154,9 @@ def probe_task(path: Path, device: str, reps: int, whole: bool, precision: str =
             record["compile_ms"] = benchmark(compiled, lambda: tuple(inputs), device=device, reps=reps,
                                              warmup=3).median_ms
             record["compile_kernels"] = _kernels(lambda: compiled(*inputs), device)
+            # the same layout copy as Inductor writes it (a tiled Triton kernel), against torch's copy above
+            record["to_nhwc_compiled_ms"] = benchmark(torch.compile(_layout), lambda: (x,), device=device, reps=reps,
+                                                      warmup=3).median_ms
     return record
 
 
