@@ -206,7 +206,7 @@ class Scope:
         for name, ctx in self.reached.items():
             node = self.defs.get(name)
             if isinstance(node, ast.ClassDef):
-                setup = construction_methods(self.tree, node, self.mentions)
+                setup = construction_methods(node, self.mentions)
                 for item in node.body:
                     if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
                         out.append((item, SETUP if item.name in setup else _called(ctx)))
@@ -226,16 +226,14 @@ def name_mentions(tree: ast.Module) -> dict[str, int]:
     return mentions
 
 
-def construction_methods(tree: ast.Module, node: ast.ClassDef, mentions: dict[str, int] | None = None) -> set[str]:
+def construction_methods(node: ast.ClassDef, mentions: dict[str, int]) -> set[str]:
     """The methods that run only while an object is built: the setup methods, and a helper
     nothing but those calls, as `self._make_layer(...)` (the one mention of its name in the
     file). Builders carried from a reference (ResNet's `_make_layer`) run as `__init__` does.
-    `mentions`: the tree's `name_mentions`, when the caller has counted them already (a
-    generated candidate has dozens of classes and thousands of lines: walking the whole tree
-    again for each class was most of the static check's time)."""
+    `mentions`: its module's `name_mentions`, counted once by the caller (a generated candidate
+    has dozens of classes and thousands of lines: walking the whole tree again for each class
+    was most of the static check's time)."""
     methods = {m.name: m for m in node.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))}
-    if mentions is None:
-        mentions = name_mentions(tree)
     setup = set(SETUP_METHODS) & set(methods)
     grew = True
     while grew:
@@ -327,7 +325,7 @@ def scope(tree: ast.Module) -> Scope:
         reached[name] = ctx
         if isinstance(node, ast.ClassDef):
             # A class's methods other than construction run when it is called.
-            setup = construction_methods(tree, node, mentions)
+            setup = construction_methods(node, mentions)
             for item in node.body:
                 if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     reach_body(item.body, SETUP if item.name in setup else _called(ctx))

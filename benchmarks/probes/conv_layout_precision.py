@@ -47,7 +47,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from backends import cast_model, cast_values, load_task_module  # noqa: E402
+from backends import PRECISIONS, cast_model, cast_values, load_task_module  # noqa: E402
 from backends._timing import benchmark  # noqa: E402
 from probe_common import environment, task_files  # noqa: E402
 
@@ -169,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reps", type=int, default=30)
     ap.add_argument("--whole", action="store_true", help="also time eager and torch.compile of the whole task")
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    ap.add_argument("--precision", choices=("fp32", "fp16", "bf16"), default="fp32",
+    ap.add_argument("--precision", choices=PRECISIONS, default="fp32",
                     help="the model and floating inputs cast, as bench --precision")
     args = ap.parse_args(argv)
     files = task_files(args.kernelbench / f"level{args.level}", args.tasks)
