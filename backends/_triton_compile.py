@@ -9,7 +9,6 @@ kernels' resource use (registers, local memory, shared memory).
 
 from __future__ import annotations
 
-import hashlib
 import inspect
 import json
 import os
@@ -110,41 +109,11 @@ def text_key(fn: Any) -> str | None:
             fn.starting_line_number, fn.hash = line, kept
 
 
-FACTS_FILE = "sm90_facts.json"
-
-
-def _facts_cache(memo: tuple[str, ...]) -> Any:
-    """Triton's own cache entry for one kernel text's sm_90 facts: a kernel compiled by another
-    compile server (another worker, an earlier run) at another line is not compiled again either.
-    Of the 757 kernels one cold run of the test suite compiled, 144 were such repeats, about 0.6 s
-    of a core each. The entry lives where Triton keeps its binaries, with the same trust."""
-    import triton
-    from triton.runtime.cache import get_cache_manager
-
-    return get_cache_manager(hashlib.sha256(repr((triton.__version__, "cuda", 90, memo)).encode()).hexdigest())
-
-
-def _stored_facts(memo: tuple[str, ...]) -> dict[str, Any] | None:
-    try:
-        path = _facts_cache(memo).get_file(FACTS_FILE)
-        return json.loads(Path(path).read_text()) if path else None
-    except (OSError, ValueError, RuntimeError):
-        return None  # unreadable or unwritable cache: compile as if it were cold
-
-
-def _store_facts(memo: tuple[str, ...], info: dict[str, Any]) -> None:
-    try:
-        _facts_cache(memo).put(json.dumps(info), FACTS_FILE, binary=False)
-    except (OSError, RuntimeError):
-        pass
-
-
 def compile_specs(file: str, specs: list[dict[str, Any]], modules: dict[str, Any],
                   compiled: dict[tuple[str, ...], dict[str, Any]] | None = None) -> dict[str, Any]:
     """Compile each launch in `specs` for sm_90. `compiled` (the server's, kept across requests):
     what each kernel text compiled to, by `text_key`, signature, constexprs and options; a kernel
-    found there, or in Triton's cache from another server (`_facts_cache`), is not compiled again,
-    since only its line differs. Failed compiles are not kept."""
+    found there is not compiled again, since only its line differs. Failed compiles are not kept."""
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
@@ -170,10 +139,6 @@ def compile_specs(file: str, specs: list[dict[str, Any]], modules: dict[str, Any
         seen.add(ident)
         text = text_key(fn) if compiled is not None else None
         memo = (text, *ident[1:]) if text is not None else None
-        if memo is not None and memo not in compiled:
-            known = _stored_facts(memo)
-            if known is not None:
-                compiled[memo] = known
         if memo is not None and memo in compiled:
             kernels.append({**compiled[memo], "name": spec["name"]})
             continue
@@ -194,7 +159,6 @@ def compile_specs(file: str, specs: list[dict[str, Any]], modules: dict[str, Any
         kernels.append(info)
         if memo is not None:
             compiled[memo] = info
-            _store_facts(memo, info)
     return {"ok": True, "message": "", "kernels": kernels}
 
 

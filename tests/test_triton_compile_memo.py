@@ -1,7 +1,6 @@
 """The Triton compile server compiles a kernel text once: the same kernel at another line of another
 candidate (the launch-plan helper every generated candidate carries) reports what the first compile
-found, in the same server or in another one that shares Triton's cache, while a kernel whose body or
-constants differ is compiled for itself."""
+found, while a kernel whose body or constants differ is compiled for itself."""
 
 from __future__ import annotations
 
@@ -54,16 +53,10 @@ def test_a_kernel_moved_to_another_line_is_not_compiled_again(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env["TRITON_CACHE_DIR"] = str(tmp_path / "triton-cache")
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
-    def server(*paths: Path) -> dict:
-        proc = subprocess.run([sys.executable, "-c", CHECK, *map(str, paths)],
-                              capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        return json.loads(proc.stdout.strip().splitlines()[-1])
-
-    def binaries() -> int:
-        return len(list((tmp_path / "triton-cache").glob("*/*.cubin")))
-
-    data = server(first, moved, other_constant)
+    proc = subprocess.run([sys.executable, "-c", CHECK, str(first), str(moved), str(other_constant)],
+                          capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    data = json.loads(proc.stdout.strip().splitlines()[-1])
     first_key, moved_key, other_key = data["keys"]
     assert first_key and first_key == moved_key and other_key != first_key
     replies = data["replies"]
@@ -73,11 +66,4 @@ def test_a_kernel_moved_to_another_line_is_not_compiled_again(tmp_path):
     assert replies["moved"]["kernels"] == replies["first"]["kernels"]
     assert replies["first"]["kernels"][0]["registers"]
     # one compile each for first and other_constant: Triton's own cache holds two kernels, not three
-    assert binaries() == 2
-    # another server (another worker, a later run) with the kernel at yet another line: the facts come
-    # from Triton's cache and nothing is compiled
-    again = tmp_path / "again.py"
-    again.write_text("# another candidate\n" + KERNEL)
-    later = server(again)["replies"]["again"]
-    assert later["ok"] and later["kernels"] == replies["first"]["kernels"], later
-    assert binaries() == 2
+    assert len(list((tmp_path / "triton-cache").iterdir())) == 2
