@@ -137,6 +137,23 @@ def test_a_reader_that_needs_the_plain_layout_keeps_the_graph_nchw(tmp_path, cas
     assert "channels_last" not in _source(tmp_path, case)
 
 
+def test_a_few_channel_convolution_in_bf16_runs_channels_last_and_stays_correct(cpu_executor, tmp_path):
+    """TF32 is an fp32 switch: in bf16 cuDNN takes tensor-core products of bf16 in either layout, so the
+    few-channel rule (FEW_CHANNELS) does not hold the graph in the task's layout."""
+    from backends import EvalOptions
+    from evokernel.builtin import default_config
+
+    path = write(FEW_CHANNELS, tmp_path)
+    assert "channels_last" not in generate(analyze(str(path), "kernelbench", precision="fp32"))
+    plan = analyze(str(path), "kernelbench", precision="bf16")
+    source = generate(plan, default_config(plan))
+    assert "memory_format=torch.channels_last" in source
+    options = EvalOptions.from_dict({"rules": "kernelbench", "precision": "bf16", "timing": False, "baselines": False,
+                                     "trials": 1})
+    result = cpu_executor.evaluate(path, source, backend="triton", options=options)
+    assert ok(result), explain(result)
+
+
 def test_the_same_blocks_with_more_channels_or_the_task_input_run_channels_last(tmp_path):
     wider = Case("wider", FEW_CHANNELS.forward, "[torch.randn(2, 16, 6, 6)]", init="self.conv = nn.Conv2d(16, 64, 3)")
     task_input = Case("task_input", "x: return torch.relu(self.conv(x) * 2.0) + 1.0", COMPUTED_INPUT.inputs,
