@@ -40,7 +40,7 @@ def test_a_cnn_runs_its_convolutions_and_pools_channels_last_and_stays_correct(c
     source = _source(tmp_path, CNN)
     assert "memory_format=torch.channels_last" in source
     # the task's NCHW input copied by our tiled kernel (torch's copy only where its positions are not one run)
-    assert "_cl = _conv_channels_last(x, False)" in source and "_launch(_conv_nhwc_kernel" in source
+    assert "_cl = _conv_channels_last(x, False)" in source and "_library_conv_s0(_cl, " in source and "_launch(_conv_nhwc_kernel" in source
     assert "torch.empty_permuted(out_shape, (0, 2, 3, 1)" in source  # the pool's channels-last output
     result = run_cases(cpu_executor, [CNN], tmp_path, rules="kernelbench")[CNN.name]
     assert ok(result), explain(result)

@@ -93,11 +93,12 @@ def generate_host(plan: Plan, tag: str) -> StageCode:
                         f"@_host_step\ndef _torch_channels_last{tag}(t):\n"
                         f"    return t.contiguous(memory_format=torch.{fmt})\n\n\n"
                         f"def {entry}({', '.join(names)}):\n"
+                        f"    _cl = {x}\n"
                         f"    if not {x}.is_contiguous(memory_format=torch.{fmt}):\n"
                         f"        # our tiled copy; torch's where the positions are not one strided run\n"
                         f"        _cl = _conv_channels_last({x}, False)\n"
-                        f"        {x} = _cl if _cl is not None else _torch_channels_last{tag}({x})\n"
-                        f"    return {conv_entry}({', '.join(names)})\n")
+                        f"        _cl = _cl if _cl is not None else _torch_channels_last{tag}({x})\n"
+                        f"    return {conv_entry}({', '.join('_cl' if n == x else n for n in names)})\n")
             return StageCode(kernels=(), launcher=launcher, entry=entry, helpers=(TF32_ROUND, NHWC_COPY_HELPER))
 
     else:  # pragma: no cover - the scheduler makes host stages of these ops only
