@@ -39,6 +39,8 @@ def _source(tmp_path, case: Case, rules: str = "kernelbench") -> str:
 def test_a_cnn_runs_its_convolutions_and_pools_channels_last_and_stays_correct(cpu_executor, tmp_path):
     source = _source(tmp_path, CNN)
     assert "memory_format=torch.channels_last" in source
+    # the task's NCHW input copied by our tiled kernel (torch's copy only where its positions are not one run)
+    assert "_cl = _conv_channels_last(x, False)" in source and "_library_conv_s0(_cl, " in source and "_launch(_conv_nhwc_kernel" in source
     assert "torch.empty_permuted(out_shape, (0, 2, 3, 1)" in source  # the pool's channels-last output
     result = run_cases(cpu_executor, [CNN], tmp_path, rules="kernelbench")[CNN.name]
     assert ok(result), explain(result)
@@ -135,6 +137,23 @@ COMPUTED_INPUT = Case("computed_input", "x: return torch.relu(self.conv(torch.re
                          ids=lambda c: c.name)
 def test_a_reader_that_needs_the_plain_layout_keeps_the_graph_nchw(tmp_path, case):
     assert "channels_last" not in _source(tmp_path, case)
+
+
+def test_a_few_channel_convolution_in_bf16_runs_channels_last_and_stays_correct(cpu_executor, tmp_path):
+    """TF32 is an fp32 switch: in bf16 cuDNN takes tensor-core products of bf16 in either layout, so the
+    few-channel rule (FEW_CHANNELS) does not hold the graph in the task's layout."""
+    from backends import EvalOptions
+    from evokernel.builtin import default_config
+
+    path = write(FEW_CHANNELS, tmp_path)
+    assert "channels_last" not in generate(analyze(str(path), "kernelbench", precision="fp32"))
+    plan = analyze(str(path), "kernelbench", precision="bf16")
+    source = generate(plan, default_config(plan))
+    assert "memory_format=torch.channels_last" in source
+    options = EvalOptions.from_dict({"rules": "kernelbench", "precision": "bf16", "timing": False, "baselines": False,
+                                     "trials": 1})
+    result = cpu_executor.evaluate(path, source, backend="triton", options=options)
+    assert ok(result), explain(result)
 
 
 def test_the_same_blocks_with_more_channels_or_the_task_input_run_channels_last(tmp_path):

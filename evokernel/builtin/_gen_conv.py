@@ -47,7 +47,7 @@ from ._gen_elementwise import SPAN_HELPER
 from ._gen_matmul import TILES_HELPER, autotune_lines
 from ._ir import Node, Plan
 
-__all__ = ["generate_conv", "AnchorEpilogue"]
+__all__ = ["generate_conv", "AnchorEpilogue", "NHWC_COPY_HELPER"]
 
 # The tap-major kernel's (BLOCK_M, BLOCK_N, num_warps, num_stages) Triton's autotuner times per shape
 # after the configuration's own (BLOCK_K stays the configuration's); tiles wider than the group's
@@ -130,7 +130,9 @@ def _tf32_rounded(t):
 '''
 
 
-TAPS_HELPER = '''@triton.jit
+# The input copied to channels-last by a tiled kernel (our nhwc gather's operand; the library's
+# channels-last convolutions' input copy under the kernelbench rules, see _gen_host)
+NHWC_COPY_HELPER = '''@triton.jit
 def _conv_nhwc_kernel(x_ptr, y_ptr, C, S, sx_n, sx_c, sx_s, ROUND: tl.constexpr, IDX64: tl.constexpr,
                       BLOCK_C: tl.constexpr, BLOCK_S: tl.constexpr):
     # one [channels, positions] tile of one sample, read along the positions, written along the channels
@@ -166,9 +168,10 @@ def _conv_channels_last(x, round_tf32):
         _conv_nhwc_kernel[grid](x, y, x.shape[1], s, x.stride(0), x.stride(1), sx_s, ROUND=round_tf32,
                                 IDX64=_needs_i64(x, y), BLOCK_C=32, BLOCK_S=64, num_warps=4)
     return y
+'''
 
 
-@triton.jit
+TAPS_HELPER = '''@triton.jit
 def _conv_weight_taps_kernel(w_ptr, y_ptr, total, CIN_G, COUT_G, TAPS, k1, k2, sw_0, sw_1, sk_0, sk_1, sk_2,
                              TRANSPOSED: tl.constexpr, ROUND: tl.constexpr, BLOCK: tl.constexpr):
     offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
@@ -590,7 +593,7 @@ def generate_conv(plan: Plan, config: Config, tag: str = "") -> StageCode:
         return StageCode(kernels=(gemm_kernel, *direct), launcher=launcher, entry=entry,
                          helpers=(SPAN_HELPER, TF32_ROUND, TF32_HELPER))
     return StageCode(kernels=(taps_kernel, *direct), launcher=launcher, entry=entry,
-                     helpers=(SPAN_HELPER, TF32_ROUND, TF32_HELPER, TAPS_HELPER, TILES_HELPER))
+                     helpers=(SPAN_HELPER, TF32_ROUND, TF32_HELPER, NHWC_COPY_HELPER, TAPS_HELPER, TILES_HELPER))
 
 
 # The GEMM's operands, flat K loop: rounded to TF32 once before the GEMM where the kernel would

@@ -358,7 +358,12 @@ TF32_MIN_CHANNELS = 16
 def _ieee_in_task_layout(b: Builder, conv: Node) -> bool:
     """Whether cuDNN computes this fp32 convolution in IEEE products in the task's layout and in TF32
     channels-last: fewer than TF32_MIN_CHANNELS input channels a group, not depthwise (one channel a
-    group: FMA kernels either way)."""
+    group: FMA kernels either way). A half-precision convolution has no TF32 switch (tensor-core
+    products of its own dtype in either layout): never. In its task's layout cuDNN took its generic
+    `implicit_convolve_sgemm` for KernelBench level2's 3- and 8-channel bf16 convolutions on the H100,
+    57-84% of those pipelines' time (kernelbench-level2-h100-builtin-bf16-7e6d8d8.json)."""
+    if b.dtype(conv.args[0]) != "float32":
+        return False
     cin_g = b.shape(conv.args[0])[1] // conv.attr("groups")
     return cin_g < TF32_MIN_CHANNELS and not (conv.attr("groups") > 1 and b.shape(conv.args[1])[1] == 1)
 
