@@ -24,6 +24,11 @@ steps hold no success for a value to predict).
     python benchmarks/learning.py --out benchmarks/results/learning-cpu.json     # no GPU: small sizes
     python benchmarks/learning.py --out benchmarks/results/learning-h200.json    # on a GPU: full sizes
 
+KernelBench's files (a fetched checkout, never stored here) split by the families read from their names,
+on a GPU (the files have one size, their full one, far too large for the CPU interpreter):
+
+    python benchmarks/learning.py --suite KB/level1 --warm conv_standard --held-out conv_transposed,conv_depthwise --out FILE
+
 On a CPU every latency is the Triton interpreter's wall clock
 (`interpreted-cpu`): it follows the number of program instances, not GPU
 speed, so "faster" there means fewer, larger programs.
@@ -91,10 +96,39 @@ def log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
+# KernelBench's files name no family: one is read from the file name, most specific first. The
+# convolution families share the builtin's convolution kernels (and their configurations), so a
+# split of one from another asks whether experience moves between operators of one kernel family.
+KERNELBENCH_FAMILIES = (
+    ("conv_transposed", r"conv_?transpose"), ("conv_depthwise", r"conv_depthwise|depthwise"),
+    ("conv_pointwise", r"conv_pointwise"), ("conv_standard", r"conv_standard|^conv\d|conv"),
+    ("pooling", r"pool"), ("loss", r"loss"), ("scan", r"cum(sum|prod)"),
+    ("attention", r"attention"), ("softmax", r"softmax"), ("normalization", r"norm"),
+    ("matmul", r"matmul|matrix|gemm|bmm"),
+    ("reduction", r"reduction|argmax|argmin|_over_a_dimension"),
+)
+
+
+def kernelbench_family(stem: str) -> str:
+    """A KernelBench problem's family from its file name ("54_conv_standard_3D__square_input..."
+    is conv_standard; whatever matches no family is elementwise)."""
+    name = re.sub(r"^\d+_", "", stem).lower()
+    return next((fam for fam, pattern in KERNELBENCH_FAMILIES if re.search(pattern, name)), "elementwise")
+
+
 def family_of(path: Path) -> str:
-    """The task file's FAMILY, else its CATEGORY."""
+    """The task file's FAMILY, else its CATEGORY, else (KernelBench's files) one read from its name."""
     found = dict(m.groups() for m in _FAMILY.finditer(path.read_text()))
-    return found.get("FAMILY") or found.get("CATEGORY") or "unknown"
+    return found.get("FAMILY") or found.get("CATEGORY") or kernelbench_family(path.stem)
+
+
+def suite_dir(suite: str) -> Path:
+    """A suite: a folder of benchmarks/ by name, or any folder of task files (a KernelBench level)."""
+    own = ROOT / "benchmarks" / suite
+    path = own if own.is_dir() else Path(suite).expanduser()
+    if not path.is_dir():
+        raise SystemExit(f"error: no suite {suite!r}: neither a folder of benchmarks/ nor a directory")
+    return path
 
 
 def split(suites: list[str], warm: tuple[str, ...], held: tuple[str, ...], per_family: int,
@@ -106,10 +140,15 @@ def split(suites: list[str], warm: tuple[str, ...], held: tuple[str, ...], per_f
     families: dict[str, str] = {}
     picked: dict[str, list[Path]] = {}
     for suite in suites:
-        for path in sorted((ROOT / "benchmarks" / suite).glob("*.py")):
+        folder = suite_dir(suite)
+        for path in sorted(folder.glob("*.py")):
             fam = family_of(path)
-            families[f"{suite}/{path.stem}"] = fam
+            families[f"{folder.name}/{path.stem}"] = fam
             picked.setdefault(fam, []).append(path)
+    unknown = [f for f in (*warm, *held) if f not in picked]
+    if unknown:
+        raise SystemExit(f"error: no task of family {', '.join(unknown)} in {', '.join(suites)} "
+                         f"(its families: {', '.join(sorted(picked))})")
     warm_paths = [p for f in warm for p in picked.get(f, [])[:per_family]]
     held_paths = [p for f in held for p in picked.get(f, [])[:held_per_family]]
     return warm_paths, held_paths, families
@@ -334,8 +373,10 @@ def retime_bests(rows: dict[str, dict[str, dict[str, Any]]], sources: dict[tuple
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--suite", action="append",
-                        help="suites (folders of benchmarks/) to split (default: level1 and level2 on a GPU, learning_cpu on a CPU)")
-    parser.add_argument("--warm", default=None, help="warm-up families, comma-separated (FAMILY or CATEGORY values)")
+                        help="suites to split: folders of benchmarks/ by name, or directories of task files such as "
+                             "a KernelBench level (default: level1 and level2 on a GPU, learning_cpu on a CPU)")
+    parser.add_argument("--warm", default=None, help="warm-up families, comma-separated (FAMILY or CATEGORY values; "
+                                                      "for KernelBench's files, those of KERNELBENCH_FAMILIES)")
     parser.add_argument("--held-out", default=None, help="held-out families, comma-separated")
     parser.add_argument("--per-family", type=int, default=None, help="warm-up tasks per family (default: 2)")
     parser.add_argument("--held-per-family", type=int, default=None, help="held-out tasks per family (default: 2)")

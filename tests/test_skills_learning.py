@@ -30,6 +30,29 @@ def test_split_keeps_whole_families_apart():
         learning.split(["learning_cpu"], ("softmax",), ("softmax",), 1, 1)
 
 
+def test_a_directory_of_kernelbench_files_splits_by_the_families_their_names_say(tmp_path):
+    names = ["54_conv_standard_3D__square_input.py", "67_conv_standard_1D.py", "57_conv_transposed_2D__square.py",
+             "5_ConvTranspose3d_Sum.py", "82_conv_depthwise_2D_square_input.py", "86_conv_depthwise_separable_2D.py",
+             "1_Square_matrix_multiplication_.py", "23_Softmax.py", "41_Max_Pooling_1D.py", "19_ReLU.py",
+             "37_FrobeniusNorm_.py", "92_cumsum_exclusive.py", "12_Gemm_Multiply_LeakyReLU.py"]
+    for name in names:
+        (tmp_path / name).write_text("import torch\n")  # no FAMILY or CATEGORY: the name decides
+    owned = tmp_path / "own_task.py"
+    owned.write_text('FAMILY = "conv_standard"\n')  # a file's own FAMILY still wins over its name
+    warm, held, families = learning.split([str(tmp_path)], ("conv_standard",), ("conv_transposed", "conv_depthwise"),
+                                          5, 5)
+    assert {p.stem for p in warm} == {"54_conv_standard_3D__square_input", "67_conv_standard_1D", "own_task"}
+    assert {p.stem for p in held} == {"57_conv_transposed_2D__square", "5_ConvTranspose3d_Sum",
+                                      "82_conv_depthwise_2D_square_input", "86_conv_depthwise_separable_2D"}
+    folder = tmp_path.name
+    assert [families[f"{folder}/{n.removesuffix('.py')}"] for n in names[6:]] == [
+        "matmul", "softmax", "pooling", "elementwise", "normalization", "scan", "matmul"]
+    with pytest.raises(SystemExit, match="no task of family conv_3d in .*its families: conv_depthwise, conv_standard"):
+        learning.split([str(tmp_path)], ("conv_standard",), ("conv_3d",), 1, 1)
+    with pytest.raises(SystemExit, match="no suite 'nowhere'"):
+        learning.split(["nowhere"], ("a",), ("b",), 1, 1)
+
+
 @pytest.mark.parametrize("path", sorted((ROOT / "benchmarks" / "learning_cpu").glob("*.py")), ids=lambda p: p.stem)
 def test_cpu_suite_tasks_load_at_small_size(path):
     module = load_task_module(path, size="small")
