@@ -100,8 +100,8 @@ def log(msg: str) -> None:
 # convolution families share the builtin's convolution kernels (and their configurations), so a
 # split of one from another asks whether experience moves between operators of one kernel family.
 KERNELBENCH_FAMILIES = (
-    ("conv_transposed", r"conv_?transpose"), ("conv_depthwise", r"conv_depthwise|depthwise"),
-    ("conv_pointwise", r"conv_pointwise"), ("conv_standard", r"conv_standard|^conv\d|conv"),
+    ("conv_transposed", r"conv_?transpose"), ("conv_depthwise", r"depthwise"),
+    ("conv_pointwise", r"conv_pointwise"), ("conv_standard", r"conv"),
     ("pooling", r"pool"), ("loss", r"loss"), ("scan", r"cum(sum|prod)"),
     ("attention", r"attention"), ("softmax", r"softmax"), ("normalization", r"norm"),
     ("matmul", r"matmul|matrix|gemm|bmm"),
@@ -149,8 +149,8 @@ def split(suites: list[str], warm: tuple[str, ...], held: tuple[str, ...], per_f
     if unknown:
         raise SystemExit(f"error: no task of family {', '.join(unknown)} in {', '.join(suites)} "
                          f"(its families: {', '.join(sorted(picked))})")
-    warm_paths = [p for f in warm for p in picked.get(f, [])[:per_family]]
-    held_paths = [p for f in held for p in picked.get(f, [])[:held_per_family]]
+    warm_paths = [p for f in warm for p in picked[f][:per_family]]
+    held_paths = [p for f in held for p in picked[f][:held_per_family]]
     return warm_paths, held_paths, families
 
 
