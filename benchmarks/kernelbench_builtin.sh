@@ -209,6 +209,11 @@ for level, tag, goal in (("1", "", "strict: >= 97 correct, geomean over eager >=
         if m.get("geomean_speedup_compile_checked"):
             print(f"  geomean over torch.compile where its output passes the check: "
                   f"{m['geomean_speedup_compile_checked']:.2f}x over {m['n_speedup_compile_checked']} tasks")
+    for b in m.get("below_half_of_compile") or []:  # issue 30's floor: each named, with its reason where known
+        share = b.get("slowest_kernel_share")
+        print(f"  below 0.5x of torch.compile: {b['task']} {b['speedup_compile']:.2f}x; slowest kernel "
+              f"{b.get('slowest_kernel')}" + (f" ({100 * share:.0f}% of the time)" if share is not None else "")
+              + f"; reason: {b.get('reason') or 'none recorded'}")
     spent = m.get("evaluation_seconds") or {}
     if spent.get("by_step"):
         print(f"  executor time {spent['total']:.0f} s, most in: "

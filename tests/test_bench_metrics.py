@@ -240,10 +240,37 @@ def test_tasks_below_half_of_torch_compile_are_named_with_their_slowest_kernel()
     slow = outcome("slow", best=4.0, eager=3.0, compile_ms=1.0)
     slow.slowest_kernel, slow.slowest_kernel_share = "_conv_gemm_kernel", 0.93
     slow.compile_correct = False  # and whether torch.compile's own output passed the same check
-    tasks = suite() + [slow, outcome("half", best=2.0, eager=1.0, compile_ms=1.0)]  # exactly 0.5x: not below
+    unexplained = outcome("unexplained", best=3.0, eager=3.0, compile_ms=1.0)
+    slow.speed_limits = ("IEEE fp32 products on the FMA units", "another")  # what the kernel's policy knows
+    tasks = suite() + [slow, unexplained, outcome("half", best=2.0, eager=1.0, compile_ms=1.0)]  # 0.5x: not below
     below = compute_metrics(tasks)["below_half_of_compile"]
     assert below == [{"task": "slow", "speedup_compile": 0.25, "slowest_kernel": "_conv_gemm_kernel",
-                      "slowest_kernel_share": 0.93, "compile_correct": False}]
+                      "slowest_kernel_share": 0.93, "compile_correct": False,
+                      "reason": "IEEE fp32 products on the FMA units; another"},
+                     {"task": "unexplained", "speedup_compile": pytest.approx(1 / 3), "slowest_kernel": None,
+                      "slowest_kernel_share": None, "compile_correct": None, "reason": None}]
+
+
+def test_the_best_attempts_speed_limits_reach_the_task_row_live_and_from_a_stored_item():
+    """A step's speed limits (the policy's, in the proposal's extra) follow the best timed attempt into the
+    task's row, also when the attempt is rebuilt from the stored item (a resumed run)."""
+    from types import SimpleNamespace
+
+    from backends import Baselines
+
+    def result(ms):
+        return EvalResult(Verdict.OK, "correct", latency_ms=ms, latency_source=LatencySource.MEASURED_GPU,
+                          baselines=Baselines(eager_ms=2.0))
+
+    o = TaskOutcome(name="conv", task_key="conv-0", path="conv.py")
+    o.record(Attempt.from_result(result(2.0), step=1, stage="draft", speed_limits=["few channels"]))
+    assert task_row(o)["speed_limits"] == ["few channels"]
+    assert task_row(o)["attempt_log"][0]["speed_limits"] == ["few channels"]
+    o.record(Attempt.from_result(result(1.0), step=2, stage="refine"))  # faster, nothing known against it
+    assert task_row(o)["speed_limits"] == [] and "speed_limits" not in task_row(o)["attempt_log"][1]
+    # a stored trace as Attempt.from_item reads it
+    stored = SimpleNamespace(id=7, status="ok", feedback=result(2.0).to_dict(), extra={"speed_limits": ["few channels"]})
+    assert Attempt.from_item(stored, step=1, stage="draft").speed_limits == ("few channels",)
 
 
 def test_evaluation_seconds_sum_each_step_over_attempts_with_trial_numbers_folded():

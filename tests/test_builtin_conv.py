@@ -386,3 +386,37 @@ def test_a_remembered_precision_the_space_no_longer_holds_still_has_neighbours(t
 
     plan = analyze(write(CASES[5], tmp_path))
     assert neighbours(replace(default_config(plan), precision="trunc"), plan)
+
+
+def test_a_few_channel_fp32_convolution_names_its_speed_limit_in_the_proposal(tmp_path):
+    """Issue 30's floor: a convolution of fewer than 16 input channels a group keeps IEEE fp32 products
+    (cuDNN's reference does), measured far slower than cuDNN; the builtin says so in its proposal, for the
+    bench to name where the task is slow. Not for 16 or more channels (TF32 as cuDNN), a 3xTF32
+    configuration, half precision, or the direct depthwise kernel."""
+    from builtin_case import write
+    from evokernel.builtin import Config, search_space, speed_limits
+    from evokernel.loop import StepContext
+    from evokernel.policies._builtin import TritonBuiltinPolicy
+    from evokernel.policies._search import PlanCache
+
+    few = analyze(write(CASES[0], tmp_path))  # 3 input channels
+    (limit,) = speed_limits(few, default_config(few))
+    assert "IEEE fp32 products" in limit and "3 input channel(s)" in limit
+    assert speed_limits(few, next(c for c in search_space(few) if c.precision == "ieee"))
+    assert not speed_limits(few, next(c for c in search_space(few) if c.precision == "3xtf32"))
+    assert not speed_limits(few, Config("conv", precision="trunc"))
+    wide = Case("conv_wide", "x: return self.conv(x)", "[torch.randn(2, 16, 6, 6)]", "self.conv = nn.Conv2d(16, 16, 3)")
+    wide_plan = analyze(write(wide, tmp_path))
+    assert not speed_limits(wide_plan, default_config(wide_plan))
+    half = Case("conv_half", "x: return self.conv(x.half())", "[torch.randn(2, 3, 6, 6)]",
+                "self.conv = nn.Conv2d(3, 16, 3).half()")
+    half_plan = analyze(write(half, tmp_path))
+    assert half_plan and not speed_limits(half_plan, default_config(half_plan))
+    depthwise = analyze(write(CASES[5], tmp_path))
+    assert not speed_limits(depthwise, default_config(depthwise))
+
+    path = write(CASES[0], tmp_path)
+    ctx = StepContext(task_name="conv2d_relu", task_key="conv2d_relu", task_path=str(path), task_source=path.read_text(),
+                      category="", backend="triton", stage="draft", step=1, memories=[], feedback="", start_point=None,
+                      tried=frozenset(), run_id=1, size="small")
+    assert TritonBuiltinPolicy(PlanCache()).propose(ctx).extra["speed_limits"] == [limit]

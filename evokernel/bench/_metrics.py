@@ -84,6 +84,7 @@ def task_row(outcome: Any) -> dict[str, Any]:
         "own_kernel_share": outcome.own_kernel_share,
         "slowest_kernel": outcome.slowest_kernel or None,
         "slowest_kernel_share": outcome.slowest_kernel_share,
+        "speed_limits": list(getattr(outcome, "speed_limits", ())),
         "degenerate": outcome.degenerate,
         "stress_tested": outcome.stress_tested,
         "tokens_in": outcome.tokens_in,
@@ -167,11 +168,13 @@ def compute_metrics(outcomes: Sequence[Any], *, device: str | None = None, is_ll
         m[f"n_speedup_{base}"] = len(measured)
     # issue 30's floor: a correct task below half of torch.compile's speed is named with where its time
     # goes (the best kernel's slowest kernel in the profiled call and that kernel's share of the time)
+    # and the reason, where the policy that wrote the kernel knows one (None: no reason is known)
     slow = sorted(((s, o) for o in correct if not o.degenerate
                    for s in [_speedup(o, "compile")] if s is not None and s < 0.5), key=lambda so: so[0])
     m["below_half_of_compile"] = [
         {"task": o.name, "speedup_compile": s, "slowest_kernel": o.slowest_kernel or None,
-         "slowest_kernel_share": o.slowest_kernel_share, "compile_correct": getattr(o, "compile_correct", None)}
+         "slowest_kernel_share": o.slowest_kernel_share, "compile_correct": getattr(o, "compile_correct", None),
+         "reason": "; ".join(getattr(o, "speed_limits", ())) or None}
         for s, o in slow]
     # torch.compile held to the candidates' check: where its own output fails it, the speedup over it
     # compares against a result this executor would reject (TF32 convolutions, reordered reductions)

@@ -13,7 +13,7 @@ fused pointwise epilogue. A graph no single kernel covers becomes a pipeline of
 such kernels with buffers between them (see _schedule).
 """
 
-from ._config import Config, default_config, neighbours, search_space
+from ._config import Config, default_config, neighbours, search_space, speed_limits
 from ._describe import describe
 from ._emit import scalar_sources
 from ._families import Family, family, family_names, register_family, unregister_family
@@ -40,5 +40,6 @@ __all__ = [
     "neighbours",
     "register_family",
     "search_space",
+    "speed_limits",
     "unregister_family",
 ]

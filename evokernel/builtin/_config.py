@@ -461,6 +461,33 @@ def _direct_conv(plan: Plan) -> bool:
     return _conv_out_channels(plan) < 8 or _conv_in_channels(plan, w) * math.prod(w[2:]) < 8
 
 
+# Measured on an H100 at 7a46a3e (benchmarks/results/conv-few-channels-level1-h100-7a46a3e.json)
+FEW_CHANNEL_CONV_LIMIT = (
+    "IEEE fp32 products on the FMA units, not the tensor cores: a group has {cin} input channel(s), fewer "
+    "than 16, for which cuDNN's reference computes in IEEE fp32, so TF32 products would fail the check; on "
+    "an H100 this path ran level1's 50_conv_standard_2D at about 10 TFLOP/s where cuDNN reached 25-31, the "
+    "3xTF32 tensor-core variant at the default tile took 1.07-1.48x its time on level1's five such "
+    "convolutions, other tiles, warps and stages 0.89-1.32x "
+    "(benchmarks/results/conv-few-channels-level1-h100-7a46a3e.json)")
+
+
+def speed_limits(plan: Plan, config: Config) -> tuple[str, ...]:
+    """What measurements say holds the kernel this configuration writes below the library's speed, in
+    words for a run's results (a task far slower than torch.compile is reported with its reason);
+    () where nothing is known. Today one case: a convolution of few input channels a group in fp32,
+    whose products stay IEEE fp32 as cuDNN's are ("auto" or "ieee" precision)."""
+    main = plan.main_stage
+    if config.family != "conv" or main.family != "conv" or config.precision not in ("auto", "ieee"):
+        return ()
+    w = _conv_weight_shape(main)
+    if w is None or _direct_conv(main) or not _fp32_operands(main, main.node(main.anchor_id).args[:2]):
+        return ()
+    cin = _conv_in_channels(main, w)
+    if cin >= 16 and config.precision == "auto":
+        return ()  # TF32 products on the GPU, as cuDNN's
+    return (FEW_CHANNEL_CONV_LIMIT.format(cin=cin),) if cin < 16 else ()
+
+
 def _conv_weight_shape(plan: Plan) -> tuple[int, ...] | None:
     """The traced convolution's weight shape, where the weight is an input of the plan."""
     conv = plan.node(plan.anchor_id)

@@ -291,7 +291,8 @@ class Runner:
         item_id = self._commit(st, stage, proposal, result, reward, context_ids, plan.start, plan.iteration,
                                learned=learned, usage=(tokens_in, tokens_out, cost))
         attempt = Attempt.from_result(result, step=plan.context.step, stage=stage, item_id=item_id, reward=reward,
-                                      tokens_in=tokens_in, tokens_out=tokens_out, cost_usd=cost)
+                                      tokens_in=tokens_in, tokens_out=tokens_out, cost_usd=cost,
+                                      speed_limits=proposal.extra.get("speed_limits"))
         out.record(attempt)
         st.feedback = _feedback_of(result)
         self.monitor.emit(StepDone(

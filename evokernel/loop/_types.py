@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from backends import Baselines, EvalResult, KernelFacts, LatencySource, Roofline, Verdict
@@ -41,6 +42,9 @@ class Attempt:
     own_kernel_share: float | None = None  # GPU time in the candidate's own kernels (GPU runs)
     slowest_kernel: str = ""  # the kernel with the most GPU time in a call (GPU runs) ...
     slowest_kernel_share: float | None = None  # ... and its share of that time
+    # what the policy that wrote the kernel knows, from measurements, to hold it below the library's
+    # speed (the builtin's `speed_limits`); () where it said nothing
+    speed_limits: tuple[str, ...] = ()
     degenerate: str = ""  # why the task's outputs cannot tell a kernel from a no-op, when no stress trial helped
     stress_trials: tuple[str, ...] = ()  # the stress trials the candidate had to pass
     device: str = ""  # where it was evaluated ("cuda:1"; "" where not known)
@@ -65,7 +69,7 @@ class Attempt:
     @classmethod
     def from_result(cls, result: "EvalResult", *, step: int, stage: str, item_id: int | None = None,
                     reward: float | None = None, tokens_in: int = 0, tokens_out: int = 0,
-                    cost_usd: float | None = None) -> "Attempt":
+                    cost_usd: float | None = None, speed_limits: Sequence[str] | None = ()) -> "Attempt":
         return cls(
             step=step, stage=stage, verdict=result.status, message=result.message,
             latency_ms=result.latency_ms if result.feasible else None, latency_source=result.latency_source,
@@ -73,6 +77,7 @@ class Attempt:
             samples_ms=tuple(result.latency_samples_ms), item_id=item_id, reward=reward,
             tokens_in=tokens_in, tokens_out=tokens_out, cost_usd=cost_usd, own_kernel_share=result.own_kernel_share,
             slowest_kernel=result.slowest_kernel, slowest_kernel_share=result.slowest_kernel_share,
+            speed_limits=tuple(str(s) for s in speed_limits or ()),
             degenerate=result.degenerate, stress_trials=tuple(result.stress_trials), device=result.device,
             seconds=result.seconds, step_seconds=dict(result.step_seconds),
         )
@@ -84,7 +89,7 @@ class Attempt:
         extra = item.extra or {}
         return cls.from_result(result, step=step, stage=stage, item_id=item.id, reward=reward,
                                tokens_in=int(extra.get("tokens_in") or 0), tokens_out=int(extra.get("tokens_out") or 0),
-                               cost_usd=extra.get("cost_usd"))
+                               cost_usd=extra.get("cost_usd"), speed_limits=extra.get("speed_limits"))
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -93,6 +98,7 @@ class Attempt:
             "item_id": self.item_id, "own_kernel_share": self.own_kernel_share,
             **({"slowest_kernel": self.slowest_kernel, "slowest_kernel_share": self.slowest_kernel_share}
                if self.slowest_kernel else {}),
+            **({"speed_limits": list(self.speed_limits)} if self.speed_limits else {}),
             **self.baselines.present(),
             **({"compile_correct": self.baselines.compile_correct}
                if self.baselines.compile_correct is not None else {}),
@@ -132,6 +138,7 @@ class TaskOutcome:
     own_kernel_share: float | None = None  # of the best kernel
     slowest_kernel: str = ""  # of the best kernel: its kernel with the most GPU time ...
     slowest_kernel_share: float | None = None  # ... and that kernel's share of it
+    speed_limits: tuple[str, ...] = ()  # of the best kernel: what its policy knows holds it back
     # Why the task's outputs cannot tell a right kernel from a wrong one (no stress trial helped);
     # its speedups stay out of a suite's geometric means.
     degenerate: str = ""
@@ -197,6 +204,7 @@ class TaskOutcome:
                 self.best_item_id = attempt.item_id
                 self.own_kernel_share = attempt.own_kernel_share
                 self.slowest_kernel, self.slowest_kernel_share = attempt.slowest_kernel, attempt.slowest_kernel_share
+                self.speed_limits = attempt.speed_limits
                 roof = attempt.roofline
                 self.achieved_gbps = roof.achieved_gbps if roof is not None else None
                 self.copy_gbps = roof.copy_bandwidth_gbps if roof is not None else None

@@ -50,7 +50,8 @@ class TritonBuiltinPolicy:
         self._plans = plans
 
     def propose(self, ctx: StepContext) -> Proposal:
-        from evokernel.builtin import Config, Unsupported, default_config, describe, generate, neighbours, search_space
+        from evokernel.builtin import (Config, Unsupported, default_config, describe, generate, neighbours, search_space,
+                                       speed_limits)
 
         plan = self._plans.get(ctx)
         if isinstance(plan, Unsupported):
@@ -77,6 +78,8 @@ class TritonBuiltinPolicy:
                  "default_config": space.default.to_dict()}
         if used:
             extra["config_from"] = f"skill {used[0]}"
+        if limits := speed_limits(plan, config):
+            extra["speed_limits"] = list(limits)
         return Proposal(
             generate(plan, config),
             key_text=f"{ctx.task_name} {ctx.category} {ctx.backend}\n{describe(plan)}\nconfig {config.text()}",
