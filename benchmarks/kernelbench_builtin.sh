@@ -79,6 +79,11 @@ if [ -n "${DETACH:-}" ]; then
         (cd "$src" && git ls-files -z --cached --others --exclude-standard | tar --null -T - -cf -) \
             | (cd "$dir/project" && tar -xf -)
         if [ -d "$src/.device-wheels" ]; then cp -a "$src/.device-wheels" "$dir/project/"; fi
+        # the copy has no .git: the commit it was made from goes where `git archive` would write it, so the
+        # results still record their git_commit (evokernel/bench/_runner.py's _git_commit reads it first)
+        if [ -f "$dir/project/evokernel/_archive_commit.txt" ]; then
+            git -C "$src" rev-parse HEAD >"$dir/project/evokernel/_archive_commit.txt"
+        fi
     else
         cp -a "$src/." "$dir/project/"  # no git here (a leased machine's copy of the tree): all of it
     fi

@@ -53,9 +53,11 @@ def test_a_detached_run_copies_what_a_commit_holds_and_the_task_folder(tmp_path)
     (repo / "kb" / "level1").mkdir(parents=True)
     (repo / "kb" / "level1" / "1_task.py").write_text("# a task\n")
     (repo / "untracked.txt").write_text("kept\n")
+    (repo / "evokernel").mkdir()
+    (repo / "evokernel" / "_archive_commit.txt").write_text("$Format:%H$\n")  # git archive's placeholder
     git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
     subprocess.run([*git, "init", "-q"], cwd=repo, check=True)
-    subprocess.run([*git, "add", "benchmarks", ".gitignore"], cwd=repo, check=True)
+    subprocess.run([*git, "add", "benchmarks", "evokernel", ".gitignore"], cwd=repo, check=True)
     subprocess.run([*git, "commit", "-q", "-m", "x"], cwd=repo, check=True)
     out.mkdir()
     run = subprocess.run(["bash", str(repo / "benchmarks" / "kernelbench_builtin.sh"), str(repo / "kb"), str(out)],
@@ -66,7 +68,11 @@ def test_a_detached_run_copies_what_a_commit_holds_and_the_task_folder(tmp_path)
     assert run.returncode == 0, run.stderr
     project = detach / "project"
     copied = sorted(str(p.relative_to(project)) for p in project.rglob("*") if p.is_file())
-    assert copied == [".gitignore", "benchmarks/kernelbench_builtin.sh", "kb/level1/1_task.py", "untracked.txt"]
+    assert copied == [".gitignore", "benchmarks/kernelbench_builtin.sh", "evokernel/_archive_commit.txt",
+                      "kb/level1/1_task.py", "untracked.txt"]
+    # the copy has no .git: the commit it came from is written where the results' git_commit is read
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True, check=True).stdout
+    assert (project / "evokernel" / "_archive_commit.txt").read_text() == head
 
 
 def test_results_are_named_by_the_card_that_ran_them(tmp_path):
