@@ -482,9 +482,7 @@ def speed_limits(plan: Plan, config: Config) -> tuple[str, ...]:
     w = _conv_weight_shape(main)
     if w is None or _direct_conv(main) or not _fp32_operands(main, main.node(main.anchor_id).args[:2]):
         return ()
-    cin = _conv_in_channels(main, w)
-    if cin >= 16 and config.precision == "auto":
-        return ()  # TF32 products on the GPU, as cuDNN's
+    cin = _conv_in_channels(main, w)  # from 16 a group, "auto" takes TF32 products on the GPU, as cuDNN does
     return (FEW_CHANNEL_CONV_LIMIT.format(cin=cin),) if cin < 16 else ()
 
 
