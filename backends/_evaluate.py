@@ -33,6 +33,7 @@ import torch
 from . import _inputs, _memory, _share, _stress
 from ._backend import Backend, LaunchLog
 from ._compare import compare, flatten, poison_
+from ._device_lock import DeviceLock
 from ._dry import dry_check
 from ._gpu_path import OffGpuWatch, off_accelerator_message
 from ._guard import (RunRules, SideStreamUsed, fingerprint, inputs_changed, is_constant, no_side_streams, record_ops,
@@ -98,6 +99,21 @@ class Progress:
 
 
 _progress = Progress()
+# Several workers on this GPU (backends/_device_lock.py): the evaluation holds the device shared, its
+# timing exclusively; None with one worker a GPU (and on the CPU), where nothing is waited for.
+_device_lock: DeviceLock | None = None
+_device_workers = 1
+
+
+@contextlib.contextmanager
+def _device_alone() -> Iterator[None]:
+    """The device to this worker alone while it times: no other worker of its GPU runs anything."""
+    if _device_lock is None:
+        yield
+        return
+    _progress("harness", step="waiting for the device to time alone")
+    with _device_lock.exclusive():
+        yield
 _run_rules = RunRules()  # the rule set and the task facts the guard holds this evaluation to
 _off_gpu = OffGpuWatch()  # off the GPU: whether the first run reaches compute only reachable off it
 
@@ -198,13 +214,17 @@ def evaluate(
     cache: TaskCache,
     compile_only: bool,
     progress: Progress | None = None,
+    device_lock: DeviceLock | None = None,
+    device_workers: int = 1,
 ) -> EvalResult:
+    """`device_lock`: this worker shares its GPU with `device_workers` - 1 others (backends/_device_lock.py)."""
     t0 = time.perf_counter()
-    global _progress
+    global _progress, _device_lock, _device_workers
     _progress = progress or Progress(device=device)
     _progress.device = device
+    _device_lock, _device_workers = (device_lock, device_workers) if device.type == "cuda" else (None, 1)
     try:
-        with task_size(options.size):
+        with task_size(options.size), (_device_lock.shared() if _device_lock else contextlib.nullcontext()):
             result = _evaluate(task_path, source, backend, log, device, options, workdir, cache, compile_only)
     except _Reject as rej:
         result = rej.result
@@ -322,12 +342,13 @@ def _evaluate(task_path, source, backend, log, device, options, workdir, cache, 
         result.degenerate = stress.degenerate
         if stress.degenerate:
             result.warnings.append(f"degenerate task: {stress.degenerate}")
-    _own_share(result, new_model, sets[0], backend, log, device, options, cand_file)
+    with _device_alone():  # the kernel profile's durations and the timing: nothing else on the device
+        _own_share(result, new_model, sets[0], backend, log, device, options, cand_file)
 
-    # 5. timing
-    if options.timing:
-        _time(result, ref_model, new_model, task, device, options, backend, cache, task_path, log, tolerance, cand_file,
-              oracle)
+        # 5. timing
+        if options.timing:
+            _time(result, ref_model, new_model, task, device, options, backend, cache, task_path, log, tolerance,
+                  cand_file, oracle)
     result.feedback = _ok_feedback(result, oracle)
     return result
 
@@ -378,8 +399,14 @@ def _plan_memory(task: Any, init_inputs: list[Any], device: torch.device, option
     """Refuse, with the numbers, a task whose evaluation cannot fit on the device."""
     flush = l2_flush_bytes(device) if device.type == "cuda" and options.timing and options.flush_l2 else 0
 
+    budget, source = options.memory_budget_bytes, "the configured memory budget"
+    if _device_workers > 1:  # each worker of a shared GPU keeps to its share (the allocator is held to it)
+        share = torch.cuda.get_device_properties(device).total_memory // _device_workers
+        if budget is None or share < budget:
+            budget, source = share, f"1/{_device_workers} of the GPU's memory: {_device_workers} workers share it"
+
     def make() -> Any:
-        return _memory.plan(task, init_inputs, device, flush_bytes=flush, budget_bytes=options.memory_budget_bytes)
+        return _memory.plan(task, init_inputs, device, flush_bytes=flush, budget_bytes=budget, budget_source=source)
 
     plan = _task_step("planning memory on the meta device", make)
     if not plan.fits:  # what an earlier candidate left may still be collectable

@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
+from ._device_lock import DeviceShare
 from ._options import COMPILE_BASELINE_STEP, EvalOptions
 from ._result import EvalResult, MemoryPlan, Verdict
 from ._retime import RetimeReport, report_from_reply, retime_job
@@ -49,6 +50,11 @@ def physical_gpu(device: str, visible: str | None) -> str:
     return listed[index] if index < len(listed) else str(index)
 
 
+# The longest a worker may wait for its shared GPU before it counts as hung: far above any other
+# worker's timeout, each of which releases the GPU when it strikes.
+_WAIT_CAP_S = 24 * 3600.0
+
+
 class WorkerError(RuntimeError):
     pass
 
@@ -63,6 +69,7 @@ class Worker:
         env: dict[str, str] | None = None,
         start_timeout_s: float = 120.0,
         sandbox: SandboxLimits | None = None,
+        device_share: DeviceShare | None = None,
     ):
         self.device = device
         self.dir = Path(tempfile.mkdtemp(prefix="evokernel-worker-"))
@@ -94,7 +101,9 @@ class Worker:
             child_env["TRITON_INTERPRET"] = "1"  # Triton kernels run on the CPU interpreter
         self.proc = subprocess.Popen(
             [*prefix, sys.executable, "-m", "backends._worker", "--device", worker_device, "--dir", str(self.dir),
-             "--cache-dir", str(cache)],
+             "--cache-dir", str(cache),
+             *(["--device-lock", device_share.path, "--device-workers", str(device_share.workers)]
+               if device_share is not None and device.startswith("cuda") else [])],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self._stderr,
@@ -136,9 +145,18 @@ class Worker:
         return json.loads(line)
 
     def _read_reply(self, deadline: float) -> dict[str, Any] | None:
-        """The job's reply, noting the progress lines that come before it."""
+        """The job's reply, noting the progress lines that come before it. Time the worker spends
+        waiting for its GPU (shared with other workers, backends/_device_lock.py) is not counted: the
+        deadline stops while it waits (a worker holding the GPU is under its own timeout)."""
+        left_at_wait: float | None = None
         while True:
             msg = self._read_line(deadline)
+            if msg is not None and "waiting" in msg:
+                now = time.monotonic()
+                if msg["waiting"] and left_at_wait is None:
+                    left_at_wait, deadline = deadline - now, now + _WAIT_CAP_S
+                elif not msg["waiting"] and left_at_wait is not None:
+                    deadline, left_at_wait = now + left_at_wait, None
             if msg is None or "phase" not in msg:
                 return msg
             self.phase = msg["phase"]
@@ -311,8 +329,10 @@ class Executor:
         max_jobs_per_worker: int = 200,
         env: dict[str, str] | None = None,
         sandbox: SandboxLimits | None = None,
+        device_share: DeviceShare | None = None,
     ):
         self.device = device or default_device()
+        self.device_share = device_share  # its GPU shared with other executors' workers
         # Candidates are untrusted (README: "The sandbox"): sandboxed unless
         # SandboxLimits(enabled=False) is passed explicitly.
         self.sandbox = sandbox or SandboxLimits()
@@ -346,7 +366,7 @@ class Executor:
         if w is not None:
             w.close()
         env = dict(os.environ if self.env is None else self.env)
-        self._worker = Worker(self.device, env=env, sandbox=self.sandbox)
+        self._worker = Worker(self.device, env=env, sandbox=self.sandbox, device_share=self.device_share)
         self.workers_started += 1
         return self._worker, False
 

@@ -49,8 +49,10 @@ def plan(
     *,
     flush_bytes: int,
     budget_bytes: int | None,
+    budget_source: str = "the configured memory budget",
 ) -> MemoryPlan:
-    """The plan for `task` (a task module) on `device`, from meta runs."""
+    """The plan for `task` (a task module) on `device`, from meta runs; `budget_source` says what set
+    `budget_bytes` where it is what bounds the plan."""
     weights, model = _meta_model(task, init_inputs)
     with torch.device("meta"):
         first = list(task.get_inputs())
@@ -71,7 +73,7 @@ def plan(
     needed = 2 * weights + max(need, timing) + compare
     available, source = available_bytes(device)
     if budget_bytes is not None and budget_bytes < available:
-        available, source = budget_bytes, "the configured memory budget"
+        available, source = budget_bytes, budget_source
     return MemoryPlan(str(device), one, out, weights, flush_bytes, compare, estimated, needed, available, source)
 
 

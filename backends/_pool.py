@@ -3,8 +3,11 @@
 `ExecutorPool` hands each evaluation to a free `Executor` (each keeps one
 worker process, reused and retired as `Executor` decides) and blocks while
 all are busy, so callers in many threads share a fixed set of workers. On GPUs
-there is one worker per device, so no two timings ever overlap on a device;
+there is one worker per device by default, so no two timings ever overlap on a device;
 on a CPU, compiles and interpreted runs of different candidates go in parallel.
+A device named more than once gets that many workers, which share it through a lock
+(backends/_device_lock.py): their compiles and checks overlap, and each timing has the
+device to itself, as with one worker.
 
 `plan_devices` decides which devices get workers, from the options and the
 GPUs visible to this process (CUDA_VISIBLE_DEVICES is honoured by torch, and
@@ -16,11 +19,14 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import queue
+import shutil
+import tempfile
 import threading
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
 from ._contract import ExecutorProtocol
+from ._device_lock import DeviceShare
 from ._executor import Executor
 from ._options import EvalOptions
 from ._result import EvalResult
@@ -41,13 +47,21 @@ def visible_gpu_count() -> int:
 
 
 def plan_devices(*, device: str | None, gpus: Sequence[int] | None, cpu_workers: int,
-                 visible_gpus: int | None = None) -> list[str]:
-    """One entry per worker: `cuda:N` once per chosen GPU, or `cpu` `cpu_workers` times.
+                 visible_gpus: int | None = None, workers_per_gpu: int = 1) -> list[str]:
+    """One entry per worker: `cuda:N` `workers_per_gpu` times per chosen GPU, or `cpu` `cpu_workers` times.
 
     `gpus` picks GPUs by index among the visible ones; otherwise `device`
-    picks one (`cuda:1`, `cpu`); with neither, every visible GPU gets a worker,
+    picks one (`cuda:1`, `cpu`); with neither, every visible GPU gets its workers,
     and a machine without one gets `cpu_workers` CPU workers.
     """
+    if workers_per_gpu < 1:
+        raise DevicePlanError(f"--workers-per-gpu must be at least 1, got {workers_per_gpu}")
+    return [d for d in _plan_devices(device, gpus, cpu_workers, visible_gpus)
+            for _ in range(workers_per_gpu if d.startswith("cuda") else 1)]
+
+
+def _plan_devices(device: str | None, gpus: Sequence[int] | None, cpu_workers: int,
+                  visible_gpus: int | None) -> list[str]:
     n = visible_gpu_count() if visible_gpus is None else visible_gpus
     if gpus is not None:
         bad = [g for g in gpus if not 0 <= g < n]
@@ -123,7 +137,15 @@ class ExecutorPool:
         if not devices:
             raise DevicePlanError("an executor pool needs at least one device")
         self.devices = tuple(devices)
-        self._executors = [executor_factory(device=d, **executor_kwargs) for d in self.devices]
+        # a GPU named more than once is shared by that many workers, through a lock file of its own
+        self._lock_dir: str | None = None
+        shares: dict[str, DeviceShare] = {}
+        for d in dict.fromkeys(self.devices):
+            if d.startswith("cuda") and self.devices.count(d) > 1:
+                self._lock_dir = self._lock_dir or tempfile.mkdtemp(prefix="evokernel-devices-")
+                shares[d] = DeviceShare(str(Path(self._lock_dir) / f"{d.replace(':', '')}.lock"), self.devices.count(d))
+        self._executors = [executor_factory(device=d, **executor_kwargs, **({"device_share": shares[d]} if d in shares else {}))
+                           for d in self.devices]
         self.memory_watch = memory_watch or MemoryWatch()
         self._retired_for_memory = 0
         self._free: queue.SimpleQueue[ExecutorProtocol] = queue.SimpleQueue()
@@ -197,3 +219,5 @@ class ExecutorPool:
         self._closed = True
         for ex in self._executors:
             ex.close()
+        if self._lock_dir is not None:
+            shutil.rmtree(self._lock_dir, ignore_errors=True)

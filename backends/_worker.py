@@ -10,6 +10,7 @@ cannot forge a reply.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -35,20 +36,23 @@ def _exit_with_parent(parent: int, poll_s: float = 1.0) -> None:
     threading.Thread(target=watch, daemon=True, name="evokernel-parent-watch").start()
 
 
-def _arguments(argv: list[str]) -> tuple[str, Path | None, Path | None]:
-    """`--device`, `--dir` and `--cache-dir`, as the parent (backends/_executor.py) passes them."""
+def _arguments(argv: list[str]):
+    """`--device`, `--dir`, `--cache-dir` and, for a GPU shared by several workers, `--device-lock` and
+    `--device-workers`, as the parent (backends/_executor.py) passes them."""
     import argparse
 
     parser = argparse.ArgumentParser(prog="backends._worker")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--dir", type=Path, default=None)
     parser.add_argument("--cache-dir", type=Path, default=None)
-    args = parser.parse_args(argv)
-    return args.device, args.dir, args.cache_dir
+    parser.add_argument("--device-lock", default=None)
+    parser.add_argument("--device-workers", type=int, default=1)
+    return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
-    device_name, workdir_arg, cache_dir = _arguments(sys.argv[1:] if argv is None else argv)
+    args = _arguments(sys.argv[1:] if argv is None else argv)
+    device_name, workdir_arg, cache_dir = args.device, args.dir, args.cache_dir
     _exit_with_parent(os.getppid())
     # Sandbox (backends/_sandbox.py): rlimits now; the audit hook once the
     # harness's own imports are done, before the first candidate.
@@ -79,6 +83,14 @@ def main(argv: list[str] | None = None) -> int:
         # that are already busy stall every tensor op (measured: 30 ms instead
         # of 0.4 ms to compare 37k elements on a loaded 2-core machine).
         torch.set_num_threads(1)
+    device_lock = None
+    if device.type == "cuda" and args.device_lock:  # a GPU shared with other workers (backends/_device_lock.py)
+        from ._device_lock import DeviceLock
+
+        # the parent leaves the waits out of the evaluation's timeout
+        device_lock = DeviceLock(args.device_lock, on_wait=lambda waiting: send({"phase": "harness", "waiting": waiting}))
+        # each worker keeps to its share of the memory: one that needs more fails itself, not a neighbour
+        torch.cuda.set_per_process_memory_fraction(1 / max(1, args.device_workers), device)
     workdir = workdir_arg or Path(tempfile.mkdtemp(prefix="evokernel-worker-"))
     cache = TaskCache()
     backends: dict[str, tuple[object, LaunchLog, bool]] = {}
@@ -102,8 +114,9 @@ def main(argv: list[str] | None = None) -> int:
             if job.get("kind") == "retime":  # two kernels timed in alternation (backends/_retime.py)
                 from ._retime import retime
 
-                result, report = retime(job, backend=backend, log=log, device=device, workdir=workdir,
-                                        compile_only=compile_only, progress=Progress(send, device))
+                with device_lock.exclusive() if device_lock else contextlib.nullcontext():  # all of it is timing
+                    result, report = retime(job, backend=backend, log=log, device=device, workdir=workdir,
+                                            compile_only=compile_only, progress=Progress(send, device))
                 result.sandbox = sandbox.info
                 send({"result": result.to_dict(), "retime": report, "retire": result.retire_worker})
                 continue
@@ -118,6 +131,8 @@ def main(argv: list[str] | None = None) -> int:
                 cache=cache,
                 compile_only=compile_only,
                 progress=Progress(send, device),
+                device_lock=device_lock,
+                device_workers=args.device_workers,
             )
             result.sandbox = sandbox.info
             send({"result": result.to_dict(), "retire": result.retire_worker})

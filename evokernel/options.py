@@ -240,6 +240,9 @@ class ExecutionOptions:
                                            how=True, metavar="0,1", parse=parse_gpus)
     jobs: int | None = setting(None, "Steps in flight at once; default: up to 16 with an LLM, the CPU cores (or GPUs) "
                                      "otherwise.", how=True, min=1)
+    workers_per_gpu: int = setting(1, "Evaluation workers sharing each GPU: their compiles and checks overlap, and each "
+                                      "timing has the GPU to itself; each keeps to 1/N of its memory.", how=True, min=1,
+                                   metavar="N")
     engine: str = setting("local", "local (worker processes here) or ray (Ray tasks; pip install 'evokernel[ray]').",
                           how=True)
     max_jobs_per_worker: int = setting(200, how=True)  # a worker is replaced after this many candidates
@@ -263,6 +266,7 @@ class ExecutionOptions:
             (self.gpus is None or (len(self.gpus) > 0 and min(self.gpus) >= 0),
              f"gpus must be a non-empty list of device indices, got {','.join(map(str, self.gpus or ()))!r}"),
             (self.jobs is None or self.jobs >= 1, f"jobs must be at least 1, got {self.jobs}"),
+            (self.workers_per_gpu >= 1, f"workers_per_gpu must be at least 1, got {self.workers_per_gpu}"),
             (self.engine in ENGINES, f"engine must be one of {', '.join(ENGINES)}, got {self.engine!r}"),
             (self.max_jobs_per_worker >= 1, f"max_jobs_per_worker must be at least 1, got {self.max_jobs_per_worker}"),
             _seconds("time limit", self.time_limit_s, optional=True),

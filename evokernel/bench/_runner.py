@@ -296,7 +296,7 @@ def _tolerance_policy(paths: Sequence[Path], size: str) -> dict[str, Any]:
     }
 
 
-def _timing_method(device: str, evaluation: EvaluationOptions) -> str:
+def _timing_method(device: str, evaluation: EvaluationOptions, workers_per_gpu: int = 1) -> str:
     from backends import EvalOptions
 
     if device.startswith("cuda"):
@@ -309,6 +309,8 @@ def _timing_method(device: str, evaluation: EvaluationOptions) -> str:
         return (
             f"CUDA events around each call; median of {evaluation.reps} runs after {evaluation.warmup} warm-ups, the L2 "
             f"flushed and the inputs cloned before each run; {baselines}"
+            + (f"; {workers_per_gpu} workers share each GPU, every timing and kernel profile with the GPU to itself"
+               if workers_per_gpu > 1 else "")
         )
     return (
         f"wall clock of Triton's CPU interpreter (TRITON_INTERPRET=1), median of {EvalOptions().cpu_reps} runs; "
@@ -338,7 +340,7 @@ def environment(device: str, options: RunOptions, paths: Sequence[Path], *, size
         "jobs": jobs,
         "tolerance": _tolerance_policy(paths, size),
         "trials": options.evaluation.trials,
-        "timing_method": _timing_method(device, options.evaluation),
+        "timing_method": _timing_method(device, options.evaluation, options.execution.workers_per_gpu),
         "command": command if command is not None else " ".join(["evokernel", *sys.argv[1:]]),
         "date_utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
     }

@@ -177,7 +177,7 @@ def _plan(options: RunOptions, executor: ExecutorProtocol | None) -> list[str] |
 
     try:
         return plan_devices(device=options.execution.device, gpus=options.execution.gpus,
-                            cpu_workers=options.execution.jobs or 1)
+                            cpu_workers=options.execution.jobs or 1, workers_per_gpu=options.execution.workers_per_gpu)
     except DevicePlanError as exc:
         raise RunError(str(exc)) from None
 
@@ -219,6 +219,9 @@ def make_executor(options: RunOptions, devices: Sequence[str], jobs: int) -> Exe
                                   max_jobs_per_worker=options.execution.max_jobs_per_worker)
     if options.execution.engine == "ray":
         from backends import RayPool
+
+        if options.execution.workers_per_gpu > 1:
+            raise RunError("--workers-per-gpu is for the local engine; Ray places its tasks on GPUs itself")
 
         return RayPool(devices, **kwargs)
     return ExecutorPool(devices, **kwargs)
