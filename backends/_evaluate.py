@@ -114,6 +114,8 @@ def _device_alone() -> Iterator[None]:
     _progress("harness", step="waiting for the device to time alone")
     with _device_lock.exclusive():
         yield
+
+
 _run_rules = RunRules()  # the rule set and the task facts the guard holds this evaluation to
 _off_gpu = OffGpuWatch()  # off the GPU: whether the first run reaches compute only reachable off it
 
