@@ -11,9 +11,12 @@ device can be compared across variants.
     # two GPUs: each GPU alone (a task's latency on GPU 0 against GPU 1), then one worker per GPU
     python benchmarks/bench_jobs.py KB/level1 --limit 30 --budget 1 --variant "--jobs 8 --gpus 0" \\
         --variant "--jobs 8 --gpus 1" --variant "--jobs 8 --gpus 0,1" --out benchmarks/results/multigpu-h200x2.json
+    # one GPU shared by several workers (--workers-per-gpu): the same tasks, verdicts and latencies, sooner?
+    python benchmarks/bench_jobs.py KB/level2 --limit 30 --budget 1 --variant "--jobs 8" \
+        --variant "--jobs 8 --workers-per-gpu 2" --variant "--jobs 8 --workers-per-gpu 3" --out workers-per-gpu.json
 
-Every variant builds in a fresh build cache (EVOKERNEL_CACHE), so none gains from
-kernels an earlier one compiled. Each task's latency is compared with the first
+Every variant builds in fresh caches (EVOKERNEL_CACHE, TRITON_CACHE_DIR, TORCHINDUCTOR_CACHE_DIR), so
+none gains from kernels an earlier one compiled. Each task's latency is compared with the first
 variant's (`latency_vs_first`: the median ratio, the share within 3%, the worst),
 grouped by the GPU the task ran on in that variant.
 """
@@ -55,8 +58,11 @@ def main() -> int:
                    *shlex.split(variant), "--out", str(result_file)]
             print(f"{variant}: {shlex.join(cmd[3:])}", file=sys.stderr, flush=True)
             started = time.monotonic()
+            # fresh compile caches too (Triton's, Inductor's): a later variant would otherwise skip the
+            # kernel compiles an earlier one paid for, most of an evaluation's time on a GPU
             proc = subprocess.run(cmd, capture_output=True, text=True, env=dict(
                 os.environ, EVOKERNEL_CACHE=str(Path(tmp) / "build-cache"),
+                TRITON_CACHE_DIR=str(Path(tmp) / "triton-cache"), TORCHINDUCTOR_CACHE_DIR=str(Path(tmp) / "inductor"),
                 PYTHONPATH=os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])))
             wall = time.monotonic() - started
             if proc.returncode != 0 or not result_file.exists():
@@ -74,6 +80,7 @@ def main() -> int:
             "jobs": data["environment"].get("jobs"),
             "device": data["environment"].get("device"),
             "correct_rate": data["metrics"]["correct_rate"],
+            "statuses": {t["name"]: t.get("last_status") for t in data["tasks"]},  # the verdicts, task by task
             "best_latency_ms": {t["name"]: t["best_latency_ms"] for t in data["tasks"]},
             "gpu_of_task": {t["name"]: _device_of(t) for t in data["tasks"]},
             "command": shlex.join(["evokernel", *cmd[3:-2]]),
