@@ -308,3 +308,24 @@ def test_commit_of_a_git_archive_copy(tmp_path):
     with tarfile.open(archive) as tar:
         tar.extractall(tmp_path / "copy", filter="data")
     assert _git_commit(tmp_path / "copy", tmp_path / "copy" / "evokernel" / "_archive_commit.txt") == head
+
+
+def test_the_report_names_each_task_below_half_of_torch_compile_with_its_reason(capsys):
+    from evokernel.bench import compute_metrics
+    from evokernel.cli._common import out_console
+    from evokernel.cli.bench_cmd import _render_metrics
+    from evokernel.loop import TaskOutcome
+
+    def slow(name, limits):
+        o = TaskOutcome(name=name, task_key=name, path=f"{name}.py", correct=True, attempts=1, best_latency_ms=4.0,
+                        eager_ms=4.0, compile_ms=1.0, latency_source="measured-gpu", statuses=["ok"])
+        o.slowest_kernel, o.slowest_kernel_share, o.speed_limits = "_conv_gemm_kernel", 1.0, limits
+        return o
+
+    _render_metrics(out_console(),
+                    compute_metrics([slow("50_conv", ("IEEE fp32 products on the FMA units",)), slow("other", ())],
+                                    device="cuda:0"))
+    out = capsys.readouterr().out
+    assert ("below half of torch.compile: 50_conv 0.25x; slowest kernel _conv_gemm_kernel (100.0% of the time); "
+            "reason: IEEE fp32 products on the FMA units") in " ".join(out.split())
+    assert "other 0.25x; slowest kernel _conv_gemm_kernel (100.0% of the time); reason: none recorded" in " ".join(out.split())
