@@ -386,6 +386,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--size", default=None)
     parser.add_argument("--trials", type=int, default=None, help="correctness trials (default: 2 CPU, 5 GPU)")
     parser.add_argument("--arm", action="append", choices=[a.name for a in ARMS], help="only these arms")
+    parser.add_argument("--workers-per-gpu", type=int, default=1,
+                        help="evaluation workers sharing each GPU (evokernel's --workers-per-gpu): more runs at once")
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--keep", type=Path, default=None,
                         help="copy the memories here (warm.db and one per arm and held-out task) to inspect the skill library")
@@ -410,10 +412,10 @@ def main(argv: list[str] | None = None) -> int:
     # The learning metrics need the kernels' latencies only: no torch.compile baseline (its compile
     # dominates a step's time on a GPU); eager is kept for a sense of scale.
     options = RunOptions.of(budget=warm_budget, policy="builtin", device=args.device, size=size, trials=trials, jobs=1,
-                            resume=False, compile_baseline=False)
-    # One worker per GPU (every visible one, unless --device names one): the warm-up's steps and
-    # the held-out runs go out that many at once, and no two timings ever share a device.
-    devices = plan_devices(device=args.device, gpus=None, cpu_workers=1)
+                            resume=False, compile_baseline=False, workers_per_gpu=args.workers_per_gpu)
+    # One worker per GPU (every visible one, unless --device names one), or --workers-per-gpu: the
+    # warm-up's steps and the held-out runs go out that many at once, and no two timings ever share a device.
+    devices = plan_devices(device=args.device, gpus=None, cpu_workers=1, workers_per_gpu=args.workers_per_gpu)
     jobs = len(devices)
     options = options.replace(jobs=jobs)
     executor = make_executor(options, devices, jobs)
