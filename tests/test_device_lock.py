@@ -28,6 +28,14 @@ def _log():
     return events, note
 
 
+def _run_together(*workers):
+    threads = [threading.Thread(target=w) for w in workers]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+
+
 def test_a_timing_waits_for_the_evaluations_in_flight_and_runs_alone(tmp_path):
     path = tmp_path / "cuda0.lock"
     events, note = _log()
@@ -47,11 +55,7 @@ def test_a_timing_waits_for_the_evaluations_in_flight_and_runs_alone(tmp_path):
             time.sleep(0.1)
             note("timing end")
 
-    threads = [threading.Thread(target=evaluation), threading.Thread(target=timing)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(10)
+    _run_together(evaluation, timing)
     assert events == ["eval start", "eval end", "timing start", "timing end"]
 
 
@@ -63,11 +67,7 @@ def test_two_evaluations_share_the_device(tmp_path):
         with DeviceLock(path).shared():
             inside.wait()
 
-    threads = [threading.Thread(target=evaluation) for _ in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(10)
+    _run_together(evaluation, evaluation)
     assert not inside.broken
 
 
@@ -95,11 +95,7 @@ def test_a_waiting_timing_goes_before_an_evaluation_that_starts_after_it(tmp_pat
         with DeviceLock(path).shared():
             note("later evaluation")
 
-    threads = [threading.Thread(target=f) for f in (first, timing, later)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(10)
+    _run_together(first, timing, later)
     assert events == ["first end", "timing", "later evaluation"]
 
 
@@ -124,11 +120,7 @@ def test_a_timing_inside_an_evaluation_gives_up_its_share_and_takes_it_back(tmp_
             time.sleep(0.3)
             note("b end")
 
-    threads = [threading.Thread(target=a), threading.Thread(target=b)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(10)
+    _run_together(a, b)
     assert events == ["b end", "a times", "a checks again"]
 
 
