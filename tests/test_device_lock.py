@@ -217,3 +217,23 @@ def test_the_timeout_leaves_out_the_time_a_worker_waits_for_its_gpu(tmp_path):
         silent._read_reply(time.monotonic() + 1.0)
     silent.proc.kill()
     silent.proc.wait()
+
+
+def test_workers_per_gpu_on_a_machine_that_evaluates_on_the_cpu_says_it_has_no_gpu_to_share(tmp_path, monkeypatch):
+    from pathlib import Path
+
+    import evokernel
+    from evokernel.loop import _run as run_module
+    from evokernel.options import RunOptions
+    from loop_doubles import ScriptedExecutor
+
+    planned = []
+    monkeypatch.setattr(run_module, "make_executor",
+                        lambda options, devices, jobs: planned.append(devices) or ScriptedExecutor())
+    task = Path(__file__).parent / "executor_cases" / "task_add_relu.py"
+    result = evokernel.run([task], RunOptions.of(budget=1, device="cpu", workers_per_gpu=2),
+                           memory=tmp_path / "memory.db")
+    assert planned == [["cpu"]]  # CPU workers follow --jobs, not --workers-per-gpu
+    assert any("--workers-per-gpu 2 has no GPU to share here" in n for n in result.notes)
+    alone = evokernel.run([task], RunOptions.of(budget=1, device="cpu"), memory=tmp_path / "memory.db")
+    assert not any("workers-per-gpu" in n for n in alone.notes)

@@ -65,6 +65,10 @@ def run(
     if export and Path(export).exists() and not Path(export).is_dir():
         raise RunError(f"--export {export} is a file; give a directory for the tasks' best kernels")
     devices = _plan(options, executor)
+    notes = []
+    if options.execution.workers_per_gpu > 1 and devices and not any(d.startswith("cuda") for d in devices):
+        notes.append(f"--workers-per-gpu {options.execution.workers_per_gpu} has no GPU to share here: "
+                     "the run evaluates on the CPU, in --jobs workers")
     with _memory(memory, store) as bank:
         if policy is None:
             policy = make_policy(options, bank)
@@ -96,6 +100,7 @@ def run(
             from ._loop import export_best
 
             result.exported = [str(p) for p in export_best(bank, result, export)]
+    result.notes = [*result.notes, *notes]
     return result
 
 
