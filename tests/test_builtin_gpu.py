@@ -98,3 +98,25 @@ def test_the_executor_holds_torch_compile_to_the_candidates_check():
     assert result.feasible, result.message
     assert result.baselines.compile_ms is not None
     assert result.baselines.compile_correct is True, result.baselines.compile_check
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_two_workers_on_one_gpu_give_the_verdicts_of_one_and_never_time_side_by_side():
+    """--workers-per-gpu 2: both workers' candidates are correct and timed, each timing waited its turn
+    (the step the worker names while it waits for the GPU alone), and each worker's plan is held to
+    half of the card's memory."""
+    import concurrent.futures
+
+    from backends import EvalOptions, ExecutorPool
+
+    names = ["ew_bias_gelu", "rows_softmax", "rows_layernorm", "mm_linear_gelu"]
+    sources = {n: generate(analyze(TASKS / f"{n}.py"), default_config(analyze(TASKS / f"{n}.py"))) for n in names}
+    with ExecutorPool(["cuda:0", "cuda:0"], timeout_s=300) as pool:
+        with concurrent.futures.ThreadPoolExecutor(2) as threads:
+            results = dict(zip(names, threads.map(
+                lambda n: pool.evaluate(TASKS / f"{n}.py", sources[n], options=EvalOptions(reps=5, warmup=1)), names)))
+    for name, result in results.items():
+        assert result.feasible and result.latency_ms, (name, result.message)
+        assert "waiting for the device to time alone" in result.step_seconds, (name, result.step_seconds)
+        total = torch.cuda.get_device_properties(0).total_memory
+        assert result.memory.available_bytes <= total // 2, (name, result.memory)
