@@ -37,6 +37,16 @@ probe conv-nhwc --tasks $conv --set gather=nhwc
 # shellcheck disable=SC2086
 probe conv-taps --tasks $conv --set gather=taps
 probe depthwise-tile2d --tasks 82 83 84 85 --set tile2d=true
+# level1's 3-channel convolutions (IEEE fp32 products, as cuDNN's): 3xTF32 in smaller register footprints
+# (at the default tile it took 1.07-1.48x the IEEE draft's time, 255 registers and 50 spills on 50's:
+# benchmarks/results/conv-few-channels-level1-h100-7a46a3e.json), and the one tile change that was faster on 50
+few="50 54 59 60 66"
+# shellcheck disable=SC2086
+probe conv-3xtf32-warps8 --tasks $few --set precision=3xtf32 --set num_warps=8
+# shellcheck disable=SC2086
+probe conv-3xtf32-bm64 --tasks $few --set precision=3xtf32 --set block_m=64
+# shellcheck disable=SC2086
+probe conv-stages2 --tasks $few --set num_stages=2
 probe inner-grid-level1 --tasks 33 --set inner_grid=true
 probe inner-grid-level2 --level 2 --rules kernelbench --tasks 1 2 4 5 16 21 31 32 54 67 82 87 93 --set inner_grid=true
 if [ -n "$base" ]; then
