@@ -414,6 +414,12 @@ def test_a_few_channel_fp32_convolution_names_its_speed_limit_in_the_proposal(tm
     assert half_plan and not speed_limits(half_plan, default_config(half_plan))
     depthwise = analyze(write(CASES[5], tmp_path))
     assert not speed_limits(depthwise, default_config(depthwise))
+    # a pipeline: its few-channel convolution counts whichever stage the configuration is for
+    two = Case("conv_two", "x: return self.b(torch.relu(self.a(x)))", "[torch.randn(2, 16, 9, 9)]",
+               "self.a = nn.Conv2d(16, 3, 3)\nself.b = nn.Conv2d(3, 16, 3)")
+    two_plan = analyze(write(two, tmp_path))
+    assert two_plan.family == "pipeline"
+    assert speed_limits(two_plan, default_config(two_plan)) == (limit,)
 
     path = write(CASES[0], tmp_path)
     ctx = StepContext(task_name="conv2d_relu", task_key="conv2d_relu", task_path=str(path), task_source=path.read_text(),

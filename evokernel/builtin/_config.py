@@ -474,16 +474,26 @@ FEW_CHANNEL_CONV_LIMIT = (
 def speed_limits(plan: Plan, config: Config) -> tuple[str, ...]:
     """What measurements say holds the kernel this configuration writes below the library's speed, in
     words for a run's results (a task far slower than torch.compile is reported with its reason);
-    () where nothing is known. Today one case: a convolution of few input channels a group in fp32,
-    whose products stay IEEE fp32 as cuDNN's are ("auto" or "ieee" precision)."""
-    main = plan.main_stage
-    if config.family != "conv" or main.family != "conv" or config.precision not in ("auto", "ieee"):
-        return ()
-    w = _conv_weight_shape(main)
-    if w is None or _direct_conv(main) or not _fp32_operands(main, main.node(main.anchor_id).args[:2]):
-        return ()
-    cin = _conv_in_channels(main, w)  # from 16 a group, "auto" takes TF32 products on the GPU, as cuDNN does
-    return (FEW_CHANNEL_CONV_LIMIT.format(cin=cin),) if cin < 16 else ()
+    () where nothing is known. Every stage of a pipeline is looked at, the main one in `config`, the
+    others in their defaults (as `generate` writes them). Today one case: a convolution of few input
+    channels a group in fp32, whose products stay IEEE fp32 as cuDNN's are ("auto" or "ieee" precision)."""
+    stages = plan.stages if plan.family == "pipeline" else (plan,)
+    main = plan.main if plan.family == "pipeline" else 0
+    limits = []
+    for k, stage in enumerate(stages):
+        if stage.family == "conv":
+            limits += _few_channel_conv_limit(stage, config if k == main else default_config(stage))
+    return tuple(dict.fromkeys(limits))
+
+
+def _few_channel_conv_limit(conv_plan: Plan, config: Config) -> list[str]:
+    if config.family != "conv" or config.precision not in ("auto", "ieee"):
+        return []
+    w = _conv_weight_shape(conv_plan)
+    if w is None or _direct_conv(conv_plan) or not _fp32_operands(conv_plan, conv_plan.node(conv_plan.anchor_id).args[:2]):
+        return []
+    cin = _conv_in_channels(conv_plan, w)  # from 16 a group, "auto" takes TF32 products on the GPU, as cuDNN does
+    return [FEW_CHANNEL_CONV_LIMIT.format(cin=cin)] if cin < 16 else []
 
 
 def _conv_weight_shape(plan: Plan) -> tuple[int, ...] | None:
