@@ -105,12 +105,35 @@ _device_lock: DeviceLock | None = None
 _device_workers = 1
 
 
+def _settle() -> None:
+    """Wait for this worker's GPU work (kernels still running after an error, say) before it gives up
+    its hold on a shared GPU, so none of it runs beside another worker's timing."""
+    try:
+        torch.cuda.synchronize(_progress.device)
+    except Exception:  # a broken context: the worker is retired, and its death ends its GPU work
+        pass
+
+
+@contextlib.contextmanager
+def _device_shared() -> Iterator[None]:
+    """The evaluation's hold on a shared GPU (nothing where the GPU is this worker's alone)."""
+    if _device_lock is None:
+        yield
+        return
+    with _device_lock.shared():
+        try:
+            yield
+        finally:
+            _settle()
+
+
 @contextlib.contextmanager
 def _device_alone() -> Iterator[None]:
     """The device to this worker alone while it times: no other worker of its GPU runs anything."""
     if _device_lock is None:
         yield
         return
+    _settle()
     _progress("harness", step="waiting for the device to time alone")
     with _device_lock.exclusive():
         yield
@@ -226,7 +249,7 @@ def evaluate(
     _progress.device = device
     _device_lock, _device_workers = (device_lock, device_workers) if device.type == "cuda" else (None, 1)
     try:
-        with task_size(options.size), (_device_lock.shared() if _device_lock else contextlib.nullcontext()):
+        with task_size(options.size), _device_shared():
             result = _evaluate(task_path, source, backend, log, device, options, workdir, cache, compile_only)
     except _Reject as rej:
         result = rej.result
