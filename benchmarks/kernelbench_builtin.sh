@@ -178,6 +178,8 @@ python3 - "$out" "$suffix" "$card" <<'EOF'
 import json, sys
 from pathlib import Path
 
+from evokernel.bench import below_half_line
+
 out, suffix, card = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
 for level, tag, goal in (("1", "", "strict: >= 97 correct, geomean over eager >= 1.0, over compile >= 1.1"),
                          ("2", "", "kernelbench: >= 99 correct, geomean >= 1.2 over eager, >= 1.0 over compile"),
@@ -215,10 +217,7 @@ for level, tag, goal in (("1", "", "strict: >= 97 correct, geomean over eager >=
             print(f"  geomean over torch.compile where its output passes the check: "
                   f"{m['geomean_speedup_compile_checked']:.2f}x over {m['n_speedup_compile_checked']} tasks")
     for b in m.get("below_half_of_compile") or []:  # issue 30's floor: each named, with its reason where known
-        share = b.get("slowest_kernel_share")
-        print(f"  below 0.5x of torch.compile: {b['task']} {b['speedup_compile']:.2f}x; slowest kernel "
-              f"{b.get('slowest_kernel')}" + (f" ({100 * share:.0f}% of the time)" if share is not None else "")
-              + f"; reason: {b.get('reason') or 'none recorded'}")
+        print("  " + below_half_line(b))
     spent = m.get("evaluation_seconds") or {}
     if spent.get("by_step"):
         print(f"  executor time {spent['total']:.0f} s, most in: "

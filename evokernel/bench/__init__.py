@@ -1,7 +1,7 @@
 """Benchmarks: the loop (`evokernel.run`) over a suite, its metrics, the ablation and the report."""
 
 from ._ablate import ARM_NAMES, ARM_SETTINGS, ARMS, AblationResult, Arm, ArmResult, run_ablation
-from ._metrics import FAST_PS, compute_metrics, fast_key, geomean, speed_comparability, task_row
+from ._metrics import FAST_PS, below_half_line, compute_metrics, fast_key, geomean, speed_comparability, task_row
 from ._report import ReportError, ReportFiles, write_report
 from ._runner import (
     BUNDLED_SUITES,
@@ -31,6 +31,7 @@ __all__: list[str] = [
     "ReportFiles",
     "SuiteError",
     "benchmarks_root",
+    "below_half_line",
     "compute_metrics",
     "fast_key",
     "geomean",

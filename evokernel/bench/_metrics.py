@@ -129,6 +129,15 @@ def evaluation_seconds(outcomes: Sequence[Any], top: int = 12) -> dict[str, Any]
     return {"total": round(total, 1), "by_step": {k: round(v, 1) for k, v in ranked}}
 
 
+def below_half_line(entry: dict[str, Any]) -> str:
+    """One `below_half_of_compile` entry as a report line: the task, its speedup, its slowest kernel
+    and share, and the reason ("none recorded" where no policy knew one)."""
+    share = entry.get("slowest_kernel_share")
+    return (f"below half of torch.compile: {entry['task']} {entry['speedup_compile']:.2f}x; slowest kernel "
+            f"{entry.get('slowest_kernel') or '–'}" + (f" ({100 * share:.1f}% of the time)" if share is not None else "")
+            + f"; reason: {entry.get('reason') or 'none recorded'}")
+
+
 def compute_metrics(outcomes: Sequence[Any], *, device: str | None = None, is_llm: bool = False) -> dict[str, Any]:
     """Suite-level metrics from per-task outcomes (`TaskOutcome` or anything shaped like it)."""
     n = len(outcomes)

@@ -174,6 +174,8 @@ def _render_bench(data: dict[str, Any]) -> None:
 def _render_metrics(out: Any, m: dict[str, Any]) -> None:
     from rich.table import Table
 
+    from evokernel.bench import below_half_line
+
     first = m["attempts_to_first_correct"]
     table = Table("metric", "value", title="overall (denominator: all tasks)")
     table.add_row("correct", f"{_pct(m['correct_rate'])} ({m['correct']}/{m['tasks']})")
@@ -193,10 +195,7 @@ def _render_metrics(out: Any, m: dict[str, Any]) -> None:
         table.add_row("LLM cost", f"${m['llm']['cost_usd']:.4f}")
     out.print(table)
     for b in m.get("below_half_of_compile") or []:  # issue 30's floor: each such task, and why where known
-        share = b.get("slowest_kernel_share")
-        out.print(f"below half of torch.compile: {b['task']} {_x(b['speedup_compile'])}; slowest kernel "
-                  f"{b.get('slowest_kernel') or '–'}" + (f" ({_pct(share)} of the time)" if share is not None else "")
-                  + f"; reason: {b.get('reason') or 'none recorded'}", markup=False, highlight=False, soft_wrap=True)
+        out.print(below_half_line(b), markup=False, highlight=False, soft_wrap=True)
     if not m["speed_comparable"]:
         err_console().print(f"note: {m['speed_note']}", style="yellow", highlight=False, soft_wrap=True)
 
