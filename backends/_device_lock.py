@@ -11,6 +11,14 @@ holds while it waits, which every worker passes before taking the device lock sh
 timing goes before evaluations that start after it asked. No worker waits at the turnstile while it
 holds the device lock (that order could deadlock), and the OS drops a dead worker's locks with its
 files, so a killed worker (a timeout) never leaves the device locked.
+
+An evaluation that ran out of memory beside the others (each keeps to 1/N of the memory) is run again
+with the GPU to itself (`alone()`): a second pair of lock files, held shared by every evaluation from
+its start to its end (timing included) and exclusively by such a re-run, waits until no other
+evaluation is in flight, so no other worker holds live tensors; new evaluations wait at its own
+turnstile. A worker waiting there holds nothing, and one in an evaluation never needs that
+turnstile, so the two pairs cannot deadlock. (Measured on an H100: with 2 workers, 22 of
+KernelBench level1's 100 tasks, those whose inputs take several GiB, ran out of memory in their half.)
 """
 
 from __future__ import annotations
@@ -41,23 +49,25 @@ class DeviceShare:
 
 class DeviceLock:
     """A worker's side of a `DeviceShare`: `shared()` for an evaluation, `exclusive()` inside it for
-    timing. `on_wait(True)` / `on_wait(False)` are called around every wait that may block, so the
+    timing, `alone()` for an evaluation run again with the GPU to itself. `on_wait(True)` / `on_wait(False)` are called around every wait that may block, so the
     parent can leave the waits out of the evaluation's timeout."""
 
     def __init__(self, path: str | os.PathLike[str], on_wait: Callable[[bool], None] | None = None):
         self.path = Path(path)
         self._device = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
         self._turnstile = os.open(f"{self.path}.turnstile", os.O_RDWR | os.O_CREAT, 0o600)
+        self._evaluations = os.open(f"{self.path}.evaluations", os.O_RDWR | os.O_CREAT, 0o600)
+        self._evaluations_turnstile = os.open(f"{self.path}.evaluations.turnstile", os.O_RDWR | os.O_CREAT, 0o600)
         self.on_wait = on_wait
         self.waited_s = 0.0  # seconds spent waiting for the device, over this lock's life
         self._shared = False
 
     def close(self) -> None:
         """Closing the files drops whatever this lock holds."""
-        for fd in (self._device, self._turnstile):
+        for fd in (self._device, self._turnstile, self._evaluations, self._evaluations_turnstile):
             with contextlib.suppress(OSError):
                 os.close(fd)
-        self._device = self._turnstile = -1
+        self._device = self._turnstile = self._evaluations = self._evaluations_turnstile = -1
 
     def __del__(self) -> None:
         if getattr(self, "_device", -1) >= 0:
@@ -80,8 +90,7 @@ class DeviceLock:
                 self.on_wait(False)
 
     def _enter_shared(self) -> None:
-        self._take(self._turnstile, fcntl.LOCK_EX)  # behind any worker waiting to time
-        fcntl.flock(self._turnstile, fcntl.LOCK_UN)
+        self._pass(self._turnstile)  # behind any worker waiting to time
         self._take(self._device, fcntl.LOCK_SH)
         self._shared = True
 
@@ -89,14 +98,41 @@ class DeviceLock:
         fcntl.flock(self._device, fcntl.LOCK_UN)
         self._shared = False
 
+    def _pass(self, turnstile: int) -> None:
+        self._take(turnstile, fcntl.LOCK_EX)
+        fcntl.flock(turnstile, fcntl.LOCK_UN)
+
     @contextlib.contextmanager
     def shared(self) -> Iterator[None]:
-        self._enter_shared()
+        """An evaluation's hold: the device shared, and the evaluations' lock shared for all of it."""
+        self._pass(self._evaluations_turnstile)  # behind any worker waiting for the GPU to itself
+        self._take(self._evaluations, fcntl.LOCK_SH)
         try:
-            yield
+            self._enter_shared()
+            try:
+                yield
+            finally:
+                if self._shared:
+                    self._leave()
         finally:
-            if self._shared:
-                self._leave()
+            fcntl.flock(self._evaluations, fcntl.LOCK_UN)
+
+    @contextlib.contextmanager
+    def alone(self) -> Iterator[None]:
+        """The GPU to this worker with no other evaluation in flight (not inside `shared()`): for an
+        evaluation to run again with all of the memory."""
+        if self._shared:
+            raise RuntimeError("alone() inside shared() would wait for itself")
+        self._take(self._evaluations_turnstile, fcntl.LOCK_EX)
+        try:
+            self._take(self._evaluations, fcntl.LOCK_EX)
+            try:
+                with self.exclusive():  # a worker's timing-only job takes no evaluation lock
+                    yield
+            finally:
+                fcntl.flock(self._evaluations, fcntl.LOCK_UN)
+        finally:
+            fcntl.flock(self._evaluations_turnstile, fcntl.LOCK_UN)
 
     @contextlib.contextmanager
     def exclusive(self) -> Iterator[None]:

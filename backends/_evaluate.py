@@ -125,6 +125,35 @@ def _device_shared() -> Iterator[None]:
             yield
         finally:
             _settle()
+            _release_memory()  # a neighbour running again with all of the memory finds it free
+
+
+@contextlib.contextmanager
+def _gpu_to_itself() -> Iterator[None]:
+    """An evaluation run again on a shared GPU with no other evaluation in flight and all of the
+    memory (backends/_device_lock.py, `alone()`); inside it this worker is as if alone on its GPU."""
+    global _device_lock, _device_workers
+    lock, workers = _device_lock, _device_workers
+    assert lock is not None
+    _release_memory()
+    _progress("harness", step="waiting for the GPU to itself (to run again after failing beside other workers)")
+    with lock.alone():
+        _device_lock, _device_workers = None, 1
+        torch.cuda.set_per_process_memory_fraction(1.0, _progress.device)
+        try:
+            yield
+        finally:
+            _settle()
+            _release_memory()
+            torch.cuda.set_per_process_memory_fraction(1 / workers, _progress.device)
+            _device_lock, _device_workers = lock, workers
+
+
+def _release_memory() -> None:
+    """Hand this worker's cached GPU memory back, for a neighbour that needs all of it."""
+    gc.collect()
+    with contextlib.suppress(Exception):
+        torch.cuda.empty_cache()
 
 
 @contextlib.contextmanager
@@ -149,6 +178,7 @@ class _Reject(Exception):
     def __init__(self, status: Verdict, message: str, feedback: str = "", **extra: Any):
         super().__init__(message)
         self.result = EvalResult(status=status, message=message, feedback=feedback or message, **extra)
+        self.out_of_memory = False  # the candidate ran out of memory (a task's own failure is a TASK_ERROR)
 
 
 _COMPILE_EXCEPTION_NAMES = {"CompilationError", "CompileTimeAssertionFailure", "UnsupportedLanguageConstruct"}
@@ -248,14 +278,28 @@ def evaluate(
     _progress = progress or Progress(device=device)
     _progress.device = device
     _device_lock, _device_workers = (device_lock, device_workers) if device.type == "cuda" else (None, 1)
-    try:
-        with task_size(options.size), _device_shared():
-            result = _evaluate(task_path, source, backend, log, device, options, workdir, cache, compile_only)
-    except _Reject as rej:
-        result = rej.result
-    except Exception as exc:  # the harness itself must never take the worker down silently
-        result = EvalResult(Verdict.RUNTIME_ERROR, f"evaluation failed: {type(exc).__name__}: {exc}")
-        result.warnings.append("internal: " + traceback.format_exc(limit=5))
+
+    def attempt() -> tuple[EvalResult, bool]:
+        """The evaluation's result, and whether memory or the task failed (which a neighbour on a shared
+        GPU may have caused: its memory, or cuDNN choosing other algorithms with less of it)."""
+        try:
+            return _evaluate(task_path, source, backend, log, device, options, workdir, cache, compile_only), False
+        except _Reject as rej:
+            return rej.result, rej.out_of_memory or rej.result.status is Verdict.TASK_ERROR
+        except Exception as exc:  # the harness itself must never take the worker down silently
+            failed = EvalResult(Verdict.RUNTIME_ERROR, f"evaluation failed: {type(exc).__name__}: {exc}")
+            failed.warnings.append("internal: " + traceback.format_exc(limit=5))
+            return failed, _memory.is_out_of_memory(exc)
+
+    # the exception (its frames hold the evaluation's tensors) is gone before the shared hold is let go
+    with task_size(options.size), _device_shared():
+        result, crowded = attempt()
+    if crowded and _device_lock is not None and _device_workers > 1 and not result.retire_worker:
+        beside = f"beside {_device_workers - 1} other worker(s) it failed ({result.message[:300]})"
+        log.launches.clear()
+        with task_size(options.size), _gpu_to_itself():
+            result, _ = attempt()
+        result.warnings.append(f"run again with the GPU and all of its memory to itself: {beside}")
     if result.memory is None:
         result.memory = getattr(_progress, "plan", None)
     result.rules = options.rules
@@ -633,6 +677,7 @@ def _run_guarded(model, inputs, log: LaunchLog, label: str, cand_file: Path, exp
         if _memory.is_out_of_memory(exc):
             rej = _Reject(Verdict.RUNTIME_ERROR, f"out of memory on {label}: the candidate's forward ran out of memory "
                           f"({_memory.free_now(_progress.device)} free after it failed): {_short_traceback(exc, str(cand_file))}")
+            rej.out_of_memory = True
             rej.result.retire_worker = _progress.device.type != "cuda"  # a host allocator may be left broken
             raise rej from None
         status = Verdict.COMPILE_ERROR if _is_compile_error(exc) else Verdict.RUNTIME_ERROR
@@ -850,6 +895,7 @@ def _timed_candidate(model, make_args, device, options, cand_file, *, reps=None,
             msg = f"forward failed while timing: {_short_traceback(exc, str(cand_file))}"
         rej = _Reject(Verdict.RUNTIME_ERROR, msg)
         rej.result.retire_worker = is_cuda_error(exc)
+        rej.out_of_memory = _memory.is_out_of_memory(exc)
         raise rej from None
     finally:
         _progress("harness")

@@ -241,7 +241,8 @@ class ExecutionOptions:
     jobs: int | None = setting(None, "Steps in flight at once; default: up to 16 with an LLM, the CPU cores (or GPUs) "
                                      "otherwise.", how=True, min=1)
     workers_per_gpu: int = setting(1, "Evaluation workers sharing each GPU: their compiles and checks overlap, and each "
-                                      "timing has the GPU to itself; each keeps to 1/N of its memory.", how=True, min=1,
+                                      "timing has the GPU to itself; each keeps to 1/N of its memory, and an evaluation that runs "
+                                      "out of it runs again with the GPU to itself.", how=True, min=1,
                                    metavar="N")
     engine: str = setting("local", "local (worker processes here) or ray (Ray tasks; pip install 'evokernel[ray]').",
                           how=True)

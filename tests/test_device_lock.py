@@ -124,6 +124,56 @@ def test_a_timing_inside_an_evaluation_gives_up_its_share_and_takes_it_back(tmp_
     assert events == ["b end", "a times", "a checks again"]
 
 
+def test_alone_waits_for_every_evaluation_in_flight_even_one_timing_and_goes_before_later_ones(tmp_path):
+    """An evaluation run again with the GPU to itself (after running out of memory beside others) waits
+    until no other evaluation holds tensors: one that is between its checks and one that has given up
+    its share to time; an evaluation that starts after it asked waits for it."""
+    path = tmp_path / "cuda0.lock"
+    events, note = _log()
+    both_in, alone_waits = threading.Barrier(3, timeout=5), threading.Event()
+
+    def checking():
+        with DeviceLock(path).shared():
+            both_in.wait()
+            alone_waits.wait(5)
+            time.sleep(0.2)
+            note("checking end")
+
+    def timing():
+        lock = DeviceLock(path)
+        with lock.shared():
+            both_in.wait()
+            alone_waits.wait(5)
+            with lock.exclusive():  # its share is given up here, its evaluation is still in flight
+                time.sleep(0.1)
+                note("timing")
+            time.sleep(0.2)
+            note("timing end")
+
+    def again():
+        both_in.wait()
+        with DeviceLock(path, on_wait=lambda waiting: waiting and alone_waits.set()).alone():
+            note("alone")
+
+    def later():
+        alone_waits.wait(5)
+        time.sleep(0.05)
+        with DeviceLock(path).shared():
+            note("later evaluation")
+
+    _run_together(checking, timing, again, later)
+    assert events.index("alone") > max(events.index("checking end"), events.index("timing end"))
+    assert events.index("later evaluation") > events.index("alone")
+    assert not both_in.broken
+
+
+def test_alone_is_refused_inside_an_evaluations_own_hold(tmp_path):
+    lock = DeviceLock(tmp_path / "cuda0.lock")
+    with lock.shared(), pytest.raises(RuntimeError, match="wait for itself"):
+        with lock.alone():
+            pass
+
+
 def test_waits_are_reported_and_counted_and_a_free_device_is_taken_without_one(tmp_path):
     path = tmp_path / "cuda0.lock"
     calls = []
@@ -237,3 +287,77 @@ def test_workers_per_gpu_on_a_machine_that_evaluates_on_the_cpu_says_it_has_no_g
     assert any("--workers-per-gpu 2 has no GPU to share here" in n for n in result.notes)
     alone = evokernel.run([task], RunOptions.of(budget=1, device="cpu"), memory=tmp_path / "memory.db")
     assert not any("workers-per-gpu" in n for n in alone.notes)
+
+
+def _evaluate_with(monkeypatch, tmp_path, failures, *, workers=2):
+    """`backends._evaluate.evaluate` on a GPU shared by `workers` (no GPU needed: the evaluation itself is
+    replaced), whose first attempts raise `failures` in turn; what each attempt saw, and the result."""
+    import fcntl
+
+    import torch
+
+    from backends import _evaluate as ev
+    from backends._backend import LaunchLog
+    from backends._evaluate import EvalOptions
+    from backends._result import EvalResult, Verdict
+
+    path = tmp_path / "cuda0.lock"
+    fractions, seen = [], []
+    monkeypatch.setattr(torch.cuda, "set_per_process_memory_fraction", lambda f, device=None: fractions.append(f))
+
+    def attempt(*args):
+        probe = DeviceLock(path)
+        try:  # another worker's evaluation could start now, or not
+            fcntl.flock(probe._evaluations, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            others_may_run = True
+        except BlockingIOError:
+            others_may_run = False
+        probe.close()
+        seen.append({"workers": ev._device_workers, "locked": ev._device_lock is not None, "others": others_may_run})
+        if len(seen) <= len(failures):
+            raise failures[len(seen) - 1]
+        return EvalResult(Verdict.OK, "correct")
+
+    monkeypatch.setattr(ev, "_evaluate", attempt)
+    result = ev.evaluate(task_path=tmp_path / "task.py", source="", backend=None, log=LaunchLog(),
+                         device=torch.device("cuda", 0), options=EvalOptions(), workdir=tmp_path, cache=ev.TaskCache(),
+                         compile_only=False, device_lock=DeviceLock(path) if workers > 1 else None, device_workers=workers)
+    return seen, fractions, result
+
+
+def _reject(status, message, out_of_memory=False):
+    from backends._evaluate import _Reject
+
+    rej = _Reject(status, message)
+    rej.out_of_memory = out_of_memory
+    return rej
+
+
+def test_an_evaluation_that_ran_out_of_memory_beside_others_runs_again_with_the_gpu_to_itself(tmp_path, monkeypatch):
+    from backends._result import Verdict
+
+    oom = _reject(Verdict.RUNTIME_ERROR, "out of memory on trial 1: the candidate's forward ran out of memory", True)
+    seen, fractions, result = _evaluate_with(monkeypatch, tmp_path, [oom])
+    assert seen == [{"workers": 2, "locked": True, "others": True},  # shared: other evaluations may run beside it
+                    {"workers": 1, "locked": False, "others": False}]  # again: alone, with the whole memory budget
+    assert fractions == [1.0, 0.5]  # all of the memory for the re-run, its share again after
+    assert result.status is Verdict.OK
+    assert any("to itself: beside 1 other worker(s) it failed (out of memory on trial 1" in w for w in result.warnings)
+    # the task failing (its reference out of memory, or not deterministic with less memory) is run again too
+    task = _reject(Verdict.TASK_ERROR, "the reference is not deterministic")
+    seen, _, result = _evaluate_with(monkeypatch, tmp_path, [task])
+    assert len(seen) == 2 and result.status is Verdict.OK
+
+
+def test_a_wrong_result_or_a_lone_worker_is_not_run_again(tmp_path, monkeypatch):
+    from backends._result import Verdict
+
+    wrong = _reject(Verdict.WRONG_RESULT, "wrong result on trial 1")
+    seen, fractions, result = _evaluate_with(monkeypatch, tmp_path, [wrong])
+    assert len(seen) == 1 and fractions == [] and result.status is Verdict.WRONG_RESULT
+    oom = _reject(Verdict.RUNTIME_ERROR, "out of memory on trial 1", True)
+    seen, fractions, result = _evaluate_with(monkeypatch, tmp_path, [oom], workers=1)
+    assert len(seen) == 1 and fractions == [] and result.status is Verdict.RUNTIME_ERROR
+    # failing again alone is the verdict: it is not run a third time
+    seen, _, result = _evaluate_with(monkeypatch, tmp_path, [oom, oom])
+    assert len(seen) == 2 and result.status is Verdict.RUNTIME_ERROR and result.warnings
