@@ -29,9 +29,24 @@ import fcntl
 import os
 import time
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable, ContextManager, Iterator
 
-__all__ = ["DeviceShare", "DeviceLock"]
+__all__ = ["DeviceShare", "DeviceLock", "alone_for_timing", "set_timing_guard"]
+
+_timing_guard: Callable[[], ContextManager[None]] | None = None
+
+
+def set_timing_guard(guard: Callable[[], ContextManager[None]] | None) -> None:
+    """What `alone_for_timing()` enters (the evaluation sets it; None: nothing)."""
+    global _timing_guard
+    _timing_guard = guard
+
+
+def alone_for_timing() -> ContextManager[None]:
+    """For a backend that times kernels inside a candidate's call (Triton's autotuner picking a
+    configuration): the GPU to this worker alone while other workers share it, as for the
+    evaluation's own timings; nothing where the worker has its GPU to itself."""
+    return _timing_guard() if _timing_guard is not None else contextlib.nullcontext()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,6 +76,7 @@ class DeviceLock:
         self.on_wait = on_wait
         self.waited_s = 0.0  # seconds spent waiting for the device, over this lock's life
         self._shared = False
+        self._exclusive = False
 
     def close(self) -> None:
         """Closing the files drops whatever this lock holds."""
@@ -138,15 +154,20 @@ class DeviceLock:
     def exclusive(self) -> Iterator[None]:
         """The device to this worker alone; inside `shared()`, its shared hold is given up for the time
         and taken again after (other workers may run in between)."""
+        if self._exclusive:  # already alone (an autotuner timing inside the evaluation's timing)
+            yield
+            return
         was_shared = self._shared
         if was_shared:
             self._leave()  # never wait at the turnstile holding the device
         self._take(self._turnstile, fcntl.LOCK_EX)
         try:
             self._take(self._device, fcntl.LOCK_EX)
+            self._exclusive = True
             try:
                 yield
             finally:
+                self._exclusive = False
                 fcntl.flock(self._device, fcntl.LOCK_UN)
         finally:
             fcntl.flock(self._turnstile, fcntl.LOCK_UN)

@@ -21,6 +21,7 @@ import time
 from typing import Any, Iterator
 
 from . import _interpreter_bf16
+from ._device_lock import alone_for_timing
 from ._backend import CompileReport, LaunchLog
 from ._result import LatencySource
 from ._static import StaticFinding
@@ -187,6 +188,8 @@ Triton rules:
 
             cls.run = make(original)
 
+        _time_configs_alone(autotuner.Autotuner)
+
     def compile_check(self, module: Any, log: LaunchLog) -> CompileReport:
         gpu = [entry for entry in log.launches if entry.get("kind") == "triton" and entry.get("mode") == "gpu"]
         if gpu:  # compiled for real on the GPU: report what the compiler made for this forward call
@@ -242,6 +245,32 @@ Triton rules:
             self._compiler = None
             return CompileReport(True, "sm_90 compile check skipped: the compile server died", seconds=time.perf_counter() - t0)
         return CompileReport(reply["ok"], reply.get("message", ""), kernels=reply.get("kernels", []), seconds=time.perf_counter() - t0)
+
+
+def _time_configs_alone(tuner: type) -> None:
+    """The autotuner times its configurations with the GPU to this worker alone where workers share
+    it (`alone_for_timing`); each configuration is compiled and run once before, outside that hold,
+    so the compiles still overlap other workers' work."""
+    original = tuner._bench
+    if getattr(original, "_evokernel_hook", False):
+        return
+
+    def bench(tuner_self, *args, config, **meta):
+        inner = tuner_self.do_bench
+
+        def do_bench(kernel_call, *bench_args, **bench_kwargs):
+            kernel_call()  # the compile, and a failure to compile, happen here as in do_bench's first call
+            with alone_for_timing():
+                return inner(kernel_call, *bench_args, **bench_kwargs)
+
+        tuner_self.__dict__["do_bench"] = do_bench  # do_bench is a cached property: this call's wins
+        try:
+            return original(tuner_self, *args, config=config, **meta)
+        finally:
+            tuner_self.__dict__["do_bench"] = inner
+
+    bench._evokernel_hook = True  # type: ignore[attr-defined]
+    tuner._bench = bench
 
 
 def _skip_unasserted_overflow_checks() -> None:

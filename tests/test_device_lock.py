@@ -361,3 +361,81 @@ def test_a_wrong_result_or_a_lone_worker_is_not_run_again(tmp_path, monkeypatch)
     # failing again alone is the verdict: it is not run a third time
     seen, _, result = _evaluate_with(monkeypatch, tmp_path, [oom, oom])
     assert len(seen) == 2 and result.status is Verdict.RUNTIME_ERROR and result.warnings
+
+
+AUTOTUNED = '''
+import contextlib, json
+import torch, triton, triton.language as tl
+from triton.runtime import autotuner
+from backends import _device_lock
+from backends.triton_backend import _time_configs_alone
+
+_time_configs_alone(autotuner.Autotuner)
+events = []
+
+
+@contextlib.contextmanager
+def alone():
+    events.append("alone")
+    yield
+    events.append("shared")
+
+
+_device_lock.set_timing_guard(alone)
+
+
+def timer(kernel_call, quantiles):
+    events.append("timed")
+    kernel_call()
+    return [1.0, 1.0, 1.0]
+
+
+def ran(nargs):
+    events.append("run")
+
+
+@triton.autotune(configs=[triton.Config({"B": 16}, pre_hook=ran), triton.Config({"B": 32}, pre_hook=ran)],
+                 key=["n"], do_bench=timer)
+@triton.jit
+def double(x, y, n, B: tl.constexpr):
+    o = tl.program_id(0) * B + tl.arange(0, B)
+    tl.store(y + o, tl.load(x + o, mask=o < n) * 2, mask=o < n)
+
+
+x, y = torch.randn(100), torch.empty(100)
+double[lambda m: (triton.cdiv(100, m["B"]),)](x, y, 100)
+print(json.dumps({"events": events, "correct": bool(torch.equal(y, 2 * x))}))
+'''
+
+
+def test_the_autotuner_compiles_each_configuration_beside_others_and_times_it_alone(tmp_path):
+    """On a shared GPU a neighbour's kernels would pick the autotuner's configuration: each one is run once
+    (its compile) outside the hold and timed inside it (backends/triton_backend.py, _time_configs_alone)."""
+    import json
+    import os
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    (tmp_path / "autotuned.py").write_text(AUTOTUNED)
+    env = dict(os.environ, TRITON_INTERPRET="1")
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(root), env.get("PYTHONPATH", "")) if p)
+    proc = subprocess.run([sys.executable, str(tmp_path / "autotuned.py")], capture_output=True, text=True,
+                          timeout=300, env=env, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    per_config = ["run", "alone", "timed", "run", "shared"]
+    assert out["events"][:10] == per_config * 2, out["events"]
+    assert out["correct"]
+
+
+def test_an_autotuner_timing_inside_the_evaluations_own_timing_keeps_the_device_alone(tmp_path):
+    path = tmp_path / "cuda0.lock"
+    lock = DeviceLock(path)
+    with lock.shared(), lock.exclusive():
+        with lock.exclusive():  # re-entered: a no-op
+            pass
+        other = DeviceLock(path)  # still alone after the inner one ended
+        import fcntl
+
+        with pytest.raises(BlockingIOError):
+            fcntl.flock(other._device, fcntl.LOCK_SH | fcntl.LOCK_NB)
