@@ -213,6 +213,22 @@ def summary(rows: list[dict]) -> dict:
     }
 
 
+def _environment(argv: list[str] | None) -> dict[str, str | None]:
+    """What the figures were measured with: the CPU interpreter, so the machine and the versions."""
+    import datetime
+    import platform
+    import shlex
+
+    import torch
+
+    from evokernel.bench._runner import _git_commit, _version
+
+    return {"device": "cpu (Triton interpreter; sm_90 compile check)", "platform": platform.platform(),
+            "python": platform.python_version(), "torch": torch.__version__, "triton": _version("triton"),
+            "git_commit": _git_commit(), "date_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "command": shlex.join(["python", "benchmarks/kernelbench_coverage.py", *(sys.argv[1:] if argv is None else argv)])}
+
+
 def main(argv: list[str] | None = None) -> int:
     import signal
 
@@ -231,7 +247,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="run the tasks in this precision (the model and floating inputs cast, as a bench's --precision)")
     parser.add_argument("--out", type=Path, default=None, help="write the rows and the summary as JSON here")
     args = parser.parse_args(argv)
-    report = {"rules": args.rules, "precision": args.precision, "levels": {}}
+    report = {"rules": args.rules, "precision": args.precision, "environment": _environment(argv), "levels": {}}
     for level in args.levels:
         rows = evaluate_level(args.kernelbench / f"level{level}", args.work / f"level{level}", args.rules,
                               args.limit, args.only, args.timeout, args.trials, args.precision)

@@ -74,6 +74,8 @@ def test_coverage_checks_the_shrunk_tasks_in_the_precision_asked_for(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     report = json.loads(out.read_text())
     assert report["precision"] == precision
+    # kept with the figures: what measured them and the command that did
+    assert report["environment"]["torch"] and f"--precision {precision}" in report["environment"]["command"]
     rows = {r["task"]: r for r in report["levels"]["level1"]["tasks"]}
     assert rows["19_ReLU"]["status"] == "ok", rows["19_ReLU"]
     pool = rows["46_Average_Pooling_3D"]
