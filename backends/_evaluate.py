@@ -291,8 +291,10 @@ def evaluate(
     progress: Progress | None = None,
     device_lock: DeviceLock | None = None,
     device_workers: int = 1,
+    restart_clock: Callable[[], None] | None = None,
 ) -> EvalResult:
-    """`device_lock`: this worker shares its GPU with `device_workers` - 1 others (backends/_device_lock.py)."""
+    """`device_lock`: this worker shares its GPU with `device_workers` - 1 others (backends/_device_lock.py).
+    `restart_clock`: gives the candidate its CPU-time budget afresh (the sandbox's), for a second attempt."""
     t0 = time.perf_counter()
     global _progress, _device_lock, _device_workers
     _progress = progress or Progress(device=device)
@@ -318,6 +320,8 @@ def evaluate(
         beside = f"beside {_device_workers - 1} other worker(s) it failed ({result.message[:300]})"
         log.launches.clear()
         with task_size(options.size), _gpu_to_itself():
+            if restart_clock is not None:
+                restart_clock()
             result, _ = attempt()
         result.warnings.append(f"run again with the GPU and all of its memory to itself: {beside}")
     if result.memory is None:

@@ -133,6 +133,7 @@ def main(argv: list[str] | None = None) -> int:
                 progress=Progress(send, device),
                 device_lock=device_lock,
                 device_workers=args.device_workers,
+                restart_clock=sandbox.before_candidate,
             )
             result.sandbox = sandbox.info
             send({"result": result.to_dict(), "retire": result.retire_worker})

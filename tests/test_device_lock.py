@@ -314,14 +314,16 @@ def _evaluate_with(monkeypatch, tmp_path, failures, *, workers=2):
             others_may_run = False
         probe.close()
         seen.append({"workers": ev._device_workers, "locked": ev._device_lock is not None, "others": others_may_run})
-        if len(seen) <= len(failures):
-            raise failures[len(seen) - 1]
+        attempts = sum(isinstance(e, dict) for e in seen)
+        if attempts <= len(failures):
+            raise failures[attempts - 1]
         return EvalResult(Verdict.OK, "correct")
 
     monkeypatch.setattr(ev, "_evaluate", attempt)
     result = ev.evaluate(task_path=tmp_path / "task.py", source="", backend=None, log=LaunchLog(),
                          device=torch.device("cuda", 0), options=EvalOptions(), workdir=tmp_path, cache=ev.TaskCache(),
-                         compile_only=False, device_lock=DeviceLock(path) if workers > 1 else None, device_workers=workers)
+                         compile_only=False, device_lock=DeviceLock(path) if workers > 1 else None, device_workers=workers,
+                         restart_clock=lambda: seen.append("clock restarted"))
     return seen, fractions, result
 
 
@@ -339,6 +341,7 @@ def test_an_evaluation_that_ran_out_of_memory_beside_others_runs_again_with_the_
     oom = _reject(Verdict.RUNTIME_ERROR, "out of memory on trial 1: the candidate's forward ran out of memory", True)
     seen, fractions, result = _evaluate_with(monkeypatch, tmp_path, [oom])
     assert seen == [{"workers": 2, "locked": True, "others": True},  # shared: other evaluations may run beside it
+                    "clock restarted",  # the second attempt has its own CPU-time budget
                     {"workers": 1, "locked": False, "others": False}]  # again: alone, with the whole memory budget
     assert fractions == [1.0, 0.5]  # all of the memory for the re-run, its share again after
     assert result.status is Verdict.OK
@@ -346,7 +349,7 @@ def test_an_evaluation_that_ran_out_of_memory_beside_others_runs_again_with_the_
     # the task failing (its reference out of memory, or not deterministic with less memory) is run again too
     task = _reject(Verdict.TASK_ERROR, "the reference is not deterministic")
     seen, _, result = _evaluate_with(monkeypatch, tmp_path, [task])
-    assert len(seen) == 2 and result.status is Verdict.OK
+    assert len(seen) == 3 and result.status is Verdict.OK
 
 
 def test_a_wrong_result_or_a_lone_worker_is_not_run_again(tmp_path, monkeypatch):
@@ -360,7 +363,7 @@ def test_a_wrong_result_or_a_lone_worker_is_not_run_again(tmp_path, monkeypatch)
     assert len(seen) == 1 and fractions == [] and result.status is Verdict.RUNTIME_ERROR
     # failing again alone is the verdict: it is not run a third time
     seen, _, result = _evaluate_with(monkeypatch, tmp_path, [oom, oom])
-    assert len(seen) == 2 and result.status is Verdict.RUNTIME_ERROR and result.warnings
+    assert len(seen) == 3 and result.status is Verdict.RUNTIME_ERROR and result.warnings
 
 
 AUTOTUNED = '''
