@@ -52,7 +52,8 @@ def alone_for_timing() -> ContextManager[None]:
 @dataclasses.dataclass(frozen=True)
 class DeviceShare:
     """One GPU shared by `workers` workers, coordinated through the lock files at `path` (and
-    `path` + ".turnstile"); each worker may use 1 / `workers` of the device's memory."""
+    `path` + ".turnstile", ".evaluations", ".evaluations.turnstile"); each worker may use 1 / `workers`
+    of the device's memory."""
 
     path: str
     workers: int

@@ -154,8 +154,7 @@ def _gpu_to_itself() -> Iterator[None]:
     memory (backends/_device_lock.py, `alone()`); inside it this worker is as if alone on its GPU."""
     global _device_lock, _device_workers
     lock, workers = _device_lock, _device_workers
-    assert lock is not None
-    _release_memory()
+    assert lock is not None  # and the first attempt's shared hold has handed its cached memory back
     _progress("harness", step="waiting for the GPU to itself (to run again after failing beside other workers)")
     with lock.alone():
         _device_lock, _device_workers = None, 1
