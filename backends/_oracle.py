@@ -27,6 +27,7 @@ from ._memory import device_free_bytes
 from ._precision import cast_tensor_attributes
 from ._task import tensor_bytes
 
+_CROWDED_OUT = "too little free device memory for the float64 reference"
 WIDE = {torch.float16: torch.float64, torch.bfloat16: torch.float64, torch.float32: torch.float64,
         torch.complex32: torch.complex128, torch.complex64: torch.complex128}
 
@@ -213,8 +214,14 @@ class Oracle:
         free = device_free_bytes(self.device)  # the caching allocator's idle blocks count: a draw leaves some
         if wide + reserve <= free:
             return ""
-        return (f"too little free device memory for the float64 reference: {wide / 2**30:.2f} GiB for it beside "
+        return (f"{_CROWDED_OUT}: {wide / 2**30:.2f} GiB for it beside "
                 f"{reserve / 2**30:.2f} GiB the candidate needs, {free / 2**30:.2f} GiB free")
+
+    @staticmethod
+    def crowded_out(unavailable: str) -> bool:
+        """Whether an oracle was `unavailable` (its reason) for want of free device memory, which a
+        neighbour on a shared GPU may have taken: with the GPU to itself it may fit."""
+        return unavailable.startswith(_CROWDED_OUT)
 
     def base_tensors(self) -> list[torch.Tensor]:
         """The reference model's parameters and buffers, which the float64 copy widens."""

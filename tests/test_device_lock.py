@@ -327,10 +327,10 @@ def _evaluate_with(monkeypatch, tmp_path, failures, *, workers=2):
     return seen, fractions, result
 
 
-def _reject(status, message, out_of_memory=False):
+def _reject(status, message, out_of_memory=False, **extra):
     from backends._evaluate import _Reject
 
-    rej = _Reject(status, message)
+    rej = _Reject(status, message, **extra)
     rej.out_of_memory = out_of_memory
     return rej
 
@@ -350,6 +350,27 @@ def test_an_evaluation_that_ran_out_of_memory_beside_others_runs_again_with_the_
     task = _reject(Verdict.TASK_ERROR, "the reference is not deterministic")
     seen, _, result = _evaluate_with(monkeypatch, tmp_path, [task])
     assert len(seen) == 3 and result.status is Verdict.OK
+
+
+def test_a_wrong_result_without_room_for_the_float64_reference_runs_again_with_the_gpu_to_itself(tmp_path, monkeypatch):
+    import torch
+
+    from backends._oracle import Oracle
+    from backends._result import Verdict
+
+    oracle = Oracle(reference=torch.nn.Identity(), device=torch.device("cuda", 0))
+    monkeypatch.setattr("backends._oracle.device_free_bytes", lambda device: 1 << 30)  # 1 GiB free
+    x = torch.empty(2**27)  # 512 MiB, 1 GiB widened to float64
+    why = oracle.crowds_out([x], x.clone())
+    assert why and Oracle.crowded_out(why)
+    judged_alone = _reject(Verdict.WRONG_RESULT, "wrong result on trial 2", oracle_unavailable=why)
+    seen, fractions, result = _evaluate_with(monkeypatch, tmp_path, [judged_alone])
+    assert len(seen) == 3 and fractions == [1.0, 0.5] and result.status is Verdict.OK
+    # a wrong result with no float64 reference for another reason is the verdict
+    other = _reject(Verdict.WRONG_RESULT, "wrong result on trial 2",
+                    oracle_unavailable="the reference does not run in float64: RuntimeError: no kernel")
+    seen, _, result = _evaluate_with(monkeypatch, tmp_path, [other])
+    assert len(seen) == 1 and result.status is Verdict.WRONG_RESULT
 
 
 def test_a_wrong_result_or_a_lone_worker_is_not_run_again(tmp_path, monkeypatch):
