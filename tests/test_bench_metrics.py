@@ -288,3 +288,26 @@ def test_evaluation_seconds_sum_each_step_over_attempts_with_trial_numbers_folde
     assert spent["total"] == 15.0
     assert spent["by_step"] == {"running the candidate on trial N": 4.0, "timing the candidate": 3.5}
     assert list(spent["by_step"]) == ["running the candidate on trial N", "timing the candidate"]  # largest first
+
+
+def test_an_attempts_accuracy_measures_and_warnings_reach_its_log_live_and_from_a_stored_item():
+    """A wrong result's log says what the float64 oracle measured, or why there was none, and the
+    executor's warnings (a re-run with the GPU to itself) are there: a failed task in a results file
+    can be told apart from a tolerance that could not see past the reference's own rounding."""
+    from types import SimpleNamespace
+
+    wrong = EvalResult(Verdict.WRONG_RESULT, "wrong result on trial 2",
+                       oracle_unavailable="too little free device memory for the float64 reference: 16 GiB",
+                       warnings=["run again with the GPU and all of its memory to itself: beside 1 other\nmore"])
+    judged = EvalResult(Verdict.OK, "correct", latency_ms=1.0, latency_source=LatencySource.MEASURED_GPU,
+                        reference_error=3e-3, candidate_error=1e-6)
+    o = TaskOutcome(name="scan", task_key="scan-0", path="scan.py")
+    o.record(Attempt.from_result(wrong, step=1, stage="draft"))
+    o.record(Attempt.from_result(judged, step=2, stage="draft"))
+    first, second = task_row(o)["attempt_log"]
+    assert first["oracle_unavailable"].startswith("too little free device memory")
+    assert first["warnings"] == ["run again with the GPU and all of its memory to itself: beside 1 other"]
+    assert "candidate_error" not in first and "oracle_unavailable" not in second and "warnings" not in second
+    assert (second["reference_error"], second["candidate_error"]) == (3e-3, 1e-6)
+    stored = SimpleNamespace(id=3, status="wrong_result", feedback=wrong.to_dict(), extra={})
+    assert Attempt.from_item(stored, step=1, stage="draft").to_dict()["oracle_unavailable"] == wrong.oracle_unavailable

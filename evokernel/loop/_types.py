@@ -48,6 +48,11 @@ class Attempt:
     degenerate: str = ""  # why the task's outputs cannot tell a kernel from a no-op, when no stress trial helped
     stress_trials: tuple[str, ...] = ()  # the stress trials the candidate had to pass
     device: str = ""  # where it was evaluated ("cuda:1"; "" where not known)
+    # the accuracy oracle's measures (RMS errors against the reference run in float64), or why it had none
+    reference_error: float | None = None
+    candidate_error: float | None = None
+    oracle_unavailable: str = ""
+    warnings: tuple[str, ...] = ()  # the executor's, first lines (a re-run with the GPU to itself says why)
     seconds: float = 0.0  # the evaluation's wall time in the worker ...
     step_seconds: dict[str, float] = dataclasses.field(default_factory=dict)  # ... by the executor's steps
 
@@ -79,6 +84,9 @@ class Attempt:
             slowest_kernel=result.slowest_kernel, slowest_kernel_share=result.slowest_kernel_share,
             speed_limits=tuple(str(s) for s in speed_limits or ()),
             degenerate=result.degenerate, stress_trials=tuple(result.stress_trials), device=result.device,
+            reference_error=result.reference_error, candidate_error=result.candidate_error,
+            oracle_unavailable=result.oracle_unavailable,
+            warnings=tuple(w.splitlines()[0][:300] for w in result.warnings if w.strip()),
             seconds=result.seconds, step_seconds=dict(result.step_seconds),
         )
 
@@ -103,6 +111,10 @@ class Attempt:
             **({"compile_correct": self.baselines.compile_correct}
                if self.baselines.compile_correct is not None else {}),
             **({"device": self.device} if self.device else {}),
+            **({"reference_error": self.reference_error, "candidate_error": self.candidate_error}
+               if self.candidate_error is not None else {}),
+            **({"oracle_unavailable": self.oracle_unavailable} if self.oracle_unavailable else {}),
+            **({"warnings": list(self.warnings)} if self.warnings else {}),
             **({"seconds": round(self.seconds, 3)} if self.seconds else {}),
         }
 
