@@ -259,8 +259,8 @@ def test_3xtf32_is_in_the_convolution_search_for_fp32_only(tmp_path):
 
 
 # (init, input, default gather): a full K step (32) of input channels a group and more than one tap walk a
-# channels-last copy; a strided transposed convolution does from 8 channels a group; few channels, a 1x1
-# kernel and half precision keep the flat K loop (see _config._channels_last_gather)
+# channels-last copy; a strided transposed convolution does from 8 channels a group; few channels and a 1x1
+# kernel keep the flat K loop; half precision follows the same rule (see _config._channels_last_gather)
 GATHER_DEFAULTS = [
     ("nn.Conv2d(32, 64, 3, padding=1)", "torch.randn(2, 32, 9, 8)", "nhwc"),
     ("nn.ConvTranspose3d(32, 32, 3, stride=2, groups=4)", "torch.randn(1, 32, 3, 4, 5)", "nhwc"),
@@ -278,8 +278,7 @@ def test_default_gather_follows_the_geometry(tmp_path, init, inputs, gather):
 
     path = write(Case("conv_gather", "x: return self.conv(x)", f"[{inputs}]", f"self.conv = {init}"), tmp_path)
     assert default_config(analyze(path)).gather == gather
-    if gather == "nhwc":  # measured in fp32 only
-        assert default_config(analyze(path, "strict", "bf16")).gather == "flat"
+    assert default_config(analyze(path, "strict", "bf16")).gather == gather
     source = generate(analyze(path))
     assert ("_conv_taps_kernel" in source) == (gather == "nhwc")
 

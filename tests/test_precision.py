@@ -112,7 +112,13 @@ def test_a_bf16_output_far_less_accurate_than_the_bf16_reference_fails_inside_th
 
 LEVEL1_STYLE = [
     Case("p_matmul", "a, b: return a @ b", "[torch.randn(33, 40), torch.randn(40, 24)]"),
+    # rows of 2-byte elements not 16-byte aligned (K = 37, N = 270): copied K-contiguous, K padded with zeros
+    Case("p_matmul_unaligned", "a, b: return torch.relu(a @ b)", "[torch.randn(260, 37), torch.randn(37, 270)]"),
     Case("p_conv", "x: return self.conv(x)", "[torch.randn(2, 4, 9, 9)]", init="self.conv = nn.Conv2d(4, 16, 3)"),
+    # a full K step of input channels: the channels-last copy walked a tap at a time, standard and transposed
+    Case("p_conv_taps", "x: return self.conv(x)", "[torch.randn(1, 32, 5, 5)]", init="self.conv = nn.Conv2d(32, 8, 3)"),
+    Case("p_conv_transposed_taps", "x: return self.conv(x)", "[torch.randn(1, 32, 3, 4)]",
+         init="self.conv = nn.ConvTranspose2d(32, 8, 3, stride=2, padding=1)"),
     Case("p_layernorm", "x: return self.norm(x)", "[torch.randn(8, 64)]", init="self.norm = nn.LayerNorm(64)"),
     Case("p_softmax", "x: return torch.softmax(x, dim=-1)", "[torch.randn(8, 100)]"),
     Case("p_sum", "x: return x.sum(dim=1)", "[torch.randn(16, 300)]"),
@@ -151,11 +157,15 @@ def test_the_builtin_writes_kernels_for_the_precision_and_they_pass(builtin_verd
     assert result.precision == precision and f"run in {precision}" in result.feedback
     assert result.candidate_error is not None and result.oracle_unavailable == ""
     assert result.kernels, "every launched kernel compiled for sm_90"
-    if name in ("p_matmul", "p_conv"):  # half-precision operands go to the tensor cores as they are, in fp32 sums
+    if name in ("p_matmul", "p_matmul_unaligned", "p_conv"):  # half-precision operands go to the tensor cores as they are, in fp32 sums
         # no 3xTF32 split: the matmul's launcher makes no split parts and never splits in registers,
         # the convolution's K loop is told not to split
         assert "_tf32_split(" not in source and "SPLIT3=not tf32" not in source
         assert name != "p_conv" or "SPLIT3=False" in source
+    launched = {k.name.split("_s")[0] for k in result.kernels}
+    assert (name == "p_matmul_unaligned") == any(k.startswith("_k_padded_kernel") for k in launched), launched
+    if name.endswith("_taps"):
+        assert "_launch(_conv_taps_kernel," in source and "_launch(_conv_gemm_kernel," not in source
         assert "acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)" in source
         assert {c.precision for c in search_space(plan)} == {"auto"}, "no TF32 roundings to search"
 

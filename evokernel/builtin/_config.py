@@ -376,10 +376,14 @@ def _channels_last_gather(plan: Plan, block_k: int) -> bool:
     strided transposed convolutions whatever their channels (8 a group: 1.63x and 1.19x; flat's phased K
     index divides by each phase's tap count per element); slower where the chunk is mostly padding (3 input
     channels: 0.17-0.26x; 16: 0.87x) and for a 1x1 convolution (0.96x, nothing to gather by taps).
-    fp16/bf16 keep flat: not measured."""
+    fp16/bf16 take the same rule: in KernelBench level1's bf16 run at d45a525 (an H100,
+    kernelbench-level1-h100-builtin-bf16-d45a525.json) the 23 convolutions it picks nhwc for in fp32 ran
+    flat in bf16 at 1.13x their fp32 time (geomean; 68_conv_transposed_3D 29.1 ms against 13.0), where
+    half the bytes and twice the tensor-core rate should make them faster: the flat index, not the
+    products, holds them."""
     conv = plan.node(plan.anchor_id)
     w = _conv_weight_shape(plan)
-    if w is None or _direct_conv(plan) or not _fp32_operands(plan, conv.args[:2]) or math.prod(w[2:]) == 1:
+    if w is None or _direct_conv(plan) or math.prod(w[2:]) == 1:
         return False
     cin_g = _conv_in_channels(plan, w)
     return cin_g >= block_k or (conv.attr("transposed") and any(st > 1 for st in conv.attr("stride")) and cin_g >= 8)

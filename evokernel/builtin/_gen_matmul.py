@@ -254,6 +254,36 @@ def _split_stages(stages, block_m, block_n, block_k, device):
 '''
 
 
+# fp16/bf16 operands whose rows are not 16-byte aligned (K or N not a multiple of 8 elements): the GEMM
+# cannot load them 16 bytes at a time. In KernelBench level1's bf16 run at d45a525 on an H100,
+# 8_Matmul_with_irregular_shapes (8205 x 2949 @ 2949 x 5921) ran at 0.17x of cuBLAS, where the aligned
+# GEMMs of that run are at 0.64-0.88x. Both operands are copied K-contiguous, K padded with zeros to whole
+# BLOCK_K steps (which add nothing), so every operand load is aligned and unmasked along K; the copies
+# read and write each operand once, small beside a GEMM whose sides are both HALF_PAD_SIDE or more.
+HALF_PAD_SIDE = 256
+HALF_PAD_HELPER = '''@triton.jit
+def _k_padded_kernel(x_ptr, y_ptr, R, C, Cp, stride_x_b, stride_x_r, stride_x_c,
+                     BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
+    pid_b = tl.program_id(2).to(tl.int64)
+    r = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
+    c = tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C)
+    r64 = r.to(tl.int64)
+    x = tl.load(x_ptr + pid_b * stride_x_b + r64[:, None] * stride_x_r + c[None, :].to(tl.int64) * stride_x_c,
+                mask=(r[:, None] < R) & (c[None, :] < C), other=0.0)
+    tl.store(y_ptr + (pid_b * R + r64[:, None]) * Cp + c[None, :], x, mask=(r[:, None] < R) & (c[None, :] < Cp))
+
+
+def _k_padded(x, kp):
+    """x (batch, R, K), any strides, as a contiguous (batch, R, kp) tensor, zero past K."""
+    batch, r, k = x.shape
+    y = torch.empty((batch, r, kp), dtype=x.dtype, device=x.device)
+    if y.numel():
+        _k_padded_kernel[(triton.cdiv(r, 64), triton.cdiv(kp, 64), batch)](
+            x, y, r, k, kp, *x.stride(), BLOCK_R=64, BLOCK_C=64, num_warps=4)
+    return y
+'''
+
+
 def generate_matmul(plan: Plan, config: Config, tag: str = "") -> StageCode:
     """``config.precision == "3xtf32"``: the operands are split into TF32 high and low parts before
     the GEMM and the products run on the tensor cores (three TF32 products per pair, fp32 to
@@ -377,6 +407,15 @@ def generate_matmul(plan: Plan, config: Config, tag: str = "") -> StageCode:
               f"        stages = _split_stages({c.num_stages}, {c.block_m}, {c.block_n}, {c.block_k}, lhs.device)"]
     else:
         l += [f"    {line}" for line in operands_as_they_are]
+        if half:
+            l += [f"    if (K % 8 or N % 8) and min(rows, N) >= {HALF_PAD_SIDE}:",
+                  "        # rows not 16-byte aligned: both operands K-contiguous, K padded with zeros to whole steps",
+                  f"        kp = triton.cdiv(K, {c.block_k}) * {c.block_k}",
+                  "        lhs_p, rhs_p = _k_padded(lhs_3d, kp), _k_padded(rhs_3d.transpose(1, 2), kp).transpose(1, 2)",
+                  "        idx64 = _needs_i64(lhs_p, rhs_p, out_3d)",
+                  "        operands = [lhs_p, rhs_p]",
+                  "        k_size, split_strides = kp, list(lhs_p.stride()) + list(rhs_p.stride())",
+                  f"        k_steps = kp // {c.block_k}"]
         l += ["    # fp32 operands: IEEE products, as cuBLAS gives unless torch's TF32 switch is on",
               "    precision = 'tf32' if lhs.is_cuda and torch.backends.cuda.matmul.allow_tf32 else 'ieee'",
               "    modes = dict(FP32_DOT=lhs.dtype == torch.float32, PRECISION=precision, SPLIT3=False)",
@@ -408,5 +447,6 @@ def generate_matmul(plan: Plan, config: Config, tag: str = "") -> StageCode:
           "    )",
           "    return out"]
     launcher = "\n".join(l) + "\n"
-    helpers = (SPAN_HELPER, TF32_ROUND, TILES_HELPER) + ((TF32_SPLIT_HELPER,) if split else ())
+    helpers = ((SPAN_HELPER, TF32_ROUND, TILES_HELPER) + ((TF32_SPLIT_HELPER,) if split else ())
+               + ((HALF_PAD_HELPER,) if half and not split else ()))
     return StageCode(kernels=tuple(kernels), launcher=launcher, entry=entry, helpers=helpers)
