@@ -213,35 +213,41 @@ def _store(result: str) -> str:
             f"+ offs_n[None, :] * stride_out_n, {result}.to(out_ptr.dtype.element_ty), mask=mask)")
 
 
-TF32_SPLIT_HELPER = '''@triton.jit
-def _tf32_split_kernel(x_ptr, hi_ptr, lo_ptr, R, C, Cp, stride_x_b, stride_x_r, stride_x_c,
-                       BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
+# One pass over an operand (batch, R, K) of any strides into contiguous rows padded with zeros to Cp
+# columns: as it is (half-precision operands, HALF_PAD_HELPER), or split into TF32 parts (3xTF32)
+K_PADDED_KERNEL = '''@triton.jit
+def _k_padded_kernel(x_ptr, hi_ptr, lo_ptr, R, C, Cp, stride_x_b, stride_x_r, stride_x_c,
+                     SPLIT: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
     pid_b = tl.program_id(2).to(tl.int64)
     r = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
     c = tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C)
     r64 = r.to(tl.int64)
     # 64-bit offsets throughout: a transposed operand's column stride is its row count
     x = tl.load(x_ptr + pid_b * stride_x_b + r64[:, None] * stride_x_r + c[None, :].to(tl.int64) * stride_x_c,
-                mask=(r[:, None] < R) & (c[None, :] < C), other=0.0).to(tl.float32)
-    hi = _to_tf32(x)
-    rest = x - hi
-    # an infinite x leaves inf - inf: its low part is 0, so its products stay infinite
-    lo = _to_tf32(tl.where(rest == rest, rest, 0.0))
+                mask=(r[:, None] < R) & (c[None, :] < C), other=0.0)
     out = (pid_b * R + r64[:, None]) * Cp + c[None, :]
     keep = (r[:, None] < R) & (c[None, :] < Cp)
-    tl.store(hi_ptr + out, hi, mask=keep)
-    tl.store(lo_ptr + out, lo, mask=keep)
+    if SPLIT:
+        x = x.to(tl.float32)
+        hi = _to_tf32(x)
+        rest = x - hi
+        # an infinite x leaves inf - inf: its low part is 0, so its products stay infinite
+        lo = _to_tf32(tl.where(rest == rest, rest, 0.0))
+        tl.store(hi_ptr + out, hi, mask=keep)
+        tl.store(lo_ptr + out, lo, mask=keep)
+    else:
+        tl.store(hi_ptr + out, x, mask=keep)
+'''
 
-
-def _tf32_split(x, kp):
+TF32_SPLIT_HELPER = '''def _tf32_split(x, kp):
     """x (batch, R, K), any strides: its TF32 rounding and the TF32 rounding of the rest, as
     contiguous fp32 (batch, R, kp) tensors, zero past K (hi + lo is x to 22 of its 24 bits)."""
     batch, r, k = x.shape
     hi = torch.empty((batch, r, kp), dtype=torch.float32, device=x.device)
     lo = torch.empty_like(hi)
     if hi.numel():
-        _tf32_split_kernel[(triton.cdiv(r, 64), triton.cdiv(kp, 64), batch)](
-            x, hi, lo, r, k, kp, *x.stride(), BLOCK_R=64, BLOCK_C=64, num_warps=4)
+        _k_padded_kernel[(triton.cdiv(r, 64), triton.cdiv(kp, 64), batch)](
+            x, hi, lo, r, k, kp, *x.stride(), SPLIT=True, BLOCK_R=64, BLOCK_C=64, num_warps=4)
     return hi, lo
 
 
@@ -261,25 +267,13 @@ def _split_stages(stages, block_m, block_n, block_k, device):
 # BLOCK_K steps (which add nothing), so every operand load is aligned and unmasked along K; the copies
 # read and write each operand once, small beside a GEMM whose sides are both HALF_PAD_SIDE or more.
 HALF_PAD_SIDE = 256
-HALF_PAD_HELPER = '''@triton.jit
-def _k_padded_kernel(x_ptr, y_ptr, R, C, Cp, stride_x_b, stride_x_r, stride_x_c,
-                     BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
-    pid_b = tl.program_id(2).to(tl.int64)
-    r = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
-    c = tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C)
-    r64 = r.to(tl.int64)
-    x = tl.load(x_ptr + pid_b * stride_x_b + r64[:, None] * stride_x_r + c[None, :].to(tl.int64) * stride_x_c,
-                mask=(r[:, None] < R) & (c[None, :] < C), other=0.0)
-    tl.store(y_ptr + (pid_b * R + r64[:, None]) * Cp + c[None, :], x, mask=(r[:, None] < R) & (c[None, :] < Cp))
-
-
-def _k_padded(x, kp):
+HALF_PAD_HELPER = '''def _k_padded(x, kp):
     """x (batch, R, K), any strides, as a contiguous (batch, R, kp) tensor, zero past K."""
     batch, r, k = x.shape
     y = torch.empty((batch, r, kp), dtype=x.dtype, device=x.device)
     if y.numel():
         _k_padded_kernel[(triton.cdiv(r, 64), triton.cdiv(kp, 64), batch)](
-            x, y, r, k, kp, *x.stride(), BLOCK_R=64, BLOCK_C=64, num_warps=4)
+            x, y, y, r, k, kp, *x.stride(), SPLIT=False, BLOCK_R=64, BLOCK_C=64, num_warps=4)
     return y
 '''
 
@@ -447,6 +441,6 @@ def generate_matmul(plan: Plan, config: Config, tag: str = "") -> StageCode:
           "    )",
           "    return out"]
     launcher = "\n".join(l) + "\n"
-    helpers = ((SPAN_HELPER, TF32_ROUND, TILES_HELPER) + ((TF32_SPLIT_HELPER,) if split else ())
-               + ((HALF_PAD_HELPER,) if half and not split else ()))
+    padded = ((TF32_SPLIT_HELPER,) if split else ()) + ((HALF_PAD_HELPER,) if half and not split else ())
+    helpers = (SPAN_HELPER, TF32_ROUND, TILES_HELPER) + ((K_PADDED_KERNEL,) if padded else ()) + padded
     return StageCode(kernels=tuple(kernels), launcher=launcher, entry=entry, helpers=helpers)
