@@ -366,6 +366,22 @@ def test_a_wrong_result_without_room_for_the_float64_reference_runs_again_with_t
     judged_alone = _reject(Verdict.WRONG_RESULT, "wrong result on trial 2", oracle_unavailable=why)
     seen, fractions, result = _evaluate_with(monkeypatch, tmp_path, [judged_alone])
     assert len(seen) == 3 and fractions == [1.0, 0.5] and result.status is Verdict.OK
+    # the estimate fitted but the float64 run itself ran out of memory (level1's cumsums in bf16 beside a
+    # second worker): crowded out too
+    class OutOfMemoryInFloat64(torch.nn.Module):
+        def forward(self, x):
+            if x.dtype == torch.float64:
+                raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 8.00 GiB.")
+            return x
+
+    oracle = Oracle(reference=OutOfMemoryInFloat64(), device=torch.device("cuda", 0))
+    monkeypatch.setattr("backends._oracle.device_free_bytes", lambda device: 1 << 40)
+    y = torch.ones(4)
+    assert oracle.exact([y], y.clone()) is None
+    assert Oracle.crowded_out(oracle.unavailable) and "ran out of memory" in oracle.unavailable
+    # on the CPU, or failing otherwise, it is the reference that does not run in float64
+    cpu = Oracle(reference=OutOfMemoryInFloat64(), device=torch.device("cpu"))
+    assert cpu.exact([y], y.clone()) is None and not Oracle.crowded_out(cpu.unavailable)
     # a wrong result with no float64 reference for another reason is the verdict
     other = _reject(Verdict.WRONG_RESULT, "wrong result on trial 2",
                     oracle_unavailable="the reference does not run in float64: RuntimeError: no kernel")
