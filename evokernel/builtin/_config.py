@@ -357,6 +357,11 @@ def matmul_default(plan: Plan) -> Config:
     return config
 
 
+# The tiled direct convolution kernel's tile: up to TILE_W output columns by as many rows as make
+# TILE_ELEMS (_gen_conv)
+TILE_W, TILE_ELEMS = 64, 1024
+
+
 def conv_default(plan: Plan) -> Config:
     # 128 x 128 tiles for 128+ output channels: 14-19% faster than 128 x 64 on three of four
     # KernelBench 2D convolutions on the H200 (3% slower on the fourth)
@@ -364,7 +369,20 @@ def conv_default(plan: Plan) -> Config:
     bm, bn, bk, w, s = ((128, 128, 32, 8, 3) if cout_g >= 128 else (128, 64, 32, 4, 3) if cout_g > 32
                         else (128, 32, 32, 4, 2))
     gather = "nhwc" if _channels_last_gather(plan, bk) else "flat"
-    return Config("conv", block_m=bm, block_n=bn, block_k=bk, num_warps=w, num_stages=s, gather=gather)
+    return Config("conv", block_m=bm, block_n=bn, block_k=bk, num_warps=w, num_stages=s, gather=gather,
+                  tile2d=_tiled_direct(plan))
+
+
+def _tiled_direct(plan: Plan) -> bool:
+    """Whether a direct (depthwise) 2-d convolution takes the tiled kernel, a tile of one output plane per
+    program, rather than an element per lane. On an H100 (rows_speed.py --set tile2d=true, level1's 82-85
+    at 9d52f4a, benchmarks/results/conv-depthwise-tile2d-level1-h100-9d52f4a.json) it was 1.73-3.46x faster
+    in bf16 and 2.74-3.07x in fp32 (0.996x on 83, whose 3 x 1 kernel leaves little to share) on output
+    planes of 254 x 254 and larger. Planes smaller than one tile (TILE_ELEMS) keep the element kernel:
+    a tile there is partly idle lanes, and no such plane was measured."""
+    conv = plan.node(plan.anchor_id)
+    return (_direct_conv(plan) and conv.attr("nd") == 2 and not conv.attr("transposed")
+            and math.prod(conv.shape[2:]) >= TILE_ELEMS)
 
 
 def _channels_last_gather(plan: Plan, block_k: int) -> bool:

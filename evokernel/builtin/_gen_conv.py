@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import math
 
-from ._config import Config
+from ._config import TILE_ELEMS, TILE_W, Config
 from ._emit import TF32_ROUND, Emitter, StageCode, load_other, out_dtype_expr, scalar_sources, wrap_params
 from ._gen_elementwise import SPAN_HELPER
 from ._gen_matmul import TILES_HELPER, autotune_lines
@@ -52,8 +52,6 @@ __all__ = ["generate_conv", "AnchorEpilogue", "NHWC_COPY_HELPER"]
 # The tap-major kernel's (BLOCK_M, BLOCK_N, num_warps, num_stages) Triton's autotuner times per shape
 # after the configuration's own (BLOCK_K stays the configuration's); tiles wider than the group's
 # output channels are left out (_gemm_tiles)
-# The tiled direct kernel's tile: up to TILE_W output columns by as many rows as make TILE_ELEMS
-TILE_W, TILE_ELEMS = 64, 1024
 CONV_TILES = ((128, 128, 8, 3), (128, 64, 4, 3), (64, 128, 4, 3), (64, 64, 4, 3), (128, 32, 4, 3), (256, 64, 8, 3))
 
 
