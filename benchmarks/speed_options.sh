@@ -36,7 +36,9 @@ probe conv-flat --tasks $conv --set gather=flat
 probe conv-nhwc --tasks $conv --set gather=nhwc
 # shellcheck disable=SC2086
 probe conv-taps --tasks $conv --set gather=taps
-probe depthwise-tile2d --tasks 82 83 84 85 --set tile2d=true
+# depthwise: the element-per-lane kernel against the tiled default (tile2d, the default since 248ab9d:
+# benchmarks/results/conv-depthwise-tile2d-level1-h100-9d52f4a.json)
+probe depthwise-element --tasks 82 83 84 85 --set tile2d=false
 # level1's 3-channel convolutions (IEEE fp32 products, as cuDNN's): 3xTF32 in smaller register footprints
 # (at the default tile it took 1.07-1.48x the IEEE draft's time, 255 registers and 50 spills on 50's:
 # benchmarks/results/conv-few-channels-level1-h100-7a46a3e.json), and the one tile change that was faster on 50

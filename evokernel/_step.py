@@ -52,6 +52,8 @@ class MemoryNote:
     parent_id: int | None = None  # an experience's trace, a trace's start point
     latency_source: LatencySource = LatencySource.NONE  # how latency_ms was obtained
     result: EvalResult | None = None  # the stored verdict (`stored_result`); None for notes and skills
+    stage: str = ""  # the step that wrote it: "draft" or "refine"
+    reward: float | None = None  # that step's own reward (a refinement's: did its change beat its start point)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -454,3 +454,52 @@ def test_a_few_channel_fp32_convolution_names_its_speed_limit_in_the_proposal(tm
                       category="", backend="triton", stage="draft", step=1, memories=[], feedback="", start_point=None,
                       tried=frozenset(), run_id=1, size="small")
     assert TritonBuiltinPolicy(PlanCache()).propose(ctx).extra["speed_limits"] == [limit]
+
+
+def test_a_refinement_leaves_for_last_the_changes_that_lost_on_other_tasks_and_tries_first_those_that_paid(tmp_path):
+    """Refinement orders its start point's neighbours by what remembered refinements of other tasks made of
+    the same change: on KernelBench's convolutions (learning-h100-kb-conv-9d52f4a.json) the warm-up found
+    gather flat and taps slower than nhwc on every task, and each held-out task still tried both first."""
+    import json
+    from dataclasses import replace
+
+    from builtin_case import write
+    from evokernel.builtin import Config
+    from evokernel.loop import MemoryNote, StartPointView, StepContext
+    from evokernel.policies._builtin import TritonBuiltinPolicy
+    from evokernel.policies._search import PlanCache
+
+    path = write(Case("conv_held_out", "x: return self.conv(x)", "[torch.randn(1, 32, 10, 10)]",
+                      "self.conv = nn.Conv2d(32, 32, 3)"), tmp_path)
+    default = default_config(analyze(path))
+    assert default.gather == "nhwc"
+    other_default = replace(default, block_m=64)  # another task's start point: the same change from there
+
+    def note(i, change, reward, stage="refine"):
+        return MemoryNote(id=i, kind="trace", task_key=f"other-{i}", backend="triton", key_text="", content="",
+                          status="ok", latency_ms=1.0, value=-0.1, stage=stage, reward=reward,
+                          extra={"config": replace(other_default, **change).to_dict(), "family": "conv",
+                                 "default_config": other_default.to_dict(), "start_config": other_default.to_dict()})
+
+    def refine(memories):
+        start = StartPointView(id=1, code="", latency_ms=1.0, speedup_eager=None, speedup_compile=None,
+                               extra={"config": default.to_dict()})
+        ctx = StepContext(task_name="conv_held_out", task_key="c", task_path=str(path), task_source=path.read_text(),
+                          category="", backend="triton", stage="refine", step=2, memories=memories, feedback=None,
+                          start_point=start, run_id=1, size="small",
+                          tried=frozenset({"builtin:" + json.dumps(default.to_dict(), sort_keys=True)}))
+        return Config.from_dict(TritonBuiltinPolicy(PlanCache()).propose(ctx).extra["config"])
+
+    alone = refine([])
+    assert alone != default
+    lost = {key: getattr(alone, key) for key in ("gather", "block_k", "num_stages", "num_warps", "block_n")
+            if getattr(alone, key) != getattr(default, key)}
+    assert lost  # the neighbour tried first on an empty memory changes something
+    after_loss = refine([note(1, lost, -1.0), note(2, lost, -1.0)])
+    assert after_loss != alone and {k: getattr(after_loss, k) for k in lost} != lost
+    # a change that paid elsewhere comes first, ahead of the neighbours' own order
+    paid = {"block_n": default.block_n // 2}
+    assert refine([note(3, paid, 1.0)]) == replace(default, **paid)
+    # a draft's trace, or the same change with mixed outcomes summing to nothing, moves no neighbour
+    assert refine([note(4, lost, -1.0, stage="draft")]) == alone
+    assert refine([note(5, lost, -1.0), note(6, lost, 1.0)]) == alone

@@ -52,7 +52,7 @@ def _note(item: Item, value: float) -> MemoryNote:
         id=item.id, kind=item.kind, task_key=item.task_key, backend=item.backend, key_text=item.key_text,
         content=item.content, status=item.status, latency_ms=item.latency_ms, value=float(value),
         extra=dict(item.extra or {}), parent_id=item.parent_id, latency_source=latency_source_of(item),
-        result=stored_result(item),
+        result=stored_result(item), stage=item.stage or "", reward=item.reward,
     )
 
 

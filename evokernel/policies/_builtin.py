@@ -76,6 +76,8 @@ class TritonBuiltinPolicy:
         used = tuple(note.id for note, c in skilled if space.fingerprint(c) == fingerprint)
         extra = {"config": config.to_dict(), "family": family, "plan": plan.family, "rules": plan.rules,
                  "default_config": space.default.to_dict()}
+        if ctx.stage == "refine":  # what this step changed, for later tasks' refinements (ConfigSpace.order)
+            extra["start_config"] = space.start(ctx).to_dict()
         if used:
             extra["config_from"] = f"skill {used[0]}"
         if limits := speed_limits(plan, config):

@@ -6,7 +6,8 @@ a draft tries the configurations of the most valuable feasible experiences
 retrieved for it, then any hints (Ascend C: what a Triton experience
 suggests), then the default, then the rest of the space. A refining step tries
 remembered configurations with a positive refine value, then the neighbours of
-its start point's configuration, then the rest. The first configuration this
+its start point's configuration (those whose change paid in remembered
+refinements first, those whose change lost last), then the rest. The first configuration this
 task has not tried yet is proposed.
 """
 
@@ -74,6 +75,28 @@ def _agrees(base: dict, change: dict, before: dict) -> bool:
     return moved
 
 
+def _change(before: Any, after: dict) -> dict[str, tuple[Any, Any]]:
+    """The settings `after` changed from `before` (a configuration's dict; none when `before` is not one)."""
+    if not isinstance(before, dict):
+        return {}
+    return {key: (before.get(key), value) for key, value in after.items() if before.get(key) != value}
+
+
+def _same_change(a: dict[str, tuple[Any, Any]], b: dict[str, tuple[Any, Any]]) -> bool:
+    """Whether two changes move the same settings the same way: a number in the same direction (block_k
+    32 -> 16 and 64 -> 32 are both "smaller"), anything else from the same value to the same value."""
+    if not a or a.keys() != b.keys():
+        return False
+    for key, (old_a, new_a) in a.items():
+        old_b, new_b = b[key]
+        numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (old_a, new_a, old_b, new_b))
+        if numbers and (new_a - old_a) * (new_b - old_b) <= 0:
+            return False
+        if not numbers and (old_a, new_a) != (old_b, new_b):
+            return False
+    return True
+
+
 @dataclasses.dataclass(frozen=True)
 class ConfigSpace:
     """One policy's configurations: how to read, name and move between them."""
@@ -119,9 +142,7 @@ class ConfigSpace:
         skill's configuration change applied to the start point's configuration when refining,
         to the default when drafting. Only skills of this policy's configurations and family,
         and only where the change goes the way its evidence went (see `_agrees`)."""
-        base = self.default
-        if ctx.stage == "refine" and ctx.start_point is not None:
-            base = self._parse(ctx.start_point.extra.get(self.config_key)) or self.default
+        base = self.start(ctx) if ctx.stage == "refine" else self.default
         out = []
         for note in getattr(ctx, "skills", ()) or ():
             hint = ((note.extra or {}).get("skill") or {}).get("hint") or {}
@@ -140,9 +161,27 @@ class ConfigSpace:
         first = [c for _, c in skills]  # a verified skill's change is the first try
         if ctx.stage == "draft":
             return first + [c for _, c in remembered] + list(hints) + [self.default] + list(self.space)
-        start = self._parse(ctx.start_point.extra.get(self.config_key)) if ctx.start_point is not None else None
+        start = self.start(ctx)
         valued = [c for note, c in remembered if note.value > 0]
-        return first + valued + self.neighbours(start if start is not None else self.default) + list(self.space)
+        near = self.neighbours(start)
+        # What the remembered refinements say about each neighbour's change: the summed rewards of those
+        # that made the same change (from their start point; traces from before that was recorded, from
+        # their task's default). A change that kept losing (on KernelBench's convolutions, gather flat and
+        # taps from nhwc lost on every warm-up task, and every held-out task then tried both again) waits
+        # until the others are tried; one that paid comes first.
+        learned = [(note.reward, _change(note.extra.get("start_config", note.extra.get("default_config")), c.to_dict()))
+                   for note, c in remembered if note.stage == "refine" and note.reward is not None]
+        learned = [(value, change) for value, change in learned if change]
+        verdict = [sum(value for value, change in learned if _same_change(change, _change(start.to_dict(), c.to_dict())))
+                   for c in near]
+        rank = {id(c): (0, -v) if v > 0 else (1, 0) if v == 0 else (2, -v) for c, v in zip(near, verdict)}
+        near = sorted(near, key=lambda c: rank[id(c)])  # stable: the neighbours' own order within a rank
+        return first + valued + near + list(self.space)
+
+    def start(self, ctx: StepContext) -> Any:
+        """The configuration a refining step starts from: its start point's, else the default."""
+        start = self._parse(ctx.start_point.extra.get(self.config_key)) if ctx.start_point is not None else None
+        return start if start is not None else self.default
 
     def first_untried(self, order: Sequence[Any], tried: frozenset[str]) -> Any | None:
         for config in order:
