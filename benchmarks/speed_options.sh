@@ -50,6 +50,9 @@ probe conv-3xtf32-bm64 --tasks $few --set precision=3xtf32 --set block_m=64
 # shellcheck disable=SC2086
 probe conv-stages2 --tasks $few --set num_stages=2
 probe inner-grid-level1 --tasks 33 --set inner_grid=true
+# bf16: 33_BatchNorm's pointwise kernel moved 2.0 TB/s in the bf16 level1 run at 9d52f4a (0.67x of torch.compile)
+# where its fp32 draft moves 3.0 TB/s: the per-element channel division weighs more at half the bytes
+probe inner-grid-level1-bf16 --precision bf16 --tasks 33 --set inner_grid=true
 probe inner-grid-level2 --level 2 --rules kernelbench --tasks 1 2 4 5 16 21 31 32 54 67 82 87 93 --set inner_grid=true
 if [ -n "$base" ]; then
     probe cat-in-place-level3 --level 3 --rules kernelbench --tasks 6 7 17 18 28 45 --baseline-tree "$base"
