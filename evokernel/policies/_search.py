@@ -57,6 +57,11 @@ class PlanCache:
         return self._plans[key]
 
 
+def _numbers(*values: Any) -> bool:
+    """Whether every value is a number a setting moves up or down (bools are switches, not numbers)."""
+    return all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
+
+
 def _agrees(base: dict, change: dict, before: dict) -> bool:
     """Whether a skill's change, made from `base`, moves each number the way its evidence moved it
     (from `before` to `change`): "block_m 1 -> 2 was faster" says nothing for moving 4 down to 2.
@@ -66,7 +71,7 @@ def _agrees(base: dict, change: dict, before: dict) -> bool:
         old, now = before.get(key), base.get(key)
         if now == value:
             continue
-        numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (old, now, value))
+        numbers = _numbers(old, now, value)
         if numbers and (value - old) * (value - now) <= 0:
             return False
         if not numbers and now != old:
@@ -89,7 +94,7 @@ def _same_change(a: dict[str, tuple[Any, Any]], b: dict[str, tuple[Any, Any]]) -
         return False
     for key, (old_a, new_a) in a.items():
         old_b, new_b = b[key]
-        numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (old_a, new_a, old_b, new_b))
+        numbers = _numbers(old_a, new_a, old_b, new_b)
         if numbers and (new_a - old_a) * (new_b - old_b) <= 0:
             return False
         if not numbers and (old_a, new_a) != (old_b, new_b):
@@ -172,10 +177,16 @@ class ConfigSpace:
         learned = [(note.reward, _change(note.extra.get("start_config", note.extra.get("default_config")), c.to_dict()))
                    for note, c in remembered if note.stage == "refine" and note.reward is not None]
         learned = [(value, change) for value, change in learned if change]
-        verdict = [sum(value for value, change in learned if _same_change(change, _change(start.to_dict(), c.to_dict())))
-                   for c in near]
-        rank = {id(c): (0, -v) if v > 0 else (1, 0) if v == 0 else (2, -v) for c, v in zip(near, verdict)}
-        near = sorted(near, key=lambda c: rank[id(c)])  # stable: the neighbours' own order within a rank
+        here = start.to_dict()
+        verdicts = []
+        for c in near:
+            mine = _change(here, c.to_dict())
+            verdicts.append(sum(value for value, change in learned if _same_change(change, mine)))
+        # net gain first (the largest first), then no evidence, then net loss (the smallest first); the
+        # sort is stable, so the neighbours keep their own order within each
+        ranked = sorted(zip(near, verdicts),
+                        key=lambda cv: (0, -cv[1]) if cv[1] > 0 else (1, 0) if cv[1] == 0 else (2, -cv[1]))
+        near = [c for c, _ in ranked]
         return first + valued + near + list(self.space)
 
     def start(self, ctx: StepContext) -> Any:
