@@ -107,3 +107,21 @@ def test_every_field_a_search_varies_is_one_its_family_names(tmp_path):
         assert varied <= set(family(space[0].family).tunable), (path.stem, varied - set(family(space[0].family).tunable))
         seen.add(space[0].family)
     assert {"conv", "elementwise", "rows", "matmul"} <= seen
+
+
+@pytest.mark.parametrize("precision", ["fp16", "bf16"])
+def test_a_long_k_half_gemm_keeps_each_accumulator_slice_shallow(tmp_path, precision):
+    """fp16/bf16 products reach the fp32 accumulator truncated, so a deep slice of K piles up a biased error
+    (KernelBench's 6_Matmul in fp16 failed with 32768-deep slices): each slice is at most HALF_SLICE_DEPTH
+    deep where _split's choices allow; fp32 operands, on IEEE or 3xTF32 products, keep the split for speed."""
+    from builtin_case import Case, write
+    from evokernel.builtin._config import HALF_SLICE_DEPTH
+
+    def split(k: int, precision: str) -> int:
+        case = Case(f"mm{k}", "a, b: return torch.matmul(a, b)", f"[torch.rand(256, {k}), torch.rand({k}, 256)]")
+        return default_config(analyze(str(write(case, tmp_path)), precision=precision)).split_k
+
+    assert split(131072 * 4, precision) == 64  # KernelBench's 6_Matmul: 8192-deep slices
+    assert 131072 // split(131072, precision) <= HALF_SLICE_DEPTH
+    assert split(131072 * 4, "fp32") == 16  # as before: parallelism alone decides
+    assert split(4096, precision) == 1  # one slice of K = 4096 was already shallow enough

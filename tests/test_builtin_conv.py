@@ -503,3 +503,29 @@ def test_a_refinement_leaves_for_last_the_changes_that_lost_on_other_tasks_and_t
     # a draft's trace, or the same change with mixed outcomes summing to nothing, moves no neighbour
     assert refine([note(4, lost, -1.0, stage="draft")]) == alone
     assert refine([note(5, lost, -1.0), note(6, lost, 1.0)]) == alone
+
+
+def test_a_half_precision_convolution_with_few_channels_a_group_takes_16_deep_k_steps(cpu_executor, tmp_path):
+    """fp16/bf16 a tap at a time (gather "nhwc") with 16 or fewer input channels a group: 16-deep K steps,
+    so less of each is padding (2.03x faster on level1's 72_conv_transposed_3D, 8 channels a group, in
+    bf16 on an H100); the draft is first in the search and correct; fp32 and wider groups keep 32."""
+    from backends import EvalOptions
+    from builtin_case import write
+    from evokernel.builtin import search_space
+
+    case = Case("convt_g8", "x: return self.conv(x)", "[torch.randn(1, 16, 5, 6)]",
+                "self.conv = nn.ConvTranspose2d(16, 16, 3, stride=2, padding=1, groups=2)")
+    path = write(case, tmp_path)
+    plan = analyze(path, precision="bf16")
+    config = default_config(plan)
+    assert (config.gather, config.block_k) == ("nhwc", 16)
+    assert search_space(plan)[0] == config
+    assert default_config(analyze(path, precision="fp32")).block_k == 32
+    result = cpu_executor.evaluate(path, generate(plan, config), backend="triton", options=EvalOptions.from_dict(
+        {"rules": "strict", "precision": "bf16", "timing": False, "baselines": False, "trials": 1}))
+    assert ok(result), explain(result)
+    wide = tmp_path / "wide"
+    wide.mkdir()
+    wider = Case("convt_g32", "x: return self.conv(x)", "[torch.randn(1, 64, 5, 6)]",
+                 "self.conv = nn.ConvTranspose2d(64, 16, 3, stride=2, padding=1, groups=2)")
+    assert default_config(analyze(write(wider, wide), precision="bf16")).block_k == 32

@@ -81,15 +81,38 @@ def test_forward_drops_each_buffer_after_its_last_reader():
     ]
 
 
+def test_a_half_precision_pointwise_draft_takes_the_inner_grid(cpu_executor, tmp_path):
+    """fp16/bf16 pointwise drafts take a program per outer index and innermost block (33_BatchNorm 1.21x
+    faster in bf16 on an H100), correct through the executor; fp32 keeps flat blocks (not measured)."""
+    import shutil
+
+    from backends import EvalOptions
+    from builtin_case import explain, ok
+    from evokernel.builtin import analyze, default_config, generate
+
+    path = tmp_path / "ew_channel_affine.py"
+    shutil.copy(TASKS / "ew_channel_affine.py", path)
+    assert not default_config(analyze(str(path))).inner_grid
+    plan = analyze(str(path), precision="bf16")
+    config = default_config(plan)
+    assert config.inner_grid
+    options = EvalOptions.from_dict({"rules": "strict", "precision": "bf16", "timing": False, "baselines": False,
+                                     "trials": 1})
+    result = cpu_executor.evaluate(path, generate(plan, config), backend="triton", options=options)
+    assert ok(result), explain(result)
+
+
 def test_inner_grid_pointwise_kernels_are_correct():
     """The elementwise kernel with a program per (outer index, innermost block): broadcast operands
-    over 2-4 dims, a last block cut short, an innermost dim shorter than a block (the flat grid
-    then) and a flat chain (no broadcast: the flat path)."""
+    over 2-4 dims, a last block cut short, an innermost dim shorter than a block or one whose last block
+    would waste more than a quarter (the flat grid then) and a flat chain (no broadcast: the flat path)."""
     from evokernel.builtin import Config, analyze, generate
 
     config = {"family": "elementwise", "block_n": 16, "num_warps": 2, "inner_grid": True}
     assert "INNER: tl.constexpr" in generate(analyze(str(TASKS / "ew_channel_affine.py")), Config.from_dict(config))
-    jobs = [{"task": str(TASKS / "ew_channel_affine.py"), "config": config},  # inner 35: blocks of 16, 16, 3
+    jobs = [{"task": str(TASKS / "ew_channel_affine.py"), "config": config},  # inner 35: the flat grid
+            # inner 72: blocks of 16, 16, 16, 16, 8
+            {"task": str(TASKS / "ew_channel_affine.py"), "config": config, "input_shapes": [[2, 3, 9, 8]]},
             {"task": str(TASKS / "ew_channel_affine.py"), "config": config, "input_shapes": [[3, 3, 2, 5]]},
             {"task": str(TASKS / "ew_bias_gelu.py"), "config": config, "input_shapes": [[2, 3, 37]]},
             {"task": str(TASKS / "ew_unary_chain.py"), "config": config}]

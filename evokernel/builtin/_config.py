@@ -251,8 +251,8 @@ def conv_space(plan: Plan) -> list[Config]:
     # the default tile first, in every precision: a draft whose rounding does not match
     # the reference's is retried with the next one
     first = conv_default(plan)
-    tiles = sorted(_CONV_TILES, key=lambda t: t != (first.block_m, first.block_n, first.block_k,
-                                                     first.num_warps, first.num_stages))
+    tile = (first.block_m, first.block_n, first.block_k, first.num_warps, first.num_stages)
+    tiles = [tile] + [t for t in _CONV_TILES if t != tile]  # the default's tile may be none of the usual ones
     if _direct_conv(plan):  # the direct kernel reads no rounding or K loop: its tiles and tile2d
         return list(dict.fromkeys([first, replace(first, tile2d=True)] + [
             Config("conv", block_m=bm, block_n=bn, block_k=bk, num_warps=w, num_stages=s) for bm, bn, bk, w, s in tiles]))
@@ -319,7 +319,11 @@ def next_pow2(n: int) -> int:
 
 
 def elementwise_default(plan: Plan) -> Config:
-    return Config("elementwise", block_n=1024, num_warps=4)
+    # fp16/bf16: a program per outer index and block of the innermost dim where an operand broadcasts (the
+    # launcher falls back to flat blocks elsewhere): at half the bytes an element, the flat kernel's index
+    # divisions weigh. On an H100 (rows_speed.py --set inner_grid=true, bf16, f755f5b) 33_BatchNorm ran
+    # 1.21x faster; fp32 is not measured and keeps flat blocks
+    return Config("elementwise", block_n=1024, num_warps=4, inner_grid=plan.out_spec.dtype in ("float16", "bfloat16"))
 
 
 def rows_default(plan: Plan) -> Config:
@@ -349,12 +353,29 @@ def matmul_default(plan: Plan) -> Config:
         return Config("matmul", block_m=bm, block_n=bn, block_k=bk, num_warps=w, num_stages=s, group_m=8,
                       split_k=_split(rows, n, k, bm, bn), precision="3xtf32")
     config = _ieee_default(plan)
-    if not _fp32_operands(plan, plan.node(plan.matmul_id).args[:2]) and k >= 128:
-        # fp16/bf16: a 64-deep K step where there are two or more. On the H100 (rows_speed.py, bf16
-        # KernelBench level1) 1.03-1.51x faster on all 13 GEMMs with K >= 768; with K = 64 (one step,
-        # nothing to pipeline) 0.89x of 32-deep steps
-        config = replace(config, block_k=64)
+    if not _fp32_operands(plan, plan.node(plan.matmul_id).args[:2]):
+        if k >= 128:
+            # fp16/bf16: a 64-deep K step where there are two or more. On the H100 (rows_speed.py, bf16
+            # KernelBench level1) 1.03-1.51x faster on all 13 GEMMs with K >= 768; with K = 64 (one step,
+            # nothing to pipeline) 0.89x of 32-deep steps
+            config = replace(config, block_k=64)
+        config = replace(config, split_k=max(config.split_k, _half_split(k)))
     return config
+
+
+# The deepest K slice one fp32 accumulator takes from fp16/bf16 tensor-core products. The tensor cores
+# truncate as they add each block of products, so a slice's error grows with its depth, biased. In the
+# fp16 level1 run at f755f5b (an H100) 6_Matmul_with_large_K_dimension (K = 524288, 16 slices of 32768)
+# put 46 of 65536 elements near zero past 1e-2 of their value on normal inputs; emulated on the CPU
+# (benchmarks/probes/half_accumulation.py, half-accumulation-emulated-cpu.json), 16 slices left 9-14 of
+# 16384 past the tolerance of the float64 output, 64 slices (8192 deep) none, the error 4x smaller.
+HALF_SLICE_DEPTH = 8192
+
+
+def _half_split(k: int) -> int:
+    """The fewest K slices (of _split's choices) no deeper than HALF_SLICE_DEPTH, at most 64."""
+    need = math.ceil(k / HALF_SLICE_DEPTH)
+    return next((s for s in (1, 4, 16, 64) if s >= need), 64)
 
 
 # The tiled direct convolution kernel's tile: up to TILE_W output columns by as many rows as make
@@ -369,6 +390,14 @@ def conv_default(plan: Plan) -> Config:
     bm, bn, bk, w, s = ((128, 128, 32, 8, 3) if cout_g >= 128 else (128, 64, 32, 4, 3) if cout_g > 32
                         else (128, 32, 32, 4, 2))
     gather = "nhwc" if _channels_last_gather(plan, bk) else "flat"
+    w_shape = _conv_weight_shape(plan)
+    if (gather == "nhwc" and w_shape is not None and _conv_in_channels(plan, w_shape) <= 16
+            and not _fp32_operands(plan, plan.node(plan.anchor_id).args[:2])):
+        # fp16/bf16 a tap at a time with few channels a group: a 16-deep K step, the least the tensor
+        # cores take, so less of each step is padding. On an H100 (rows_speed.py --set block_k=16, bf16,
+        # f755f5b) 72_conv_transposed_3D (8 channels a group) ran 2.03x faster than with 32-deep steps;
+        # fp32 (TF32 steps may be 8 deep) is not measured and keeps 32
+        bk = 16
     return Config("conv", block_m=bm, block_n=bn, block_k=bk, num_warps=w, num_stages=s, gather=gather,
                   tile2d=_tiled_direct(plan))
 

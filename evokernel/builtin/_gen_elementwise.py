@@ -207,7 +207,9 @@ def generate_elementwise(plan: Plan, config: Config, tag: str = "") -> StageCode
     for j, n in enumerate([*names, "out"]):
         l.append(f"    {n}_strides = [0] * pad + strides[{j}]")
     if inner:
-        l.append(f"    inner = sizes[-1] if not is_flat and sizes[-1] >= {config.block_n} else 0")
+        # rows of whole blocks, or long enough that a part-filled last block wastes little (a quarter)
+        l.append(f"    inner = sizes[-1] if not is_flat and (sizes[-1] % {config.block_n} == 0 or sizes[-1] >= "
+                 f"{4 * config.block_n}) else 0")
         l.append("    if inner and triton.cdiv(inner, %d) <= 65535:  # the grid's second dim" % config.block_n)
         l.append(f"        grid = (n_elements // inner, triton.cdiv(inner, {config.block_n}))")
         l.append("    else:")
