@@ -235,15 +235,19 @@ def rows_space(plan: Plan) -> list[Config]:
     return space
 
 
+# The K slice counts a matmul's search tries and its defaults choose from (split-K)
+SPLITS = (1, 4, 16, 64)
+
+
 def matmul_space(plan: Plan) -> list[Config]:
     # both defaults first: a 3xTF32 draft that is not close enough to the reference is redrafted in IEEE
     space = [matmul_default(plan), _ieee_default(plan)]
     if _fp32_operands(plan, plan.node(plan.matmul_id).args[:2]):  # fp16/bf16 go to the tensor cores as they are
         space += [Config("matmul", block_m=bm, block_n=bn, block_k=bk, num_warps=w, num_stages=s, group_m=g,
                          split_k=sk, precision="3xtf32")
-                  for bm, bn, bk, w, s in _MATMUL_SPLIT_TILES for g in (1, 8) for sk in (1, 4, 16, 64)]
+                  for bm, bn, bk, w, s in _MATMUL_SPLIT_TILES for g in (1, 8) for sk in SPLITS]
     space += [Config("matmul", block_m=bm, block_n=bn, block_k=bk, num_warps=w, num_stages=s, group_m=g, split_k=sk)
-              for bm, bn, bk, w, s in _MATMUL_TILES for g in (1, 8) for sk in (1, 4, 16, 64)]
+              for bm, bn, bk, w, s in _MATMUL_TILES for g in (1, 8) for sk in SPLITS]
     return list(dict.fromkeys(space))
 
 
@@ -373,9 +377,9 @@ HALF_SLICE_DEPTH = 8192
 
 
 def _half_split(k: int) -> int:
-    """The fewest K slices (of _split's choices) no deeper than HALF_SLICE_DEPTH, at most 64."""
+    """The fewest K slices (of SPLITS) no deeper than HALF_SLICE_DEPTH, at most the most SPLITS holds."""
     need = math.ceil(k / HALF_SLICE_DEPTH)
-    return next((s for s in (1, 4, 16, 64) if s >= need), 64)
+    return next((s for s in SPLITS if s >= need), SPLITS[-1])
 
 
 # The tiled direct convolution kernel's tile: up to TILE_W output columns by as many rows as make
@@ -500,7 +504,7 @@ def _split(rows: int, n: int, k: int, bm: int, bn: int) -> int:
     if tiles >= 132 or k < 4096:
         return 1
     want = min(64, max(1, 264 // tiles), k // 2048)
-    return max(s for s in (1, 4, 16, 64) if s <= max(1, want))
+    return max(s for s in SPLITS if s <= max(1, want))
 
 
 def _direct_conv(plan: Plan) -> bool:

@@ -65,19 +65,10 @@ def _numbers(*values: Any) -> bool:
 def _agrees(base: dict, change: dict, before: dict) -> bool:
     """Whether a skill's change, made from `base`, moves each number the way its evidence moved it
     (from `before` to `change`): "block_m 1 -> 2 was faster" says nothing for moving 4 down to 2.
-    A non-numeric setting applies only from the value the evidence started at."""
-    moved = False
-    for key, value in change.items():
-        old, now = before.get(key), base.get(key)
-        if now == value:
-            continue
-        numbers = _numbers(old, now, value)
-        if numbers and (value - old) * (value - now) <= 0:
-            return False
-        if not numbers and now != old:
-            return False
-        moved = True
-    return moved
+    A non-numeric setting applies only from the value the evidence started at. The settings `base`
+    already holds are left out; with none left there is nothing to apply."""
+    mine = _change(base, change)
+    return _same_change({key: (before.get(key), value) for key, (_, value) in mine.items()}, mine)
 
 
 def _change(before: Any, after: dict) -> dict[str, tuple[Any, Any]]:
@@ -178,15 +169,11 @@ class ConfigSpace:
                    for note, c in remembered if note.stage == "refine" and note.reward is not None]
         learned = [(value, change) for value, change in learned if change]
         here = start.to_dict()
-        verdicts = []
-        for c in near:
-            mine = _change(here, c.to_dict())
-            verdicts.append(sum(value for value, change in learned if _same_change(change, mine)))
-        # net gain first (the largest first), then no evidence, then net loss (the smallest first); the
-        # sort is stable, so the neighbours keep their own order within each
-        ranked = sorted(zip(near, verdicts),
-                        key=lambda cv: (0, -cv[1]) if cv[1] > 0 else (1, 0) if cv[1] == 0 else (2, -cv[1]))
-        near = [c for c, _ in ranked]
+        mine = [_change(here, c.to_dict()) for c in near]  # each neighbour's change, once
+        verdicts = [sum(value for value, change in learned if _same_change(change, m)) for m in mine]
+        # the largest net gain first, then no evidence, then the smallest net loss; the sort is stable, so
+        # neighbours with the same verdict keep their own order
+        near = [c for c, _ in sorted(zip(near, verdicts), key=lambda cv: -cv[1])]
         return first + valued + near + list(self.space)
 
     def start(self, ctx: StepContext) -> Any:
