@@ -71,6 +71,11 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
 
+    if device_name == "cpu":  # no GPU: Triton's launches compile for sm_90 in a server, forked now with torch
+        from ._triton_compile import prefork
+
+        prefork()
+
     from ._backend import LaunchLog, get_backend, runs_on
     from ._evaluate import EvalOptions, Progress, TaskCache, evaluate
 

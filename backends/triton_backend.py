@@ -25,6 +25,7 @@ from ._device_lock import alone_for_timing
 from ._backend import CompileReport, LaunchLog
 from ._result import LatencySource
 from ._static import StaticFinding
+from ._triton_compile import ForkedServer, take_preforked
 from ._pyast import parse_python
 
 _DTYPE_CODES = {
@@ -66,7 +67,7 @@ Triton rules:
 
     def __init__(self) -> None:
         self._specs: dict[tuple[str, str], dict[str, Any]] = {}
-        self._compiler: subprocess.Popen | None = None
+        self._compiler: subprocess.Popen | ForkedServer | None = None
         self.dry_run = False  # `evokernel check`: record launches' signatures, launch nothing
 
     # --- Backend protocol --------------------------------------------------
@@ -298,13 +299,17 @@ def _skip_unasserted_overflow_checks() -> None:
     semantic.binary_op_sanitize_overflow_impl = check
 
 
-def _start_compile_server() -> subprocess.Popen | None:
+def _start_compile_server() -> subprocess.Popen | ForkedServer | None:
     """A helper process that never runs the interpreter.
 
     The Triton interpreter patches triton.language in place while kernels run,
     which breaks later compiles in the same process; so compiles happen in a
-    clean child (killed with the worker's process group).
+    clean child (killed with the worker's process group): the one a CPU worker
+    forked before importing Triton (`_triton_compile.prefork`), else a new one.
     """
+    forked = take_preforked()
+    if forked is not None:
+        return forked
     env = dict(os.environ)
     env.pop("TRITON_INTERPRET", None)
     try:
