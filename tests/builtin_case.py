@@ -114,20 +114,85 @@ def ok(result) -> bool:
     return status is not None and str(getattr(status, "value", status)) in ("ok", "compiled")
 
 
+# The interpreter children's parent: imports torch, Triton (with TRITON_INTERPRET=1) and the task loader
+# once, then forks a child for each check, which runs the check as `python check.py cand.py` would (a
+# fresh copy of a process that has run nothing: Triton's state as in a new one, seeds drawn afresh).
+_FORK_SERVER = r"""
+import json, os, random, runpy, sys, traceback
+import torch, triton, triton.language
+from backends._task import import_file
+
+for line in sys.stdin:
+    req = json.loads(line)
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            os.dup2(os.open(req["stdout"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC), 1)
+            os.dup2(os.open(req["stderr"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC), 2)
+            os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+            sys.argv = [req["script"], *req["args"]]
+            sys.path[0] = os.path.dirname(req["script"])
+            torch.seed()  # a new process's seeds, not the ones each fork would share
+            random.seed()
+            runpy.run_path(req["script"], run_name="__main__")
+            code = 0
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        except BaseException:
+            traceback.print_exc()
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    print(json.dumps({"rc": os.waitstatus_to_exitcode(status)}), flush=True)
+"""
+_fork_server = None
+
+
+def _run_in_interpreter(script: Path, args: list[str], timeout: float) -> tuple[int, str, str]:
+    """(exit status, stdout, stderr) of `python script *args` with TRITON_INTERPRET=1, forked from this
+    test process's interpreter server (started on first use; killed, with the check, past `timeout`)."""
+    import atexit
+    import json
+    import os
+    import selectors
+    import signal
+    import subprocess
+    import sys
+
+    global _fork_server
+    if _fork_server is None or _fork_server.poll() is not None:
+        _fork_server = subprocess.Popen([sys.executable, "-c", _FORK_SERVER], stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE, text=True, start_new_session=True,
+                                        env=dict(os.environ, TRITON_INTERPRET="1"))
+        atexit.register(_fork_server.kill)
+    server = _fork_server
+    out, err = script.with_suffix(".stdout"), script.with_suffix(".stderr")
+    server.stdin.write(json.dumps({"script": str(script), "args": args, "stdout": str(out), "stderr": str(err)}) + "\n")
+    server.stdin.flush()
+    with selectors.DefaultSelector() as sel:
+        sel.register(server.stdout, selectors.EVENT_READ)
+        line = server.stdout.readline() if sel.select(timeout) else ""
+    if not line:  # past the timeout, or the server died: the check failed
+        os.killpg(server.pid, signal.SIGKILL)
+        server.wait()
+        _fork_server = None
+        return -9, "", f"no answer from the interpreter child within {timeout} s"
+    read = lambda p: p.read_text(errors="replace") if p.exists() else ""  # noqa: E731
+    return json.loads(line)["rc"], read(out), read(err)
+
+
 def check_in_interpreter(tmp_path, check: str, candidate: str, says: str) -> None:
     """Run `check` on the candidate (imported as `mod`) in a child with TRITON_INTERPRET=1 (it must
     be set before triton is imported, which this process has done); the child prints `says` when
     all held."""
-    import os
-    import subprocess
-    import sys
-
     (tmp_path / "cand.py").write_text(candidate)
     (tmp_path / "check.py").write_text("import sys\nfrom pathlib import Path\nfrom backends._task import import_file\n"
                                        "mod = import_file(Path(sys.argv[1]), 'cand')\n" + check)
-    proc = subprocess.run([sys.executable, str(tmp_path / "check.py"), str(tmp_path / "cand.py")], capture_output=True,
-                          text=True, timeout=300, env=dict(os.environ, TRITON_INTERPRET="1"))
-    assert proc.returncode == 0 and says in proc.stdout, proc.stderr[-2000:]
+    rc, stdout, stderr = _run_in_interpreter(tmp_path / "check.py", [str(tmp_path / "cand.py")], timeout=300)
+    assert rc == 0 and says in stdout, stderr[-2000:]
 
 
 def correctness_checks(cases: list[Case], stem: str, kernelbench: tuple[str, ...] = ()):
