@@ -22,6 +22,8 @@ import contextlib
 import sys
 from typing import Any
 
+from ._pyast import SyntaxIndex
+
 # torch's device types of accelerators ("cuda" for NVIDIA and ROCm GPUs alike, "npu" for Ascend):
 # a test for any of them guards the accelerator path, a test for another ("cpu", "meta") the fallback.
 ACCELERATOR_TYPES = frozenset({"cuda", "npu", "xpu"})
@@ -121,17 +123,17 @@ def terminates(body: list[ast.stmt]) -> bool:
     return bool(body) and isinstance(body[-1], (ast.Return, ast.Raise))
 
 
-def off_accelerator_parts(body: list[ast.stmt]) -> list[ast.AST]:
+def off_accelerator_parts(body: list[ast.stmt], index: SyntaxIndex) -> list[ast.AST]:
     """The statements and expressions of `body` only reachable off the accelerator (the same
-    branches the static checker sets aside), for reachability: what only they name runs off the GPU."""
-    off: list[ast.AST] = []
+    branches the static checker sets aside), for reachability: what only they name runs off the GPU.
+    `index`: the index of the tree `body` belongs to."""
+    # Every conditional expression's off-GPU side, found in one pass over the body: one inside a
+    # branch or a tail that is off the GPU as a whole adds nothing that branch does not hold.
+    off: list[ast.AST] = [part for n in index.subtrees(body) if isinstance(n, ast.IfExp)
+                          for part, gone in ((n.body, requires_off(n.test)), (n.orelse, implied_by_on(n.test))) if gone]
 
     def block(stmts: list[ast.stmt]) -> None:
         for i, stmt in enumerate(stmts):
-            for n in ast.walk(stmt):
-                if isinstance(n, ast.IfExp):
-                    off.extend(part for part, gone in ((n.body, requires_off(n.test)), (n.orelse, implied_by_on(n.test)))
-                               if gone)
             if isinstance(stmt, ast.If):
                 for branch, gone in ((stmt.body, requires_off(stmt.test)), (stmt.orelse, implied_by_on(stmt.test))):
                     off.extend(branch) if gone else block(branch)
@@ -150,33 +152,33 @@ def off_accelerator_parts(body: list[ast.stmt]) -> list[ast.AST]:
     return off
 
 
-def split_loaded_names(body: list[ast.stmt]) -> tuple[set[str], set[str]]:
-    """(names loaded where the GPU path runs, names loaded only off the accelerator) in `body`."""
-    off_ids = {id(n) for part in off_accelerator_parts(body) for n in ast.walk(part)}
+def split_loaded_names(body: list[ast.stmt], index: SyntaxIndex) -> tuple[set[str], set[str]]:
+    """(names loaded where the GPU path runs, names loaded only off the accelerator) in `body`
+    (of the tree `index` indexes)."""
+    off_ids = {id(n) for n in index.subtrees(off_accelerator_parts(body, index))}
     on: set[str] = set()
     off: set[str] = set()
-    for stmt in body:
-        for n in ast.walk(stmt):
-            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
-                (off if id(n) in off_ids else on).add(n.id)
+    for n in index.subtrees(body):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+            (off if id(n) in off_ids else on).add(n.id)
     return on, off - on
 
 
 # ---------------------------------------------------------------- metadata
 
 
-def metadata_names(function: ast.AST) -> set[str]:
-    """Local names every assignment of which (in `function`) is metadata: `B, C = x.shape[:2]`, `n = x.numel()`."""
+def metadata_names(function: ast.AST, index: SyntaxIndex) -> set[str]:
+    """Local names every assignment of which (in `function`, of the tree `index` indexes) is
+    metadata: `B, C = x.shape[:2]`, `n = x.numel()`."""
     assigned: dict[str, list[ast.AST]] = {}
-    for node in ast.walk(function):
+    for node in index.subtree(function):
         if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and node.value is not None:
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            for target in targets:
-                for n in ast.walk(target):
-                    if isinstance(n, ast.Name):
-                        assigned.setdefault(n.id, []).append(node.value)
+            for n in index.subtrees(targets):
+                if isinstance(n, ast.Name):
+                    assigned.setdefault(n.id, []).append(node.value)
         elif isinstance(node, (ast.For, ast.comprehension)):
-            for n in ast.walk(node.target):
+            for n in index.subtree(node.target):
                 if isinstance(n, ast.Name):
                     assigned.setdefault(n.id, []).append(node.iter)
     # The largest set that holds: a name assigned from itself (`n = n * 2`) stays metadata.

@@ -29,7 +29,7 @@ import functools
 from typing import TYPE_CHECKING, Any
 
 from ._gpu_path import dotted_name, implied_by_on, is_metadata, metadata_names, requires_off, split_loaded_names, terminates
-from ._pyast import parse_python
+from ._pyast import SyntaxIndex, indexed_module
 from ._result import Verdict
 from ._rules import DEFAULT_RULES, explain, verdict_for
 
@@ -174,13 +174,8 @@ def _is_main_guard(stmt: ast.stmt) -> bool:
     )
 
 
-def _loaded_names(nodes: list[ast.AST]) -> set[str]:
-    found: set[str] = set()
-    for node in nodes:
-        for n in ast.walk(node):
-            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
-                found.add(n.id)
-    return found
+def _loaded_names(nodes: list[ast.AST], index: SyntaxIndex) -> set[str]:
+    return {n.id for n in index.subtrees(nodes) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
 
 
 # ---------------------------------------------------------------- scope
@@ -191,11 +186,12 @@ class Scope:
     """What of a candidate module runs: import-time code and reached definitions."""
 
     tree: ast.Module
+    index: SyntaxIndex  # of `tree`
     import_time: list[ast.AST]  # statements and expressions run at import
     defs: dict[str, ast.AST]  # module-level functions and classes by name
     reached: dict[str, str]  # name of a reached def -> SETUP or FORWARD
     has_model_new: bool
-    mentions: dict[str, int]  # the tree's `name_mentions`, counted once for every class's construction_methods
+    construction: dict[str, set[str]]  # reached class name -> its construction_methods
 
     def local_names(self) -> set[str]:
         return set(self.defs)
@@ -206,7 +202,7 @@ class Scope:
         for name, ctx in self.reached.items():
             node = self.defs.get(name)
             if isinstance(node, ast.ClassDef):
-                setup = construction_methods(node, self.mentions)
+                setup = self.construction[name]
                 for item in node.body:
                     if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
                         out.append((item, SETUP if item.name in setup else _called(ctx)))
@@ -215,31 +211,31 @@ class Scope:
         return out
 
 
-def name_mentions(tree: ast.Module) -> dict[str, int]:
-    """How often each attribute name and string constant occurs in `tree` (what
+def name_mentions(index: SyntaxIndex) -> dict[str, int]:
+    """How often each attribute name and string constant occurs in the indexed tree (what
     `construction_methods` compares a helper's calls from the setup methods against)."""
     mentions: dict[str, int] = {}
-    for n in ast.walk(tree):
+    for n in index.nodes:
         name = n.attr if isinstance(n, ast.Attribute) else n.value if isinstance(n, ast.Constant) else None
         if isinstance(name, str):
             mentions[name] = mentions.get(name, 0) + 1
     return mentions
 
 
-def construction_methods(node: ast.ClassDef, mentions: dict[str, int]) -> set[str]:
+def construction_methods(node: ast.ClassDef, mentions: dict[str, int], index: SyntaxIndex) -> set[str]:
     """The methods that run only while an object is built: the setup methods, and a helper
     nothing but those calls, as `self._make_layer(...)` (the one mention of its name in the
     file). Builders carried from a reference (ResNet's `_make_layer`) run as `__init__` does.
     `mentions`: its module's `name_mentions`, counted once by the caller (a generated candidate
     has dozens of classes and thousands of lines: walking the whole tree again for each class
-    was most of the static check's time)."""
+    was most of the static check's time); `index`: the tree's."""
     methods = {m.name: m for m in node.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))}
     setup = set(SETUP_METHODS) & set(methods)
     grew = True
     while grew:
         calls: dict[str, int] = {}
         for name in setup:
-            for n in ast.walk(methods[name]):
+            for n in index.subtree(methods[name]):
                 f = n.func if isinstance(n, ast.Call) else None
                 if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == "self":
                     calls[f.attr] = calls.get(f.attr, 0) + 1
@@ -267,7 +263,10 @@ def _called(class_context: str) -> str:
     return OFF_GPU if class_context == OFF_GPU else FORWARD
 
 
-def scope(tree: ast.Module) -> Scope:
+def scope(tree: ast.Module, index: SyntaxIndex | None = None) -> Scope:
+    """What of `tree` runs; `index`: the tree's, if the caller has one."""
+    if index is None:
+        index = SyntaxIndex(tree)
     import_time: list[ast.AST] = []
     defs: dict[str, ast.AST] = {}
     aliases: dict[str, list[ast.AST]] = {}  # module-level name -> what a use of it may run
@@ -285,13 +284,13 @@ def scope(tree: ast.Module) -> Scope:
             # `ops = load_inline(...)` ran at import: using `ops` later does not
             # call load_inline again, only what its arguments name (partial(f)).
             runs = [*value.args, *value.keywords] if isinstance(value, ast.Call) else [value]
-            for t in targets:
-                for n in ast.walk(t):
-                    if isinstance(n, ast.Name):
-                        aliases.setdefault(n.id, []).extend(runs)
+            for n in index.subtrees(targets):
+                if isinstance(n, ast.Name):
+                    aliases.setdefault(n.id, []).extend(runs)
 
     reached: dict[str, str] = {}
-    mentions = name_mentions(tree)
+    mentions = name_mentions(index)
+    construction: dict[str, set[str]] = {}  # a class reached in several contexts is analysed once
     aliases_seen: set[tuple[str, str]] = set()
     work: list[tuple[str, str]] = []
 
@@ -300,23 +299,23 @@ def scope(tree: ast.Module) -> Scope:
 
     def reach_body(body: list[ast.stmt], ctx: str) -> None:
         if ctx != FORWARD:
-            reach(_loaded_names(body), ctx)
+            reach(_loaded_names(body, index), ctx)
             return
-        on_gpu, off_gpu_only = split_loaded_names(body)  # a helper only a CPU fallback calls is off the GPU path
+        on_gpu, off_gpu_only = split_loaded_names(body, index)  # a helper only a CPU fallback calls is off the GPU path
         reach(on_gpu, FORWARD)
         reach(off_gpu_only, OFF_GPU)
 
     has_model_new = isinstance(defs.get("ModelNew"), ast.ClassDef)
     if has_model_new:
         reach({"ModelNew"}, FORWARD)
-    reach(_loaded_names(import_time), SETUP)
+    reach(_loaded_names(import_time, index), SETUP)
     while work:
         name, ctx = work.pop()
         node = defs.get(name)
         if node is None:
             if name in aliases and (name, ctx) not in aliases_seen:
                 aliases_seen.add((name, ctx))
-                reach(_loaded_names(aliases[name]), ctx)
+                reach(_loaded_names(aliases[name], index), ctx)
             continue
         previous = reached.get(name)
         ctx = max(ctx, previous or SETUP, key=_CONTEXT_RANK.__getitem__)
@@ -325,23 +324,26 @@ def scope(tree: ast.Module) -> Scope:
         reached[name] = ctx
         if isinstance(node, ast.ClassDef):
             # A class's methods other than construction run when it is called.
-            setup = construction_methods(node, mentions)
+            if name not in construction:
+                construction[name] = construction_methods(node, mentions, index)
+            setup = construction[name]
             for item in node.body:
                 if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     reach_body(item.body, SETUP if item.name in setup else _called(ctx))
         else:
             reach_body(node.body, ctx)
-    return Scope(tree, import_time, defs, reached, has_model_new, mentions)
+    return Scope(tree, index, import_time, defs, reached, has_model_new, construction)
 
 
 def scoped_strings(source: str) -> str:
     """Every string constant in the code ModelNew runs: the C++/CUDA it builds."""
     try:
-        s = scope(parse_python(source))
+        index = indexed_module(source)
     except SyntaxError:
         return ""
+    s = scope(index.tree, index)
     parts = []
-    for node, _ in s.nodes():
+    for node, _ in s.nodes():  # ast.walk's order, not the index's: the strings are joined in the order they always were
         parts.extend(n.value for n in ast.walk(node) if isinstance(n, ast.Constant) and isinstance(n.value, str))
     return "\n".join(parts)
 
@@ -349,10 +351,10 @@ def scoped_strings(source: str) -> str:
 # ---------------------------------------------------------------- the checker
 
 
-def _module_aliases(tree: ast.Module) -> dict[str, str]:
-    """local name -> module path, from every import in the file."""
+def _module_aliases(index: SyntaxIndex) -> dict[str, str]:
+    """local name -> module path, from every import in the file (the last `ast.walk` meets wins)."""
     aliases: dict[str, str] = {}
-    for node in ast.walk(tree):
+    for node in index.breadth_first((ast.Import, ast.ImportFrom)):
         if isinstance(node, ast.Import):
             for a in node.names:
                 aliases[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
@@ -401,13 +403,14 @@ COMPUTE_RULES = frozenset({"torch-compute", "host-compute", "library-call"})
 
 
 class _Checker(ast.NodeVisitor):
-    def __init__(self, aliases: dict[str, str], local_names: set[str]) -> None:
+    def __init__(self, aliases: dict[str, str], local_names: set[str], index: SyntaxIndex) -> None:
         self.findings: list[StaticFinding] = []
         # Compute only reachable when the inputs are not on the GPU (backends/_gpu_path.py): not the
         # GPU path's, so not a finding; kept to tell a run that reached it off the GPU.
         self.off_accelerator: list[StaticFinding] = []
         self.module_aliases = aliases
         self.local_names = local_names
+        self.index = index  # of the checked tree
         self.context = SETUP
         self.off_depth = 0  # > 0 inside code only reachable off the accelerator
         self.metadata: set[str] = set()  # the current function's names that only hold metadata
@@ -468,7 +471,7 @@ class _Checker(ast.NodeVisitor):
 
     def _function_body(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         outer = self.metadata
-        self.metadata = metadata_names(node)
+        self.metadata = metadata_names(node, self.index)
         self._block(node.body)
         self.metadata = outer
 
@@ -616,9 +619,10 @@ class _Checker(ast.NodeVisitor):
                 self.flag("torch-compute", node, message)
 
 
-def _checked(tree: ast.Module) -> _Checker:
-    s = scope(tree)
-    checker = _Checker(_module_aliases(tree), s.local_names())
+def _checked(index: SyntaxIndex) -> _Checker:
+    tree = index.tree
+    s = scope(tree, index)
+    checker = _Checker(_module_aliases(index), s.local_names(), index)
     for node, context in s.nodes():
         checker.run(node, context)
     for name in s.reached:
@@ -637,7 +641,7 @@ def _checked_source(source: str) -> _Checker:
     (`off_accelerator_lines`), and checking a generated candidate of a few thousand lines takes
     a few tenths of a second. Callers only read the checker. A SyntaxError is raised again on
     every call (lru_cache keeps no exceptions)."""
-    return _checked(parse_python(source))
+    return _checked(indexed_module(source))
 
 
 def off_accelerator_lines(source: str) -> list[int]:

@@ -26,7 +26,7 @@ from ._backend import CompileReport, LaunchLog
 from ._result import LatencySource
 from ._static import StaticFinding
 from ._triton_compile import ForkedServer, take_preforked
-from ._pyast import parse_python
+from ._pyast import indexed_module
 
 _DTYPE_CODES = {
     "torch.float32": "fp32", "torch.float16": "fp16", "torch.bfloat16": "bf16", "torch.float64": "fp64",
@@ -99,9 +99,8 @@ Triton rules:
         return LatencySource.MEASURED_GPU if device.startswith("cuda") else LatencySource.INTERPRETED_CPU
 
     def static_problems(self, source: str) -> list[StaticFinding]:
-        tree = parse_python(source)
         jitted = []
-        for node in ast.walk(tree):
+        for node in indexed_module(source).nodes:  # the static rules' parse of the same text
             if isinstance(node, ast.FunctionDef):
                 for dec in node.decorator_list:
                     target = dec.func if isinstance(dec, ast.Call) else dec
