@@ -185,13 +185,16 @@ def _loaded_names(nodes: list[ast.AST], index: SyntaxIndex) -> set[str]:
 class Scope:
     """What of a candidate module runs: import-time code and reached definitions."""
 
-    tree: ast.Module
-    index: SyntaxIndex  # of `tree`
+    index: SyntaxIndex  # of the module
     import_time: list[ast.AST]  # statements and expressions run at import
     defs: dict[str, ast.AST]  # module-level functions and classes by name
     reached: dict[str, str]  # name of a reached def -> SETUP or FORWARD
     has_model_new: bool
     construction: dict[str, set[str]]  # reached class name -> its construction_methods
+
+    @property
+    def tree(self) -> ast.Module:
+        return self.index.tree
 
     def local_names(self) -> set[str]:
         return set(self.defs)
@@ -332,16 +335,15 @@ def scope(tree: ast.Module, index: SyntaxIndex | None = None) -> Scope:
                     reach_body(item.body, SETUP if item.name in setup else _called(ctx))
         else:
             reach_body(node.body, ctx)
-    return Scope(tree, index, import_time, defs, reached, has_model_new, construction)
+    return Scope(index, import_time, defs, reached, has_model_new, construction)
 
 
 def scoped_strings(source: str) -> str:
     """Every string constant in the code ModelNew runs: the C++/CUDA it builds."""
     try:
-        index = indexed_module(source)
+        s = _checked_source(source).scope  # the scope the static rules built for the same text
     except SyntaxError:
         return ""
-    s = scope(index.tree, index)
     parts = []
     for node, _ in s.nodes():  # ast.walk's order, not the index's: the strings are joined in the order they always were
         parts.extend(n.value for n in ast.walk(node) if isinstance(n, ast.Constant) and isinstance(n.value, str))
@@ -403,14 +405,14 @@ COMPUTE_RULES = frozenset({"torch-compute", "host-compute", "library-call"})
 
 
 class _Checker(ast.NodeVisitor):
-    def __init__(self, aliases: dict[str, str], local_names: set[str], index: SyntaxIndex) -> None:
+    def __init__(self, scope: Scope, aliases: dict[str, str]) -> None:
         self.findings: list[StaticFinding] = []
         # Compute only reachable when the inputs are not on the GPU (backends/_gpu_path.py): not the
         # GPU path's, so not a finding; kept to tell a run that reached it off the GPU.
         self.off_accelerator: list[StaticFinding] = []
         self.module_aliases = aliases
-        self.local_names = local_names
-        self.index = index  # of the checked tree
+        self.scope = scope  # what of the module runs: kept for `scoped_strings`
+        self.local_names = scope.local_names()
         self.context = SETUP
         self.off_depth = 0  # > 0 inside code only reachable off the accelerator
         self.metadata: set[str] = set()  # the current function's names that only hold metadata
@@ -471,7 +473,7 @@ class _Checker(ast.NodeVisitor):
 
     def _function_body(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         outer = self.metadata
-        self.metadata = metadata_names(node, self.index)
+        self.metadata = metadata_names(node, self.scope.index)
         self._block(node.body)
         self.metadata = outer
 
@@ -620,9 +622,8 @@ class _Checker(ast.NodeVisitor):
 
 
 def _checked(index: SyntaxIndex) -> _Checker:
-    tree = index.tree
-    s = scope(tree, index)
-    checker = _Checker(_module_aliases(index), s.local_names(), index)
+    s = scope(index.tree, index)
+    checker = _Checker(s, _module_aliases(index))
     for node, context in s.nodes():
         checker.run(node, context)
     for name in s.reached:
@@ -630,7 +631,7 @@ def _checked(index: SyntaxIndex) -> _Checker:
         if isinstance(node, ast.ClassDef):
             checker.check_bases(node)
     if not s.has_model_new:
-        checker.flag("no-modelnew", tree, "the candidate must define class ModelNew at module level")
+        checker.flag("no-modelnew", index.tree, "the candidate must define class ModelNew at module level")
     return checker
 
 
