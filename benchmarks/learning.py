@@ -15,8 +15,9 @@ Reported per arm and task: attempts to the first correct kernel, attempts to
 within 5% of the best latency any arm found for the task, the final best
 latency, where the first configuration came from, and which skills the steps
 used; over all held-out steps of the warmed arms, the correlation between the
-stage values of the items in a step's context (replayed to what they were
-before the step) and the step's success (reward > 0). Tasks where memory made
+stage values of the items a step used (the items it credits: with the builtin
+policy, the memories whose configuration or evidence placed the one it proposed;
+replayed to what they were before the step) and the step's success (reward > 0). Tasks where memory made
 no difference are named with the reason the run shows, and so are tasks where no
 refinement in any arm beat its first draft by more than the timing tie (their refine
 steps hold no success for a value to predict).
@@ -190,7 +191,7 @@ def _task_row(outcome: Any, store: MemoryStore, run_id: int) -> dict[str, Any]:
 
 
 def _value_pairs(store: MemoryStore, run_id: int) -> list[dict[str, Any]]:
-    """(value before the step, success) for each item in the context of each step of `run_id`,
+    """(value before the step, success) for each item a step of `run_id` used (its logged context: the items it credits),
     the values replayed from the items' start values through every step of the bank in order."""
     items = {i.id: i for i in store.list_items(limit=None, newest_first=False)}
     state = {i.id: ValueState(i.q_draft_init, i.q_refine_init, i.visits_draft_init, i.visits_refine_init)

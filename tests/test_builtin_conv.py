@@ -488,21 +488,62 @@ def test_a_refinement_leaves_for_last_the_changes_that_lost_on_other_tasks_and_t
                           category="", backend="triton", stage="refine", step=2, memories=memories, feedback=None,
                           start_point=start, run_id=1, size="small",
                           tried=frozenset({"builtin:" + json.dumps(default.to_dict(), sort_keys=True)}))
-        return Config.from_dict(TritonBuiltinPolicy(PlanCache()).propose(ctx).extra["config"])
+        proposal = TritonBuiltinPolicy(PlanCache()).propose(ctx)
+        credited.append(proposal.used_memory_ids)
+        return Config.from_dict(proposal.extra["config"])
 
+    credited: list = []  # each proposal's used memories: the evidence that placed its configuration
     alone = refine([])
-    assert alone != default
+    assert alone != default and credited[-1] == ()
     lost = {key: getattr(alone, key) for key in ("gather", "block_k", "num_stages", "num_warps", "block_n")
             if getattr(alone, key) != getattr(default, key)}
     assert lost  # the neighbour tried first on an empty memory changes something
     after_loss = refine([note(1, lost, -1.0), note(2, lost, -1.0)])
-    assert after_loss != alone and {k: getattr(after_loss, k) for k in lost} != lost
+    assert after_loss != alone and {k: getattr(after_loss, k) for k in lost} != lost and credited[-1] == ()
     # a change that paid elsewhere comes first, ahead of the neighbours' own order
     paid = {"block_n": default.block_n // 2}
-    assert refine([note(3, paid, 1.0)]) == replace(default, **paid)
+    assert refine([note(3, paid, 1.0), note(7, lost, -1.0)]) == replace(default, **paid)
+    assert credited[-1] == (3,)  # the loss elsewhere placed another neighbour: not credited with this step
     # a draft's trace, or the same change with mixed outcomes summing to nothing, moves no neighbour
-    assert refine([note(4, lost, -1.0, stage="draft")]) == alone
-    assert refine([note(5, lost, -1.0), note(6, lost, 1.0)]) == alone
+    assert refine([note(4, lost, -1.0, stage="draft")]) == alone and credited[-1] == ()
+    assert refine([note(5, lost, -1.0), note(6, lost, 1.0)]) == alone and credited[-1] == (5, 6)
+
+
+def test_a_draft_credits_only_the_memories_whose_configuration_it_proposes(tmp_path):
+    """The memories a builtin step names as used are those that put its configuration first, so only their
+    values learn from its reward: the most valuable remembered configuration of the same shape class while
+    untried, the next once it is, none for the default (on a held-out task every step retrieves the same
+    memories; credited all together, their values fell with every failed step of some other configuration)."""
+    import json
+
+    from builtin_case import write
+    from evokernel.builtin import search_space
+    from evokernel.loop import MemoryNote, StepContext
+    from evokernel.policies._builtin import TritonBuiltinPolicy
+    from evokernel.policies._search import PlanCache
+
+    path = write(Case("conv_draft", "x: return self.conv(x)", "[torch.randn(1, 32, 10, 10)]",
+                      "self.conv = nn.Conv2d(32, 32, 3)"), tmp_path)
+    default = default_config(analyze(path))
+    a, b = [c for c in search_space(analyze(path)) if c != default][:2]
+
+    def trace(i, config, value, kind="trace"):
+        return MemoryNote(id=i, kind=kind, task_key=f"other-{i}", backend="triton", key_text="", content="",
+                          status="ok", latency_ms=1.0, value=value, stage="draft", reward=1.0,
+                          extra={"config": config.to_dict(), "family": "conv", "default_config": default.to_dict()})
+
+    memories = [trace(1, b, 0.2), trace(2, a, 0.5), trace(3, a, 0.1), trace(4, a, 0.9, kind="experience")]
+    proposals = []
+    for tried in ([], [a], [a, b]):
+        ctx = StepContext(task_name="conv_draft", task_key="c", task_path=str(path), task_source=path.read_text(),
+                          category="", backend="triton", stage="draft", step=1 + len(tried), memories=memories,
+                          feedback=None, start_point=None, run_id=1, size="small",
+                          tried=frozenset("builtin:" + json.dumps(c.to_dict(), sort_keys=True) for c in tried))
+        proposals.append(TritonBuiltinPolicy(PlanCache()).propose(ctx))
+    assert [p.extra["config"] for p in proposals] == [a.to_dict(), b.to_dict(), default.to_dict()]
+    # both traces of `a` vouched for it; the experience holds no configuration the builtin reads
+    assert [p.used_memory_ids for p in proposals] == [(2, 3), (1,), ()]
+    assert [p.extra.get("config_from") for p in proposals] == ["memory 2", "memory 1", None]
 
 
 def test_a_half_precision_convolution_with_few_channels_a_group_takes_16_deep_k_steps(cpu_executor, tmp_path):

@@ -67,26 +67,25 @@ class AscendCBuiltinPolicy:
         )
         remembered = space.remembered(ctx, family)
         ported = self._ported(ctx, plan, family)
-        origin: dict[str, str] = {}
-        for note, config in remembered:
-            origin.setdefault(space.fingerprint(config), f"ascendc memory {note.id}")
-        for note, config in ported:
-            origin.setdefault(space.fingerprint(config), f"triton memory {note.id}")
-        config = space.first_untried(space.order(ctx, remembered, hints=[c for _, c in ported]), ctx.tried)
-        if config is None:
+        choice = space.first_untried(space.order(ctx, remembered, hints=ported), ctx.tried)
+        if choice is None:
             return Proposal(None, stop=True,
                             error=f"searched all {len(space.space)} Ascend C configurations of the {family} family")
+        config = choice.config
         try:
             source = generate(plan, config)
         except TemplateError as exc:
             return Proposal(None, stop=True, error=f"outside the builtin Ascend C templates: {exc}")
         fp = space.fingerprint(config)
         extra = {CONFIG_KEY: config.to_dict(), "family": family, "template": "ascendc-builtin"}
-        if fp in origin:
-            extra["config_from"] = origin[fp]
+        if choice.because:
+            ported_ids = {note.id for note, _ in ported}
+            first = choice.because[0]
+            extra["config_from"] = f"{'triton' if first in ported_ids else 'ascendc'} memory {first}"
         return Proposal(
             source,
             key_text=f"{ctx.task_name} {ctx.category} {ctx.backend}\n{describe(plan)}\nconfig {config.text()}",
             fingerprint=fp,
             extra=extra,
+            used_memory_ids=choice.because,
         )

@@ -8,7 +8,9 @@ for the families the generator covers (elementwise chains, row reductions and no
 matmul with fused epilogues). It uses the memory: a draft starts from the
 configuration of the most valuable similar experience retrieved for it, and a
 refining step explores the neighbours of its start point's configuration,
-trying the remembered configurations the memory values first. Outside its
+trying the remembered configurations the memory values first. A step names
+the memories whose configuration (or evidence for a change) it followed as
+the ones it used, so only their values learn from its reward. Outside its
 families it says so and stops.
 """
 
@@ -19,7 +21,7 @@ from typing import Any
 from evokernel._step import Proposal, StepContext
 
 from ._registry import GENERATORS
-from ._search import ConfigSpace, PlanCache
+from ._search import Choice, ConfigSpace, PlanCache
 
 
 class BuiltinPolicy:
@@ -69,9 +71,10 @@ class TritonBuiltinPolicy:
         order = space.order(ctx, remembered, skills=skilled)
         if ctx.stage == "draft" and family in ("conv", "matmul"):
             order = _other_roundings_first(order, ctx.tried, space)
-        config = space.first_untried(order, ctx.tried)
-        if config is None:
+        choice = space.first_untried(order, ctx.tried)
+        if choice is None:
             return Proposal(None, stop=True, error=f"searched all {len(space.space)} configurations of the {family} family")
+        config = choice.config
         fingerprint = space.fingerprint(config)
         used = tuple(note.id for note, c in skilled if space.fingerprint(c) == fingerprint)
         extra = {"config": config.to_dict(), "family": family, "plan": plan.family, "rules": plan.rules,
@@ -80,6 +83,8 @@ class TritonBuiltinPolicy:
             extra["start_config"] = space.start(ctx).to_dict()
         if used:
             extra["config_from"] = f"skill {used[0]}"
+        elif choice.because:
+            extra["config_from"] = f"memory {choice.because[0]}"
         if limits := speed_limits(plan, config):
             extra["speed_limits"] = list(limits)
         return Proposal(
@@ -87,6 +92,7 @@ class TritonBuiltinPolicy:
             key_text=f"{ctx.task_name} {ctx.category} {ctx.backend}\n{describe(plan)}\nconfig {config.text()}",
             fingerprint=fingerprint,
             extra=extra,
+            used_memory_ids=choice.because,
             used_skill_ids=used,
         )
 
@@ -102,7 +108,7 @@ def _same_shape_class(note: Any, default: Any) -> bool:
     return theirs is None or theirs == default.to_dict()
 
 
-def _other_roundings_first(order: list, tried: frozenset[str], space: ConfigSpace) -> list:
+def _other_roundings_first(order: list[Choice], tried: frozenset[str], space: ConfigSpace) -> list[Choice]:
     """A convolution or matmul drafted again has failed with every rounding it tried: whether
     cuDNN's reference ran TF32 is not visible from the task, and a 3xTF32 matmul, though closer to
     the exact product than cuBLAS's fp32 on the H200, need not be within the tolerance of cuBLAS's
@@ -111,4 +117,4 @@ def _other_roundings_first(order: list, tried: frozenset[str], space: ConfigSpac
     failed = {config.precision for config in space.space if space.fingerprint(config) in tried}
     if not failed:
         return order
-    return [c for c in order if c.precision not in failed] + [c for c in order if c.precision in failed]
+    return [c for c in order if c.config.precision not in failed] + [c for c in order if c.config.precision in failed]

@@ -94,6 +94,24 @@ def _same_change(a: dict[str, tuple[Any, Any]], b: dict[str, tuple[Any, Any]]) -
 
 
 @dataclasses.dataclass(frozen=True)
+class Choice:
+    """A configuration at its place in the search order, and the memories that put it there (none for
+    the default, a skill's change, or the rest of the space): those a step proposing it used."""
+
+    config: Any
+    because: tuple[int, ...] = ()
+
+
+def _choices(pairs: Sequence[tuple[MemoryNote, Any]], fingerprint: Callable[[Any], str]) -> list[Choice]:
+    """One choice per remembered configuration, in order, each crediting every memory of `pairs` that
+    holds the same configuration (they vouch for it together)."""
+    by_fp: dict[str, list[int]] = {}
+    for note, config in pairs:
+        by_fp.setdefault(fingerprint(config), []).append(note.id)
+    return [Choice(config, tuple(by_fp[fingerprint(config)])) for _, config in pairs]
+
+
+@dataclasses.dataclass(frozen=True)
 class ConfigSpace:
     """One policy's configurations: how to read, name and move between them."""
 
@@ -152,37 +170,41 @@ class ConfigSpace:
                 out.append((note, config))
         return out
 
-    def order(self, ctx: StepContext, remembered: list[tuple[MemoryNote, Any]], hints: Sequence[Any] = (),
-              skills: Sequence[tuple[MemoryNote, Any]] = ()) -> list[Any]:
-        first = [c for _, c in skills]  # a verified skill's change is the first try
+    def order(self, ctx: StepContext, remembered: list[tuple[MemoryNote, Any]],
+              hints: Sequence[tuple[MemoryNote, Any]] = (), skills: Sequence[tuple[MemoryNote, Any]] = ()) -> list[Choice]:
+        first = [Choice(c) for _, c in skills]  # a verified skill's change is the first try (credited as a skill)
+        rest = [Choice(c) for c in self.space]
         if ctx.stage == "draft":
-            return first + [c for _, c in remembered] + list(hints) + [self.default] + list(self.space)
+            return first + _choices(remembered, self.fingerprint) + _choices(hints, self.fingerprint) \
+                + [Choice(self.default)] + rest
         start = self.start(ctx)
-        valued = [c for note, c in remembered if note.value > 0]
-        near = self.neighbours(start)
+        valued = _choices([(note, c) for note, c in remembered if note.value > 0], self.fingerprint)
         # What the remembered refinements say about each neighbour's change: the summed rewards of those
         # that made the same change (from their start point; traces from before that was recorded, from
         # their task's default). A change that kept losing (on KernelBench's convolutions, gather flat and
         # taps from nhwc lost on every warm-up task, and every held-out task then tried both again) waits
         # until the others are tried; one that paid comes first.
-        learned = [(note.reward, _change(note.extra.get("start_config", note.extra.get("default_config")), c.to_dict()))
+        learned = [(note, _change(note.extra.get("start_config", note.extra.get("default_config")), c.to_dict()))
                    for note, c in remembered if note.stage == "refine" and note.reward is not None]
-        learned = [(value, change) for value, change in learned if change]
+        learned = [(note, change) for note, change in learned if change]
         here = start.to_dict()
-        mine = [_change(here, c.to_dict()) for c in near]  # each neighbour's change, once
-        verdicts = [sum(value for value, change in learned if _same_change(change, m)) for m in mine]
+        near = []
+        for config in self.neighbours(start):
+            mine = _change(here, config.to_dict())  # the neighbour's change, once
+            evidence = [note for note, change in learned if _same_change(change, mine)]
+            near.append((sum(note.reward for note in evidence), Choice(config, tuple(note.id for note in evidence))))
         # the largest net gain first, then no evidence, then the smallest net loss; the sort is stable, so
         # neighbours with the same verdict keep their own order
-        near = [c for c, _ in sorted(zip(near, verdicts), key=lambda cv: -cv[1])]
-        return first + valued + near + list(self.space)
+        near.sort(key=lambda vc: -vc[0])
+        return first + valued + [choice for _, choice in near] + rest
 
     def start(self, ctx: StepContext) -> Any:
         """The configuration a refining step starts from: its start point's, else the default."""
         start = self._parse(ctx.start_point.extra.get(self.config_key)) if ctx.start_point is not None else None
         return start if start is not None else self.default
 
-    def first_untried(self, order: Sequence[Any], tried: frozenset[str]) -> Any | None:
-        for config in order:
-            if self.fingerprint(config) not in tried:
-                return config
+    def first_untried(self, order: Sequence[Choice], tried: frozenset[str]) -> Choice | None:
+        for choice in order:
+            if self.fingerprint(choice.config) not in tried:
+                return choice
         return None
