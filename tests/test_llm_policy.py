@@ -105,13 +105,14 @@ def test_cuda_answer_with_a_cuda_block(server, llm_env):
 
 
 @pytest.mark.slow
-def test_the_three_cases_through_the_executor(server, llm_env, monkeypatch):
+def test_the_three_cases_through_the_executor(server, llm_env, monkeypatch, cpu_executor):
     """The issue's three cases, answered by the stand-in server and judged by the executor on CPU:
     a draft inside the reasoning (a wrong result if run), a snippet and a test block after the file (a runtime
-    error if joined in), a cut second version after a faulty first one (a wrong result if the first ran)."""
+    error if joined in), a cut second version after a faulty first one (a wrong result if the first ran).
+    Judged by the session's CPU worker (conftest): a fresh one would judge them the same, at the cost of a start."""
     from pathlib import Path
 
-    from backends import EvalOptions, Executor
+    from backends import EvalOptions
 
     monkeypatch.setenv("EVOKERNEL_SIZE", "small")
     task = Path(__file__).parent / "executor_cases" / "task_add_relu.py"
@@ -119,14 +120,10 @@ def test_the_three_cases_through_the_executor(server, llm_env, monkeypatch):
                      openai_reply(A.CUT_SECOND_VERSION, finish_reason="length")]
     policy = openai_policy(server, llm_env, FakeLog())
     proposals = [policy.propose(ctx(step=i + 1)) for i in range(3)]
-    executor = Executor(timeout_s=120)
-    try:
-        options = EvalOptions(trials=2, baselines=False)
-        verdicts = [executor.evaluate(task, p.source, backend="triton", options=options).status.value
-                    for p in proposals[:2]]
-        draft = executor.evaluate(task, A.DRAFT_FILE, backend="triton", options=options).status.value
-    finally:
-        executor.close()
+    options = EvalOptions(trials=2, baselines=False)
+    verdicts = [cpu_executor.evaluate(task, p.source, backend="triton", options=options).status.value
+                for p in proposals[:2]]
+    draft = cpu_executor.evaluate(task, A.DRAFT_FILE, backend="triton", options=options).status.value
     assert verdicts == ["ok", "ok"]
     assert draft == "wrong_result", "the draft the old reading picked is really wrong"
     assert proposals[2].source is None and "cut off" in proposals[2].error
