@@ -11,6 +11,11 @@ all with the offline builtin policy at the same budget:
 - warm-similarity:  the warmed memory, memories and skills selected by similarity alone
 - warm-no-skills:   the warmed memory, value-driven retrieval, the skill library off
 
+With `--held-out-memory shared` an arm's held-out tasks run one after another in one memory (the
+warmed one copied once; for the empty arm, one fresh memory): what a held-out task's steps teach the
+values (a remembered configuration that failed there) reaches the tasks after it, as in a user's
+continual runs. By default each runs from its own copy, which measures what memory gives one task alone.
+
 Reported per arm and task: attempts to the first correct kernel, attempts to
 within 5% of the best latency any arm found for the task, the final best
 latency, where the first configuration came from, and which skills the steps
@@ -47,6 +52,7 @@ import shlex
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -91,6 +97,31 @@ ARMS = (
     Arm("warm-similarity", "warmed memory, similarity-only", True, "similarity", True),
     Arm("warm-no-skills", "warmed memory, without skills", True, "value", False),
 )
+
+
+HELD_OUT_MEMORY = {
+    "copy": "each held-out task runs alone from its own copy of the arm's memory",
+    "shared": "an arm's held-out tasks run one after another in one memory (the warmed one copied once, or one "
+              "empty memory), so the values learned on a held-out task reach the tasks after it",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class HeldOutRun:
+    arm: Arm
+    path: Path
+    memory: str  # the memory's file name: one a lane
+
+
+def held_out_lanes(arms: list[Arm], paths: list[Path], mode: str) -> list[list[HeldOutRun]]:
+    """The held-out runs as lanes, each lane's runs one after another in one memory, the lanes side by side.
+    copy: a lane a run, task by task with every arm in turn (a machine whose speed drifts moves all arms of
+    a task alike); shared: a lane an arm, its tasks in order in the arm's one memory."""
+    if mode == "copy":
+        return [[HeldOutRun(arm, path, f"{arm.name}-{path.stem}.db")] for path in paths for arm in arms]
+    if mode == "shared":
+        return [[HeldOutRun(arm, path, f"{arm.name}.db") for path in paths] for arm in arms]
+    raise ValueError(f"unknown held-out memory mode {mode!r}: copy or shared")
 
 
 def log(msg: str) -> None:
@@ -389,6 +420,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--arm", action="append", choices=[a.name for a in ARMS], help="only these arms")
     parser.add_argument("--workers-per-gpu", type=int, default=1,
                         help="evaluation workers sharing each GPU (evokernel's --workers-per-gpu): more runs at once")
+    parser.add_argument("--held-out-memory", choices=("copy", "shared"), default="copy",
+                        help="copy: each held-out task runs from its own copy of the arm's memory (what one task "
+                             "gains from memory, alone); shared: an arm's held-out tasks run one after another in "
+                             "one memory, so what the values learn on one task reaches the next (continual use)")
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--keep", type=Path, default=None,
                         help="copy the memories here (warm.db and one per arm and held-out task) to inspect the skill library")
@@ -450,8 +485,8 @@ def main(argv: list[str] | None = None) -> int:
             "split": {"warm_families": list(warm_fams), "held_out_families": list(held_fams),
                       "warm_tasks": [p.stem for p in warm_paths], "held_out_tasks": [p.stem for p in held_paths],
                       "rule": "whole families on each side (each task file's FAMILY, else its CATEGORY): no held-out "
-                              "task, nor any task of its family, ran before the arms; each held-out task runs alone "
-                              "from its own copy of the memory"},
+                              "task, nor any task of its family, ran before the arms; " + HELD_OUT_MEMORY[args.held_out_memory],
+                      "held_out_memory": args.held_out_memory},
             "arms": [dataclasses.asdict(a) for a in arms],
             "budget": budget, "warm_budget": warm_budget,
             "warm_up": warm_summary,
@@ -484,11 +519,15 @@ def main(argv: list[str] | None = None) -> int:
                 }
                 write(complete=False)
 
-            def held_out(arm: Arm, path: Path) -> tuple[str, dict[str, Any], list[dict[str, Any]]]:
-                """One held-out task alone, from its own copy of the arm's memory."""
-                db = Path(tmp) / f"{arm.name}-{path.stem}.db"
-                if arm.warm:
-                    _copy_sqlite(warm_db, db)
+            lanes = held_out_lanes(arms, held_paths, args.held_out_memory)
+            for lane in lanes:  # a memory a lane: the warmed one copied for it, or empty
+                first = lane[0]
+                if first.arm.warm:
+                    _copy_sqlite(warm_db, Path(tmp) / first.memory)
+
+            def held_out(run: HeldOutRun) -> tuple[str, dict[str, Any], list[dict[str, Any]]]:
+                """One held-out task in its lane's memory."""
+                arm, path, db = run.arm, run.path, Path(tmp) / run.memory
                 arm_options = options.replace(budget=budget, memory_mode=arm.memory_mode, skills=arm.skills, jobs=1)
                 result = evokernel.run([path], arm_options, memory=db, executor=executor, policy=policy,
                                        on_event=_progress(f"[{arm.name}]"), skip_broken=True)
@@ -501,14 +540,20 @@ def main(argv: list[str] | None = None) -> int:
                 task_paths[outcome.name] = path
                 return outcome.name, row, pairs
 
-            # Task by task, every arm in turn: a machine whose speed drifts moves all arms of a task alike.
-            runs = [(arm, path) for path in held_paths for arm in arms]
+            lock = threading.Lock()
+
+            def lane_in_turn(lane: list[HeldOutRun]) -> None:
+                """A lane's runs one after another, each result written as it ends (one thread at a time)."""
+                for run in lane:
+                    name, row, pairs = held_out(run)
+                    with lock:
+                        rows[run.arm.name][name] = row
+                        pairs_by_arm[run.arm.name] += pairs
+                        write(complete=False)
+
             with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
-                for (arm, _), done in zip(runs, pool.map(lambda r: held_out(*r), runs)):
-                    name, row, pairs = done
-                    rows[arm.name][name] = row
-                    pairs_by_arm[arm.name] += pairs
-                    write(complete=False)
+                for future in [pool.submit(lane_in_turn, lane) for lane in lanes]:
+                    future.result()
             retime_bests(rows, best_sources, task_paths, executor, options.evaluation.executor_options(size=size))
             if args.keep is not None:
                 args.keep.mkdir(parents=True, exist_ok=True)

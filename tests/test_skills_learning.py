@@ -62,6 +62,22 @@ def test_cpu_suite_tasks_load_at_small_size(path):
     assert out.numel() > 0
 
 
+def test_held_out_lanes_copy_runs_each_task_alone_and_shared_runs_an_arms_tasks_in_one_memory():
+    """copy: every (task, arm) its own memory, task by task with the arms in turn; shared: one lane an arm,
+    its tasks in order in one memory, so what a task's steps teach the values reaches the next task."""
+    arms = list(learning.ARMS[:2])
+    paths = [Path("a.py"), Path("b.py")]
+    copy = learning.held_out_lanes(arms, paths, "copy")
+    assert [[(r.arm.name, r.path.stem, r.memory) for r in lane] for lane in copy] == [
+        [("empty", "a", "empty-a.db")], [("warm", "a", "warm-a.db")],
+        [("empty", "b", "empty-b.db")], [("warm", "b", "warm-b.db")]]
+    shared = learning.held_out_lanes(arms, paths, "shared")
+    assert [[(r.arm.name, r.path.stem, r.memory) for r in lane] for lane in shared] == [
+        [("empty", "a", "empty.db"), ("empty", "b", "empty.db")], [("warm", "a", "warm.db"), ("warm", "b", "warm.db")]]
+    with pytest.raises(ValueError, match="copy or shared"):
+        learning.held_out_lanes(arms, paths, "pooled")
+
+
 def _row(latencies, first_correct=1, configs=None):
     log = [{"step": n, "stage": "draft" if n == 1 else "refine", "status": "ok", "latency_ms": lat, "reward": 1.0,
             "config": (configs or [None] * len(latencies))[n - 1], "config_from": None, "skills_used": []}
