@@ -25,6 +25,11 @@ The generative model (every number is a field of `World`, recorded in the result
   u_bar - progress_penalty p), p the share of the headroom already closed by the start; a
   faster kernel closes a share gain_share sigmoid(beta u_bar + N(0, gain_noise)) of what
   is left; a slower one lands |N(0, slower_sd)| above the start.
+- `follows`: "context" (the default), a step's effect is its whole context's mean utility, as
+  an LLM reading every memory its prompt shows; "one", the step follows one item of its context,
+  the most valuable one (stage value) it has not followed on this task yet, and u_bar is that
+  item's utility (0 when it has followed them all): the builtin policy, which tries the
+  configuration of the most valuable remembered trace it has not tried on the task.
 - Tasks arrive one after another in a shuffled stream, `budget` steps each, drafting until
   feasible, then refining from the start point the loop's rule picks (epsilon-greedy over
   Q_refine among the task's feasible kernels).
@@ -99,7 +104,8 @@ VALUE_RULE_VARIANTS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("exploration=ucb", {"exploration": "ucb", "epsilon": 0.0}),
     ("q_init=0.5", {"q_init": 0.5}),
 )
-VALUE_RULES = {"baseline": ("none", "stage", "position"), "credit": ("shared", "joint"),
+FOLLOWS = ("context", "one")
+VALUE_RULES = {"baseline": ("none", "stage", "position"), "credit": ("shared", "joint", "followed"),
                "step_size": ("constant", "sample_mean"), "exploration": ("epsilon", "ucb")}
 BACKEND = "sim"
 MIN_VISITS = 3
@@ -132,8 +138,11 @@ class World:
     gain_share: float = 0.5
     gain_noise: float = 0.5
     slower_sd: float = 0.3
+    follows: str = "context"
 
     def __post_init__(self) -> None:
+        if self.follows not in FOLLOWS:
+            raise ValueError(f"World: follows must be one of {FOLLOWS}, got {self.follows!r}")
         if not -1.0 <= self.rho <= 1.0:
             raise ValueError(f"World: rho must be in [-1, 1], got {self.rho}")
         if min(self.families, self.tasks_per_family, self.budget) < 1 or self.items_per_family < 0:
@@ -157,7 +166,9 @@ class Method:
     or `position` (minus the mean of earlier rewards at the same step of a task's stage, so a
     task's progress does not leak into values); `credit` `joint` (each item moves by
     alpha (r - mean Q of the step's items), a least-squares credit that explains a reward by the
-    other items first) and `step_size` `sample_mean` (step max(alpha, 1/visits): a plain average
+    other items first), `credit` `followed` (only the items the step followed move: in a world that
+    `follows` "one", the one item, as the builtin policy names only the memory whose configuration it
+    tried; in the default world every item of the context, as now) and `step_size` `sample_mean` (step max(alpha, 1/visits): a plain average
     while an item has few visits), both given to the store as one step per item whose reward is
     the target that makes its update the rule's; `credit_start_point` False (the start point's
     value not updated); `exploration` `ucb` (the recalled pool ranked by Q + ucb_c sqrt(ln N / (1 +
@@ -196,7 +207,7 @@ class Method:
 
     @property
     def per_item_targets(self) -> bool:
-        return self.credit != "shared" or self.step_size != "constant"
+        return self.credit == "joint" or self.step_size != "constant"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -314,6 +325,14 @@ def _context(store: MemoryStore, arm: Arm, method: Method, family: int, stage: s
     picked = store.retrieve(_query(family), stage=stage, n=method.n, mode=mode, embedder=embedder,
                             backends=[BACKEND], rng=rng)
     return [r.item.id for r in picked]
+
+
+def _follow(store: MemoryStore, context: Sequence[int], stage: str, followed: set[int]) -> int | None:
+    """The item a step that follows one memory takes: the most valuable of its context (stage value;
+    ties to the earlier retrieved) that it has not followed on this task yet."""
+    values = {item.id: item.value(stage) for item in store.get_items(list(context))}
+    left = [i for i in context if i not in followed]
+    return max(left, key=lambda i: (values[i], -context.index(i))) if left else None
 
 
 def _refine_reward(rule: str, feasible: bool, latency_ms: float, best_ms: float, start_ms: float) -> float:
@@ -521,6 +540,7 @@ def _run(world: World, method: Method, arm: Arm, seed: int, store: MemoryStore) 
         key = f"task-{family}-{t}"
         b = difficulty[(family, t)]
         first_ms: float | None = None
+        followed: set[int] = set()  # the items this task's steps followed (world.follows "one")
         for step in range(1, world.budget + 1):
             draws = _rng("step", seed, family, t, step)  # the same for every arm
             feasible_items = store.feasible_items(key, BACKEND, statuses=FEASIBLE_STATUSES)
@@ -528,7 +548,13 @@ def _run(world: World, method: Method, arm: Arm, seed: int, store: MemoryStore) 
             start = _choose_start(feasible_items, _rng("start", seed, family, t, step), method.start_rule)
             best_ms = feasible_items[0].latency_ms if feasible_items else None
             context = _context(store, arm, method, family, stage, embedder, retrieval_rng)
-            u_bar = statistics.fmean(bank.utility[i] for i in context) if context else 0.0
+            if world.follows == "one":
+                pick = _follow(store, context, stage, followed)
+                effect = [pick] if pick is not None else []
+                followed.update(effect)
+            else:
+                effect = context
+            u_bar = statistics.fmean(bank.utility[i] for i in effect) if effect else 0.0
             logit = b + world.beta * u_bar
             r_feasible, r_improve, r_size = draws.random(), draws.random(), draws.gauss(0.0, 1.0)
             if stage == "draft":
@@ -536,8 +562,8 @@ def _run(world: World, method: Method, arm: Arm, seed: int, store: MemoryStore) 
                 log_ms = 0.0
                 success = feasible
                 reward = draft_reward(feasible)
-                if context:
-                    evidence.append(_Evidence(stage, tuple(context), (world.draft_logit + b,), success))
+                if effect:
+                    evidence.append(_Evidence(stage, tuple(effect), (world.draft_logit + b,), success))
             else:
                 start_log = math.log(start.latency_ms)
                 progress = min(1.0, max(0.0, start_log / floor))
@@ -550,15 +576,16 @@ def _run(world: World, method: Method, arm: Arm, seed: int, store: MemoryStore) 
                     log_ms = start_log + abs(world.slower_sd * r_size)
                 latency = math.exp(log_ms)
                 success = feasible and latency < best_ms
-                if context and start.latency_ms == best_ms:  # from the best, a new best is a faster kernel
-                    evidence.append(_Evidence(stage, tuple(context), (world.feasible_logit + b, world.improve_logit
+                if effect and start.latency_ms == best_ms:  # from the best, a new best is a faster kernel
+                    evidence.append(_Evidence(stage, tuple(effect), (world.feasible_logit + b, world.improve_logit
                                                                       + b - world.progress_penalty * progress), success))
                 reward = _refine_reward(method.refine_reward, feasible, latency, best_ms, start.latency_ms)
             latency_ms = math.exp(log_ms) if feasible else None
             if feasible and first_ms is None and stage == "draft":
                 first_ms = latency_ms
             credited_start = start.id if start and method.credit_start_point else None
-            credited = updated_ids(context, credited_start)
+            used = effect if method.credit == "followed" else context
+            credited = updated_ids(used, credited_start)
             position[(key, stage)] = position.get((key, stage), 0) + 1
             target = baseline.advantage(reward, stage, position[(key, stage)])
             with store.transaction():
@@ -570,9 +597,9 @@ def _run(world: World, method: Method, arm: Arm, seed: int, store: MemoryStore) 
                                           context_item_ids=[item_id], result_item_id=trace)
                 else:
                     store.record_step(run_id=run_id, task_key=key, backend=BACKEND, stage=stage, reward=target,
-                                      context_item_ids=context, start_point_id=credited_start, result_item_id=trace)
-            history.append(_Credit(stage, tuple(context), credited, reward, u_bar))
-            outcomes.append(StepOutcome(order, step, stage, success, reward, u_bar if context else None))
+                                      context_item_ids=used, start_point_id=credited_start, result_item_id=trace)
+            history.append(_Credit(stage, tuple(effect), credited, reward, u_bar))
+            outcomes.append(StepOutcome(order, step, stage, success, reward, u_bar if effect else None))
         best = store.best_item(key, BACKEND, statuses=FEASIBLE_STATUSES)
         log_speedups.append(-math.log(best.latency_ms) if best else 0.0)
     items = store.list_items(limit=None, newest_first=False)
@@ -775,6 +802,12 @@ def plan(world: World, method: Method, seeds: Sequence[int], rhos: Sequence[floa
     # the context averages fewer utilities.
     for n in (1, 2, 3):
         sweeps.append(("context_size", f"n={n}", at, dataclasses.replace(method, n=n), (Arm.VALUE, Arm.SIMILARITY)))
+    # A step that follows one memory (the builtin policy), its reward shared by the whole context as
+    # before or credited to the followed item alone (what the builtin policies name as used).
+    follow_one = dataclasses.replace(at, follows="one")
+    for credit in ("shared", "followed"):
+        sweeps.append(("follow_one", f"follows=one credit={credit}", follow_one,
+                       dataclasses.replace(method, credit=credit), (Arm.VALUE, Arm.SIMILARITY)))
     # A task stream HORIZON times as long: more steps to learn from (and more items written).
     sweeps.append(("horizon", f"tasks_per_family={HORIZON * world.tasks_per_family}",
                    dataclasses.replace(at, tasks_per_family=HORIZON * world.tasks_per_family), method,

@@ -62,6 +62,23 @@ def test_values_rank_utility_when_items_decide_the_outcome():
     assert min(correlations) > 0.3 and statistics.fmean(correlations) > 0.4, correlations
 
 
+def test_a_step_that_follows_one_memory_credits_it_alone_when_told_to():
+    """follows "one": the step's effect is one item's utility (the builtin following a remembered
+    configuration); credit "followed" moves that item's value alone (the builtin names only it as
+    used), "shared" every item of the context, as the LLM's prompt does; in the default world
+    "followed" is "shared"."""
+    world = dataclasses.replace(TINY, follows="one")
+    shared = sim.simulate(world, sim.Method(credit="shared"), sim.Arm.VALUE, seed=0)
+    followed = sim.simulate(world, sim.Method(credit="followed"), sim.Arm.VALUE, seed=0)
+    assert shared.diagnostics["draft_items_credited_per_step"] == pytest.approx(5.0)
+    assert followed.diagnostics["draft_items_credited_per_step"] <= 1.0  # one, or none once all were followed
+    assert followed.diagnostics["draft_items_credited_per_step"] > 0.5
+    default = sim.simulate(TINY, sim.Method(credit="followed"), sim.Arm.VALUE, seed=1)
+    assert default.steps == sim.simulate(TINY, sim.Method(), sim.Arm.VALUE, seed=1).steps
+    with pytest.raises(ValueError, match="follows"):
+        sim.World(follows="two")
+
+
 def test_spearman_uses_average_ranks_and_refuses_degenerate_input():
     assert sim.spearman([1, 2, 3, 4], [10, 20, 30, 40]) == pytest.approx(1.0)
     assert sim.spearman([1, 2, 3, 4], [4, 3, 2, 1]) == pytest.approx(-1.0)
