@@ -541,6 +541,7 @@ def main(argv: list[str] | None = None) -> int:
                 return outcome.name, row, pairs
 
             lock = threading.Lock()
+            position = {path.stem: i for i, path in enumerate(held_paths)}  # a task's name is its file's stem
 
             def lane_in_turn(lane: list[HeldOutRun]) -> None:
                 """A lane's runs one after another, each result written as it ends (one thread at a time)."""
@@ -548,6 +549,9 @@ def main(argv: list[str] | None = None) -> int:
                     name, row, pairs = held_out(run)
                     with lock:
                         rows[run.arm.name][name] = row
+                        # in the held-out order whichever run ended first, so a file reads the same every time
+                        rows[run.arm.name] = dict(sorted(rows[run.arm.name].items(),
+                                                         key=lambda kv: position.get(kv[0], len(position))))
                         pairs_by_arm[run.arm.name] += pairs
                         write(complete=False)
 
