@@ -23,6 +23,7 @@ from ._parse import (
     split_files,
 )
 from ._prices import BUILTIN_PRICES, Price, PriceTable
+from ._edits import Edit, EditError, apply_edits, find_edits, parse_edited
 from ._reasoning import ReasoningSplit, split_reasoning
 from ._context import format_memory, source_key
 from ._options import REASONING_EFFORTS, LLMOptions, ModelChoice
@@ -113,6 +114,11 @@ __all__ = [
     "source_key",
     "split_files",
     "split_reasoning",
+    "Edit",
+    "EditError",
+    "apply_edits",
+    "find_edits",
+    "parse_edited",
     "summarize_step",
     "system_prompt",
     "unregister_provider",

@@ -60,6 +60,7 @@ class ParseErrorKind(str, enum.Enum):
     WRONG_LANGUAGE = "wrong_language"
     NO_MODEL_NEW = "no_model_new"
     INCOMPLETE = "incomplete"
+    BAD_EDIT = "bad_edit"  # an answer of edits (evokernel/llm/_edits.py) that does not apply to its start point
 
 
 class BlockRole(str, enum.Enum):

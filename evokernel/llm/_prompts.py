@@ -41,6 +41,7 @@ from ._context import (
     source_key,
     start_point_section,
 )
+from ._edits import edit_instructions, wants_edits
 from ._tokens import TokenCounter, encoding_for_model, get_token_counter
 from ._views import MemoryView, StartPoint
 
@@ -94,6 +95,7 @@ class PromptReport:
     sections: dict[str, int] = field(default_factory=dict)  # tokens per section
     turns: int = 1  # user turns in the messages sent
     turns_dropped: int = 0
+    answer_format: str = "file"  # "file": the whole candidate; "edits": edit blocks on the start point (_edits)
 
     def included_ids(self, inputs: PromptInputs) -> list[int]:
         """Database ids of the memories the model saw (those that have one)."""
@@ -117,6 +119,7 @@ class PromptReport:
             "sections": dict(self.sections),
             "turns": self.turns,
             "turns_dropped": self.turns_dropped,
+            "answer_format": self.answer_format,
         }
 
 
@@ -299,13 +302,16 @@ def build_prompt(
     model: str | None = None,
     counter: TokenCounter | None = None,
     conversation: Conversation | None = None,
+    answer_tokens: int | None = None,
 ) -> Prompt:
     """Turn `inputs` into a system prompt and messages: one user message, or, with a
     `conversation` that has turns, the dialogue so far plus the next user turn.
 
     `token_budget` bounds the prompt's tokens (system + messages); leave room
     for the answer yourself (context window minus `max_tokens`). `model`
-    picks the tokenizer; `counter` overrides it.
+    picks the tokenizer; `counter` overrides it. `answer_tokens` (the model's
+    `max_tokens`): a refinement whose start point would fill more than half of
+    it asks for edits to the start point instead of the whole file (_edits).
     """
     counter = counter or get_token_counter(encoding_for_model(model))
     system = system_prompt(inputs.backend, inputs.stage, inputs.rules)
@@ -320,8 +326,11 @@ def build_prompt(
     if best_key is not None and best_key == start_key:
         best, best_key = None, None
     task_text = _task_part(inputs)
+    start_tokens = counter.count(start.code) if start is not None else 0
+    answer_format = "edits" if inputs.stage == "refine" and wants_edits(start_tokens, answer_tokens) else "file"
     closing = "## What to do\n" + _rules.TASK_INSTRUCTIONS[inputs.stage] + "\n" + (
-        "Reply with the whole file again in one ```python block, not a diff." if later
+        edit_instructions(start_tokens, answer_tokens) if answer_format == "edits"
+        else "Reply with the whole file again in one ```python block, not a diff." if later
         else "Reply with one ```python block holding the whole file."
     )
     api_units = _reference_units(inputs.api_notes, "api_note")
@@ -461,5 +470,6 @@ def build_prompt(
         sections=counts,
         turns=len(kept_turns) + 1,
         turns_dropped=len(history) - len(kept_turns),
+        answer_format=answer_format,
     )
     return Prompt(system=system, messages=messages, report=report, user_parts=parts, shown_keys=shown)

@@ -38,7 +38,7 @@ STAGE_GOALS: dict[str, str] = {
 }
 
 ANSWER_FORMAT = """\
-Answer format: at most a few sentences of reasoning, then exactly one fenced ```python block that holds the whole file (imports, kernels, launchers and `ModelNew`). Nothing after the block. Do not split the file across several blocks.
+Answer format: at most a few sentences of reasoning, then exactly one fenced ```python block that holds the whole file (imports, kernels, launchers and `ModelNew`). Nothing after the block. Do not split the file across several blocks. Only where the prompt says the start point is too long to repeat, reply with the SEARCH/REPLACE edit blocks it shows instead.
 """
 
 TASK_INSTRUCTIONS: dict[str, str] = {

@@ -106,21 +106,22 @@ class LLMPolicy:
             latency_source=source, rules=ctx.rules, precision=ctx.precision,
         )
 
-    def prompt(self, ctx: StepContext, *, model: str | None = None) -> Any:
+    def prompt(self, ctx: StepContext, *, model: str | None = None, answer_tokens: int | None = None) -> Any:
         from evokernel.llm import Conversation, build_prompt
 
         conversation = None
         if self.options.multi_turn:
             conversation = self._conversations.setdefault(ctx.task_key, Conversation())
         return build_prompt(self.inputs(ctx), token_budget=self.options.context_tokens,
-                            model=model or self.client.model, conversation=conversation)
+                            model=model or self.client.model, conversation=conversation, answer_tokens=answer_tokens)
 
     def propose(self, ctx: StepContext) -> Proposal:
-        from evokernel.llm import Candidate, LLMError, ParseError, parse_candidate, split_reasoning
+        from evokernel.llm import Candidate, LLMError, ParseError, parse_candidate, parse_edited, split_reasoning
 
         index, client = self._pick(ctx)
         choice = self.options.models[index]
-        prompt = self.prompt(ctx, model=client.model)
+        # a start point past half the answer's tokens is asked for as edits (evokernel/llm/_edits.py)
+        prompt = self.prompt(ctx, model=client.model, answer_tokens=client.max_tokens)
         inputs_ids = [m.id for m in ctx.memories]
         shown = tuple(inputs_ids[i] for i in prompt.report.included_memories if inputs_ids[i] is not None)
         # Skills the token budget left out were not seen: only the others learn from this step.
@@ -133,7 +134,10 @@ class LLMPolicy:
         def parse(completion) -> dict:
             # Parsed before the call is logged, so the log row carries the decisions too.
             try:
-                parsed.append(parse_candidate(
+                # a refinement's answer may be edits to its start point, asked for or not
+                edited = (parse_edited(completion.text, ctx.start_point.code, kernel_marker=marker)
+                          if ctx.stage == "refine" and ctx.start_point is not None else None)
+                parsed.append(edited or parse_candidate(
                     completion.text, reasoning=completion.reasoning, finish_reason=completion.finish_reason,
                     truncated=completion.truncated, kernel_marker=marker, max_tokens=client.max_tokens,
                 ))
