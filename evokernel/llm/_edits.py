@@ -2,8 +2,8 @@
 
 The builtin policy's kernels carry their launch-plan runtime (about 600 lines: a
 ReLU is about 6,900 tokens, a softmax 13,500, a whole KernelBench level3 model up
-to about 250,000), and an answer is capped by the model's `max_tokens` (8,192 by
-default). An LLM refining such a kernel (the hybrid policy hands it the builtin's
+to about 346,000; benchmarks/probes/builtin_sizes.py), and an answer is capped by
+the model's `max_tokens` (8,192 by default). An LLM refining such a kernel (the hybrid policy hands it the builtin's
 best) cannot reply with the whole file; it replies with edits instead:
 
     <<<<<<< SEARCH
