@@ -7,6 +7,8 @@ from __future__ import annotations
 import pytest
 from llm_server import FakeLog, llm_env, openai_reply, server  # noqa: F401  (fixtures)
 
+from executor_candidates import HONEST
+
 from evokernel.llm import Edit, EditError, PromptInputs, RetryPolicy, StartPoint, apply_edits, build_prompt, find_edits
 from evokernel.loop import StartPointView, StepContext
 from evokernel.policies._llm import LLMPolicy
@@ -15,28 +17,7 @@ TASK = (
     "import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n    def forward(self, x, y):\n"
     "        return torch.relu(x + y) * 2.0\n\n\ndef get_inputs():\n    return [torch.randn(37, 1000), torch.randn(37, 1000)]\n"
 )
-START = '''import torch
-import torch.nn as nn
-import triton
-import triton.language as tl
-
-
-@triton.jit
-def _add_relu_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    x = tl.load(x_ptr + offs, mask=mask)
-    y = tl.load(y_ptr + offs, mask=mask)
-    tl.store(out_ptr + offs, tl.maximum(x + y, 0.0) * 2.0, mask=mask)
-
-
-class ModelNew(nn.Module):
-    def forward(self, x, y):
-        out = torch.empty_like(x)
-        n = x.numel()
-        _add_relu_kernel[(triton.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)
-        return out
-'''
+START = HONEST["add_relu"][1]  # the executor tests' honest add_relu candidate
 
 
 def block(search: str, replace: str) -> str:
@@ -44,24 +25,24 @@ def block(search: str, replace: str) -> str:
 
 
 def test_blocks_are_found_in_order_and_applied_in_turn():
-    answer = ("Two changes.\n" + block("        _add_relu_kernel[(triton.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)\n",
-                                       "        _add_relu_kernel[(triton.cdiv(n, 4096),)](x, y, out, n, BLOCK=4096)\n")
-              + "and\n" + block("    mask = offs < n\n", "    mask = offs < n  # the tail\n"))
+    answer = ("Two changes.\n" + block("    add_relu_kernel[(triton.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)\n",
+                                       "    add_relu_kernel[(triton.cdiv(n, 4096),)](x, y, out, n, BLOCK=4096)\n")
+              + "and\n" + block("    mask = offs < n_elements\n", "    mask = offs < n_elements  # the tail\n"))
     edits = find_edits(answer)
-    assert [e.search.strip()[:16] for e in edits] == ["_add_relu_kernel", "mask = offs < n"]
+    assert [e.search.strip()[:15] for e in edits] == ["add_relu_kernel", "mask = offs < n"]
     out = apply_edits(START, edits)
     assert "BLOCK=4096" in out and "BLOCK=1024" not in out and "# the tail" in out
     assert out.count("\n") == START.count("\n")
     # an empty REPLACE deletes; an edit sees the file as the edits before it left it
-    gone = apply_edits(START, [Edit("    mask = offs < n\n", ""), Edit("mask=mask)\n    y", "mask=None)\n    y")])
-    assert "mask = offs < n" not in gone and "tl.load(x_ptr + offs, mask=None)" in gone
+    gone = apply_edits(START, [Edit("    mask = offs < n_elements\n", ""), Edit("mask=mask)\n    y", "mask=None)\n    y")])
+    assert "mask = offs < n_elements" not in gone and "tl.load(x_ptr + offs, mask=None)" in gone
     assert find_edits("```python\nprint(1)\n```") == []
 
 
 def test_a_block_that_matches_nowhere_or_twice_names_itself():
     with pytest.raises(EditError, match=r"edit block 2's SEARCH text \(starting 'x = tl.load\(x_ptr \+ offs, "
                                         r"mask=mask\)'\) matches nothing"):
-        apply_edits(START, [Edit("    mask = offs < n\n", "    mask = n > offs\n"),
+        apply_edits(START, [Edit("    mask = offs < n_elements\n", "    mask = n_elements > offs\n"),
                             Edit("  x = tl.load(x_ptr + offs, mask=mask)\n  y", "")])  # wrong indentation
     with pytest.raises(EditError, match="edit block 1's .* matches 3 places .* include more lines"):
         apply_edits(START, [Edit("mask=mask", "mask=None")])
@@ -101,11 +82,11 @@ def _policy(server) -> LLMPolicy:
 
 def test_the_policy_applies_an_answers_edits_to_its_start_point(server, llm_env):
     server.script = [openai_reply("<think>BLOCK 4096 is better</think>\nThe launch:\n" + block(
-        "        _add_relu_kernel[(triton.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)\n",
-        "        _add_relu_kernel[(triton.cdiv(n, 4096),)](x, y, out, n, BLOCK=4096)\n"))]
+        "    add_relu_kernel[(triton.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)\n",
+        "    add_relu_kernel[(triton.cdiv(n, 4096),)](x, y, out, n, BLOCK=4096)\n"))]
     proposal = _policy(server).propose(_refine_ctx())
     assert proposal.error is None, proposal.error
-    assert proposal.source == START.replace("1024", "4096")
+    assert proposal.source.strip() == START.replace("1024", "4096").strip()  # the parser trims the file's ends
     assert proposal.extra["parse"]["source"] == "edits" and proposal.extra["parse"]["outcome"] == "candidate"
 
 
