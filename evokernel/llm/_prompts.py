@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Literal, Sequence
 
 from backends import LatencySource
 
@@ -44,6 +44,8 @@ from ._context import (
 from ._edits import edit_instructions, wants_edits
 from ._tokens import TokenCounter, encoding_for_model, get_token_counter
 from ._views import MemoryView, StartPoint
+
+AnswerFormat = Literal["file", "edits"]
 
 # Chat formats add a few tokens per message for roles and separators.
 _MESSAGE_OVERHEAD_TOKENS = 4
@@ -95,7 +97,7 @@ class PromptReport:
     sections: dict[str, int] = field(default_factory=dict)  # tokens per section
     turns: int = 1  # user turns in the messages sent
     turns_dropped: int = 0
-    answer_format: str = "file"  # "file": the whole candidate; "edits": edit blocks on the start point (_edits)
+    answer_format: AnswerFormat = "file"  # the whole candidate, or edit blocks on the start point (_edits)
 
     def included_ids(self, inputs: PromptInputs) -> list[int]:
         """Database ids of the memories the model saw (those that have one)."""
@@ -327,7 +329,8 @@ def build_prompt(
         best, best_key = None, None
     task_text = _task_part(inputs)
     start_tokens = counter.count(start.code) if start is not None else 0
-    answer_format = "edits" if inputs.stage == "refine" and wants_edits(start_tokens, answer_tokens) else "file"
+    answer_format: AnswerFormat = "edits" if inputs.stage == "refine" and wants_edits(start_tokens, answer_tokens) \
+        else "file"
     closing = "## What to do\n" + _rules.TASK_INSTRUCTIONS[inputs.stage] + "\n" + (
         edit_instructions(start_tokens, answer_tokens) if answer_format == "edits"
         else "Reply with the whole file again in one ```python block, not a diff." if later
