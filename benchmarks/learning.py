@@ -121,7 +121,7 @@ def held_out_lanes(arms: list[Arm], paths: list[Path], mode: str) -> list[list[H
         return [[HeldOutRun(arm, path, f"{arm.name}-{path.stem}.db")] for path in paths for arm in arms]
     if mode == "shared":
         return [[HeldOutRun(arm, path, f"{arm.name}.db") for path in paths] for arm in arms]
-    raise ValueError(f"unknown held-out memory mode {mode!r}: copy or shared")
+    raise ValueError(f"unknown held-out memory mode {mode!r}: {' or '.join(HELD_OUT_MEMORY)}")
 
 
 def log(msg: str) -> None:
@@ -420,10 +420,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--arm", action="append", choices=[a.name for a in ARMS], help="only these arms")
     parser.add_argument("--workers-per-gpu", type=int, default=1,
                         help="evaluation workers sharing each GPU (evokernel's --workers-per-gpu): more runs at once")
-    parser.add_argument("--held-out-memory", choices=("copy", "shared"), default="copy",
-                        help="copy: each held-out task runs from its own copy of the arm's memory (what one task "
-                             "gains from memory, alone); shared: an arm's held-out tasks run one after another in "
-                             "one memory, so what the values learn on one task reaches the next (continual use)")
+    parser.add_argument("--held-out-memory", choices=tuple(HELD_OUT_MEMORY), default="copy",
+                        help="; ".join(f"{mode}: {what}" for mode, what in HELD_OUT_MEMORY.items()))
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--keep", type=Path, default=None,
                         help="copy the memories here (warm.db and one per arm and held-out task) to inspect the skill library")
