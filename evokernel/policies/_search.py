@@ -105,10 +105,11 @@ class Choice:
 def _choices(pairs: Sequence[tuple[MemoryNote, Any]], fingerprint: Callable[[Any], str]) -> list[Choice]:
     """One choice per remembered configuration, in order, each crediting every memory of `pairs` that
     holds the same configuration (they vouch for it together)."""
+    prints = [fingerprint(config) for _, config in pairs]
     by_fp: dict[str, list[int]] = {}
-    for note, config in pairs:
-        by_fp.setdefault(fingerprint(config), []).append(note.id)
-    return [Choice(config, tuple(by_fp[fingerprint(config)])) for _, config in pairs]
+    for (note, _), fp in zip(pairs, prints):
+        by_fp.setdefault(fp, []).append(note.id)
+    return [Choice(config, tuple(by_fp[fp])) for (_, config), fp in zip(pairs, prints)]
 
 
 @dataclasses.dataclass(frozen=True)
