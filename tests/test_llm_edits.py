@@ -97,3 +97,13 @@ def test_edits_that_do_not_apply_are_the_steps_feedback(server, llm_env):
     assert proposal.error.startswith("Your edits were not applied: edit block 1's SEARCH text (starting "
                                      "'z = tl.load(z_ptr)') matches nothing")
     assert proposal.extra["parse"]["outcome"] == "bad_edit"
+
+
+def test_an_answer_of_edits_cut_by_the_token_limit_applies_none_of_them(server, llm_env):
+    """The whole blocks before a cut one are not the change the model meant: nothing runs, and the
+    feedback says the answer was cut."""
+    server.script = [openai_reply(block("    mask = offs < n_elements\n", "    mask = offs < n_elements  # tail\n")
+                                  + "<<<<<<< SEARCH\n    x = tl.load(", finish_reason="length")]
+    proposal = _policy(server).propose(_refine_ctx())
+    assert proposal.source is None and proposal.extra["parse"]["outcome"] == "truncated"
+    assert proposal.error.startswith("Your edits were cut off by the output-token limit after 1 whole block(s)")

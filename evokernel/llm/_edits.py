@@ -23,7 +23,7 @@ import dataclasses
 import re
 from dataclasses import dataclass
 
-from ._parse import Candidate, ParseError, ParseErrorKind, ParseReport, parse_candidate
+from ._parse import Candidate, ParseError, ParseErrorKind, ParseReport, answer_cut, parse_candidate
 from ._reasoning import split_reasoning
 
 __all__ = ["Edit", "EditError", "apply_edits", "edit_instructions", "find_edits", "parse_edited", "wants_edits"]
@@ -78,12 +78,20 @@ def edit_instructions(start_tokens: int, answer_tokens: int) -> str:
         "The blocks are applied in order; the file that results is your candidate.")
 
 
-def parse_edited(text: str, start_code: str, *, kernel_marker: str | None = None) -> Candidate | None:
+def parse_edited(text: str, start_code: str, *, kernel_marker: str | None = None, truncated: bool = False,
+                 finish_reason: str | None = None) -> Candidate | None:
     """The candidate an answer's edits make of `start_code` (checked as a whole answer would be), None
-    when the answer (outside its reasoning) holds no edit block; `ParseError` when an edit does not apply."""
+    when the answer (outside its reasoning) holds no edit block; `ParseError` when an edit does not apply,
+    or when the answer was cut (`truncated`, or its `finish_reason`: a block after the last whole one may
+    have been cut, and the edits before it are not the change the model meant)."""
     edits = find_edits(split_reasoning(text).answer)
     if not edits:
         return None
+    if answer_cut(truncated, finish_reason):
+        message = f"answer of edits cut by the token limit after {len(edits)} whole block(s)"
+        report = ParseReport(outcome=ParseErrorKind.TRUNCATED.value, source="edits", decision=message, truncated=True)
+        raise ParseError(ParseErrorKind.TRUNCATED, message, f"Your edits were cut off by the output-token limit "
+                         f"after {len(edits)} whole block(s); nothing was applied. Make fewer, shorter edits.", report)
     try:
         code = apply_edits(start_code, edits)
     except EditError as exc:

@@ -369,6 +369,11 @@ def _has_code(text: str) -> bool:
     return any(b.code.strip() for b in extract_blocks(text)) or bare_code(text) is not None
 
 
+def answer_cut(truncated: bool, finish_reason: str | None) -> bool:
+    """Whether the provider cut the answer at its output-token limit (its flag, or its finish reason)."""
+    return truncated or (finish_reason or "").lower() in TRUNCATED_REASONS
+
+
 def parse_candidate(
     text: str,
     *,
@@ -388,7 +393,7 @@ def parse_candidate(
     precise. Blocks starting with a `# file: NAME` line are collected into
     `files`; with `multi_file=True` the code is all of them under their headers.
     """
-    cut = truncated or (finish_reason or "").lower() in TRUNCATED_REASONS
+    cut = answer_cut(truncated, finish_reason)
     kernel = re.compile(kernel_marker, re.MULTILINE) if kernel_marker else None
     split = split_reasoning(text)
     field_reasoning = reasoning or ""

@@ -135,7 +135,8 @@ class LLMPolicy:
             # Parsed before the call is logged, so the log row carries the decisions too.
             try:
                 # a refinement's answer may be edits to its start point, asked for or not
-                edited = (parse_edited(completion.text, ctx.start_point.code, kernel_marker=marker)
+                edited = (parse_edited(completion.text, ctx.start_point.code, kernel_marker=marker,
+                                       truncated=completion.truncated, finish_reason=completion.finish_reason)
                           if ctx.stage == "refine" and ctx.start_point is not None else None)
                 parsed.append(edited or parse_candidate(
                     completion.text, reasoning=completion.reasoning, finish_reason=completion.finish_reason,
