@@ -213,7 +213,7 @@ def _task_row(outcome: Any, store: MemoryStore, run_id: int) -> dict[str, Any]:
             skill_ids = [i for i in step["context_item_ids"] if kinds.get(i) == "best_practice"]
         attempts.append({"step": a.step, "stage": a.stage, "status": a.status, "latency_ms": a.latency_ms,
                          "reward": a.reward, "config": extra.get("config"), "config_from": extra.get("config_from"),
-                         "skills_used": skill_ids})
+                         "skills_used": skill_ids, "memories_shown": extra.get("memories_shown")})
     return {"task": outcome.name, "task_key": outcome.task_key, "correct": outcome.correct,
             "stopped": outcome.stopped, "attempts": outcome.attempts,
             "first_correct_attempt": outcome.first_correct_attempt, "best_latency_ms": outcome.best_latency_ms,

@@ -7,6 +7,7 @@ worker (`cpu_executor`)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -173,6 +174,28 @@ def test_value_mode_prefers_valuable_over_similar(tmp_path):
             picks[mode] = [m.content for m in policy.contexts[0].memories]
     assert picks["similarity"] == ["close"]
     assert picks["value"] == ["far"]
+
+
+def test_a_trace_keeps_the_memories_its_step_was_shown_beside_those_it_credits(tmp_path):
+    """A policy that follows one memory credits only that one (the steps table); the trace keeps every
+    memory the step was shown, so a run can be read for the evidence a step saw and did not follow."""
+
+    class FollowsOne(RecordingPolicy):
+        def propose(self, ctx):
+            proposal = super().propose(ctx)
+            return dataclasses.replace(proposal, used_memory_ids=tuple(m.id for m in ctx.memories[:1]))
+
+    with MemoryStore(tmp_path / "m.db") as store:
+        _seed_close_and_far(store)
+        policy = FollowsOne(HONEST["add_relu"][1])
+        run_tasks([ADD_RELU], policy, store, RunOptions.of(budget=1, memory_mode="similarity", n_memories=2, **FAST),
+                  executor=ScriptedExecutor())
+        shown = [m.id for m in policy.contexts[0].memories]
+        trace = next(i for i in store.list_items(kinds=["trace"], limit=None) if i.task_key != "other")
+        step = store.steps()[-1]
+    assert len(shown) == 2
+    assert trace.extra["memories_shown"] == shown
+    assert step["context_item_ids"] == shown[:1]
 
 
 def _alive(pid: str) -> bool:

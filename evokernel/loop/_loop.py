@@ -289,7 +289,8 @@ class Runner:
         learned = self._learn_skill(st, plan, proposal, result)
         tokens_in, tokens_out, cost = _step_usage(proposal, plan.skill_usage, learned.usage if learned else None)
         item_id = self._commit(st, stage, proposal, result, reward, context_ids, plan.start, plan.iteration,
-                               learned=learned, usage=(tokens_in, tokens_out, cost))
+                               learned=learned, usage=(tokens_in, tokens_out, cost),
+                               shown=[m.id for m in plan.context.memories])
         attempt = Attempt.from_result(result, step=plan.context.step, stage=stage, item_id=item_id, reward=reward,
                                       tokens_in=tokens_in, tokens_out=tokens_out, cost_usd=cost,
                                       speed_limits=proposal.extra.get("speed_limits"))
@@ -363,9 +364,11 @@ class Runner:
         return learned
 
     def _commit(self, st, stage, proposal, result, reward, context_ids, start, iteration, *, learned=None,
-                usage=None) -> int:
+                usage=None, shown=()) -> int:
         """The step's trace (the EvalResult as it is), its experience, its skill (when it
-        taught one) and its value updates, in one transaction."""
+        taught one) and its value updates, in one transaction. `shown`: the memories retrieved
+        for the step, kept in the trace beside the ones it credits (the steps table holds only
+        those), so a run can be read for what a step saw and did not follow."""
         backend = self.options.backend
         extra = {
             **proposal.extra,
@@ -380,6 +383,7 @@ class Runner:
             "tokens_in": proposal.tokens_in,
             "tokens_out": proposal.tokens_out,
             "cost_usd": proposal.cost_usd,
+            "memories_shown": list(shown),
         }
         if usage is not None:  # with the skill calls (rerank, summary), so a resumed run counts the same
             extra.update(tokens_in=usage[0], tokens_out=usage[1], cost_usd=usage[2])
