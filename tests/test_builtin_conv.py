@@ -481,13 +481,13 @@ def test_a_refinement_leaves_for_last_the_changes_that_lost_on_other_tasks_and_t
                           extra={"config": replace(other_default, **change).to_dict(), "family": "conv",
                                  "default_config": other_default.to_dict(), "start_config": other_default.to_dict()})
 
-    def refine(memories):
+    def refine(memories, tried=()):
         start = StartPointView(id=1, code="", latency_ms=1.0, speedup_eager=None, speedup_compile=None,
                                extra={"config": default.to_dict()})
         ctx = StepContext(task_name="conv_held_out", task_key="c", task_path=str(path), task_source=path.read_text(),
                           category="", backend="triton", stage="refine", step=2, memories=memories, feedback=None,
                           start_point=start, run_id=1, size="small",
-                          tried=frozenset({"builtin:" + json.dumps(default.to_dict(), sort_keys=True)}))
+                          tried=frozenset("builtin:" + json.dumps(c.to_dict(), sort_keys=True) for c in (default, *tried)))
         proposal = TritonBuiltinPolicy(PlanCache()).propose(ctx)
         credited.append(proposal.used_memory_ids)
         return Config.from_dict(proposal.extra["config"])
@@ -499,7 +499,10 @@ def test_a_refinement_leaves_for_last_the_changes_that_lost_on_other_tasks_and_t
             if getattr(alone, key) != getattr(default, key)}
     assert lost  # the neighbour tried first on an empty memory changes something
     after_loss = refine([note(1, lost, -1.0), note(2, lost, -1.0)])
-    assert after_loss != alone and {k: getattr(after_loss, k) for k in lost} != lost and credited[-1] == ()
+    assert after_loss != alone and {k: getattr(after_loss, k) for k in lost} != lost
+    assert credited[-1] == (1, 2)  # the losses that moved the first neighbour behind it placed this one
+    # a loss on a neighbour the task has already tried placed nothing: it would have been skipped anyway
+    assert refine([note(1, lost, -1.0)], tried=[alone]) == after_loss and credited[-1] == ()
     # a change that paid elsewhere comes first, ahead of the neighbours' own order
     paid = {"block_n": default.block_n // 2}
     assert refine([note(3, paid, 1.0), note(7, lost, -1.0)]) == replace(default, **paid)

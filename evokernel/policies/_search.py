@@ -8,7 +8,9 @@ suggests), then the default, then the rest of the space. A refining step tries
 remembered configurations with a positive refine value, then the neighbours of
 its start point's configuration (those whose change paid in remembered
 refinements first, those whose change lost last), then the rest. The first configuration this
-task has not tried yet is proposed.
+task has not tried yet is proposed, crediting the memories that put it there: those holding it,
+or the remembered refinements that made its change, or that made the change of a neighbour they
+moved from ahead of it to behind it.
 """
 
 from __future__ import annotations
@@ -189,15 +191,24 @@ class ConfigSpace:
                    for note, c in remembered if note.stage == "refine" and note.reward is not None]
         learned = [(note, change) for note, change in learned if change]
         here = start.to_dict()
-        near = []
-        for config in self.neighbours(start):
+        near = []  # (net reward of the evidence, place in the neighbours' own order, config, evidence ids)
+        for index, config in enumerate(self.neighbours(start)):
             mine = _change(here, config.to_dict())  # the neighbour's change, once
             evidence = [note for note, change in learned if _same_change(change, mine)]
-            near.append((sum(note.reward for note in evidence), Choice(config, tuple(note.id for note in evidence))))
-        # the largest net gain first, then no evidence, then the smallest net loss; the sort is stable, so
-        # neighbours with the same verdict keep their own order
-        near.sort(key=lambda vc: -vc[0])
-        return first + valued + [choice for _, choice in near] + rest
+            near.append((sum(note.reward for note in evidence), index, config, tuple(note.id for note in evidence)))
+        # the largest net gain first, then no evidence, then the smallest net loss; neighbours with the same
+        # verdict keep their own order
+        ranked = sorted(near, key=lambda n: (-n[0], n[1]))
+        # A neighbour is placed by its own evidence, and by the losses that moved an untried neighbour from
+        # ahead of it to behind it: had those not been remembered, that one would have been tried first.
+        losers = [(net, index, ids) for net, index, config, ids in near
+                  if net < 0 and self.fingerprint(config) not in ctx.tried]
+        choices = []
+        for net, index, config, ids in ranked:
+            pushed = [i for lost, at, lost_ids in losers for i in lost_ids
+                      if (lost, -at) < (net, -index) and (net < 0 or (net == 0 and at < index))]
+            choices.append(Choice(config, ids + tuple(dict.fromkeys(i for i in pushed if i not in ids))))
+        return first + valued + choices + rest
 
     def start(self, ctx: StepContext) -> Any:
         """The configuration a refining step starts from: its start point's, else the default."""
