@@ -282,15 +282,15 @@ class Runner:
         the attempt as the run accounts for it."""
         out, stage = st.outcome, plan.context.stage
         reward = draft_reward(result.feasible) if stage == "draft" else refine_reward(result.feasible, result.latency_ms, plan.best_ms)
-        context_ids = [m.id for m in plan.context.memories] if proposal.used_memory_ids is None else list(proposal.used_memory_ids)
+        shown = [m.id for m in plan.context.memories]
+        context_ids = list(shown if proposal.used_memory_ids is None else proposal.used_memory_ids)
         # The skills the step used learn from its reward like every other item in its context.
         skill_ids = [m.id for m in plan.context.skills] if proposal.used_skill_ids is None else list(proposal.used_skill_ids)
         context_ids += [i for i in skill_ids if i not in context_ids]
         learned = self._learn_skill(st, plan, proposal, result)
         tokens_in, tokens_out, cost = _step_usage(proposal, plan.skill_usage, learned.usage if learned else None)
         item_id = self._commit(st, stage, proposal, result, reward, context_ids, plan.start, plan.iteration,
-                               learned=learned, usage=(tokens_in, tokens_out, cost),
-                               shown=[m.id for m in plan.context.memories])
+                               learned=learned, usage=(tokens_in, tokens_out, cost), shown=shown)
         attempt = Attempt.from_result(result, step=plan.context.step, stage=stage, item_id=item_id, reward=reward,
                                       tokens_in=tokens_in, tokens_out=tokens_out, cost_usd=cost,
                                       speed_limits=proposal.extra.get("speed_limits"))
